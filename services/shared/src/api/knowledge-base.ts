@@ -1,0 +1,98 @@
+// KnowledgeBase: a set of documents (id kb_<id>) with an embedding model, chunking and sources.
+// Becomes a vector collection (or tenant), ingested and refreshed chunks, and counts in status.
+import { z } from "zod";
+import { baseStatus, duration, httpUrl, knowledgeId, localObjectRef, secretKeyRef, timestamp } from "./common.ts";
+
+export const embeddingSpec = z
+  .object({
+    provider: z
+      .enum(["local", "openai"])
+      .default("local")
+      .describe("local: in-process sentence-embedding model; openai: an OpenAI-compatible /v1/embeddings"),
+    model: z.string().min(1).max(256).default("all-MiniLM-L6-v2").describe("embedding model name"),
+    baseURL: httpUrl.optional().describe("for provider openai"),
+    apiKeySecretRef: secretKeyRef.optional().describe("for provider openai"),
+    dimensions: z.int().min(1).max(8192).optional().describe("vector size; read from the model when absent"),
+  })
+  .meta({
+    "x-kubernetes-validations": [
+      {
+        rule: "self.provider != 'openai' || has(self.baseURL)",
+        message: "embedding.baseURL is required for provider openai",
+      },
+    ],
+  });
+
+export const chunkingSpec = z
+  .object({
+    size: z.int().min(64).max(16_000).default(800).describe("target chunk size in characters"),
+    overlap: z.int().min(0).max(8_000).default(100).describe("characters shared by neighbouring chunks"),
+  })
+  .meta({
+    "x-kubernetes-validations": [
+      { rule: "self.overlap < self.size", message: "chunking.overlap must be smaller than chunking.size" },
+    ],
+  });
+
+export const knowledgeSource = z
+  .object({
+    name: z
+      .string()
+      .min(1)
+      .max(256)
+      .describe("document name (docsName) for inline and ConfigMap sources; a label for URLs"),
+    url: httpUrl.optional().describe("page fetched through the Scraper"),
+    text: z.string().max(1_000_000).optional().describe("inline document text"),
+    configMap: z
+      .object({
+        name: z.string().min(1).max(253),
+        keys: z.array(z.string().min(1)).optional().describe("keys to ingest as documents; absent: all"),
+      })
+      .optional()
+      .describe("each key of the ConfigMap is one document"),
+  })
+  .meta({
+    "x-kubernetes-validations": [
+      {
+        rule: "(has(self.url) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.configMap) ? 1 : 0) == 1",
+        message: "a source sets exactly one of url, text, configMap",
+      },
+    ],
+  });
+
+export const knowledgeBaseSpec = z.object({
+  knowledgeId: knowledgeId.optional().describe("id clients search with; default kb_<metadata.name with - as _>"),
+  description: z.string().max(1024).optional(),
+  embedding: embeddingSpec.default({ provider: "local", model: "all-MiniLM-L6-v2" }),
+  chunking: chunkingSpec.default({ size: 800, overlap: 100 }),
+  sources: z.array(knowledgeSource).max(10_000).default([]),
+  scraperRef: localObjectRef
+    .optional()
+    .describe("Scraper that fetches url sources; absent: the platform scraping settings"),
+  refreshInterval: duration.default("24h").describe("how often url and ConfigMap sources are fetched again"),
+  scrapeOptions: z
+    .object({
+      waitFor: z.int().min(0).max(60_000).optional().describe("milliseconds to wait after load"),
+      onlyMainContent: z.boolean().default(true),
+    })
+    .optional(),
+});
+
+export const knowledgeBaseStatus = z.object({
+  ...baseStatus,
+  knowledgeId: z.string().optional(),
+  collection: z.string().optional().describe("vector collection (and tenant) holding the chunks"),
+  documents: z.int().min(0).optional(),
+  chunks: z.int().min(0).optional(),
+  failures: z.int().min(0).optional().describe("sources that failed in the last refresh"),
+  lastRefreshTime: timestamp.optional(),
+  progress: z.string().optional().describe("ingestion progress, e.g. 12/40 sources"),
+});
+
+export type KnowledgeBaseSpec = z.infer<typeof knowledgeBaseSpec>;
+export type KnowledgeBaseStatus = z.infer<typeof knowledgeBaseStatus>;
+
+/** The id a KnowledgeBase answers to: its spec.knowledgeId, or kb_ + its name with dashes as underscores. */
+export function knowledgeIdOf(kb: { metadata: { name: string }; spec: { knowledgeId?: string | undefined } }): string {
+  return kb.spec.knowledgeId ?? `kb_${kb.metadata.name.replace(/[-.]/g, "_")}`;
+}

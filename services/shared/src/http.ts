@@ -1,0 +1,58 @@
+// What every HTTP process serves besides its API: liveness, readiness and Prometheus metrics,
+// plus request metrics. Services build their app with buildBaseApp() and add their routes, so
+// tests drive the same app with inject() that production runs with listen().
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import type { Logger } from "pino";
+import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "./metrics.ts";
+
+export interface BaseAppOptions {
+  service: string;
+  registry: Registry;
+  logger?: Logger;
+  /** Readiness: returns a reason when not ready. */
+  notReady?: () => string | undefined;
+  bodyLimit?: number;
+  trustProxy?: FastifyServerOptions["trustProxy"];
+}
+
+export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    disableRequestLogging: true,
+    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    trustProxy: opts.trustProxy ?? false,
+    return503OnClosing: true,
+    requestIdHeader: "x-request-id",
+  }) as unknown as FastifyInstance;
+
+  const requests = new Counter({
+    name: "http_requests_total",
+    help: "HTTP requests by route and status",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [opts.registry],
+  });
+  const duration = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "HTTP request latency by route",
+    labelNames: ["method", "route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [opts.registry],
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    const route = req.routeOptions.url ?? "unmatched";
+    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+
+  app.get("/healthz", async () => ({ status: "ok", service: opts.service }));
+  app.get("/readyz", async (_req, reply) => {
+    const reason = opts.notReady?.();
+    if (reason) return reply.code(503).send({ status: "not ready", reason });
+    return { status: "ready" };
+  });
+  app.get("/metrics", async (_req, reply) => {
+    reply.header("content-type", opts.registry.contentType);
+    return opts.registry.metrics();
+  });
+  return app;
+}

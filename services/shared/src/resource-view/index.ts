@@ -1,0 +1,3 @@
+export * from "./file-source.ts";
+export * from "./kube-source.ts";
+export * from "./view.ts";
