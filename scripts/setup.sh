@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything Capstan's tests and standalone mode need on a fresh Debian 12 machine,
+# idempotently: Debian packages (redis-server, chromium, openssl), npm dependencies (which bring
+# Node 24 as the `node` package), etcd + kube-apiserver built from the Go module proxy, and each
+# service's own needs (scripts/setup.d/*.sh). Safe to run again; quick when nothing is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+log() { printf '[setup] %s\n' "$*"; }
+
+apt_packages=(redis-server chromium openssl)
+missing=()
+for p in "${apt_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian's redis-server package starts a system instance on :6379; the tests start their own.
+
+if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm dependencies (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+export PATH="$PWD/node_modules/.bin:$PATH"
+log "node $(node --version)"
+
+if [ "${CAPSTAN_SKIP_KUBE:-}" != "1" ]; then
+  bash test/scripts/build-kube-binaries.sh
+fi
+
+for snippet in scripts/setup.d/*.sh; do
+  [ -e "$snippet" ] || continue
+  log "running $snippet"
+  bash "$snippet"
+done
+log "done in $((SECONDS - start)) s"

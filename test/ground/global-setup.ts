@@ -1,0 +1,43 @@
+// Global setup of the integration project: one real Redis and one real etcd + kube-apiserver per
+// test run, shared by every test file through vitest's provide/inject, always torn down.
+import type { TestProject } from "vitest/node";
+import { type KubeControlPlane, kubeBinDir, startKube } from "./kube.ts";
+import { type RedisServer, startRedis } from "./redis.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    redisUrl: string;
+    /** Path of an admin kubeconfig for the test API server; "" when the binaries are not built. */
+    kubeconfig: string;
+    kubeServer: string;
+  }
+}
+
+let redis: RedisServer | undefined;
+let kube: KubeControlPlane | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  const started = Date.now();
+  const [r, k] = await Promise.all([
+    startRedis(),
+    kubeBinDir()
+      ? startKube()
+      : (console.warn(
+          "[test ground] etcd/kube-apiserver are not built: tests that need the API server will fail. " +
+            "Run `bash test/scripts/build-kube-binaries.sh`.",
+        ),
+        Promise.resolve(undefined)),
+  ]);
+  redis = r;
+  kube = k;
+  project.provide("redisUrl", redis.url);
+  project.provide("kubeconfig", kube?.kubeconfig ?? "");
+  project.provide("kubeServer", kube?.server ?? "");
+  console.log(
+    `[test ground] redis ${redis.url}${kube ? `, kube-apiserver ${kube.server}` : ""} up in ${Date.now() - started} ms`,
+  );
+}
+
+export async function teardown(): Promise<void> {
+  await Promise.allSettled([redis?.stop(), kube?.stop()]);
+}

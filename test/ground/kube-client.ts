@@ -1,0 +1,69 @@
+// Test helpers over the shared KubeClient: a client for the harness API server, CRD install,
+// and apply of the YAML files in examples/.
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
+import { KubeConfig } from "@kubernetes/client-node";
+import { allCrds } from "@capstan/shared/api";
+import { KubeApiError, KubeClient } from "@capstan/shared/kube";
+import { inject } from "vitest";
+
+export function harnessKubeClient(): KubeClient {
+  const path = inject("kubeconfig");
+  if (!path) throw new Error("the test API server is not running: build it with `bash test/scripts/build-kube-binaries.sh`");
+  const kc = new KubeConfig();
+  kc.loadFromString(readFileSync(path, "utf8"));
+  return new KubeClient(kc);
+}
+
+/** Creates or replaces every generated CRD and waits until each is Established. */
+export async function installCrds(client: KubeClient): Promise<void> {
+  const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  for (const { crd } of allCrds()) {
+    const name = (crd.metadata as { name: string }).name;
+    try {
+      await client.request(base, { method: "POST", body: crd });
+    } catch (err) {
+      if (!(err instanceof KubeApiError) || err.status !== 409) throw err;
+      const current = await client.request<{ metadata: { resourceVersion: string } }>(`${base}/${name}`);
+      await client.request(`${base}/${name}`, {
+        method: "PUT",
+        body: { ...crd, metadata: { ...(crd.metadata as object), resourceVersion: current.metadata.resourceVersion } },
+      });
+    }
+  }
+  for (const { crd } of allCrds()) {
+    const name = (crd.metadata as { name: string }).name;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const got = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>(`${base}/${name}`);
+      if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  try {
+    await client.request("/api/v1/namespaces", { method: "POST", body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
+  } catch (err) {
+    if (!(err instanceof KubeApiError) || err.status !== 409) throw err;
+  }
+}
+
+export interface RawObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec?: unknown;
+}
+
+/** The objects of examples/*.yaml exactly as written (no defaults applied). */
+export function rawExamples(): RawObject[] {
+  const dir = fileURLToPath(new URL("../../examples/", import.meta.url));
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml"))
+    .sort()
+    .flatMap((f) => parseAllDocuments(readFileSync(dir + f, "utf8")).map((d) => d.toJS() as RawObject));
+}

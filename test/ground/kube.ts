@@ -1,0 +1,158 @@
+// A real control plane for tests, as envtest builds it: etcd and kube-apiserver (built from the
+// Go module proxy by test/scripts/build-kube-binaries.sh) on free loopback ports, generated
+// certificates, an admin client certificate (system:masters), a service-account signing key,
+// RBAC authorization and the ServiceAccount admission plugin disabled. Writes a kubeconfig.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, fetch } from "undici";
+import { freePort } from "./ports.ts";
+import { type ManagedProcess, startProcess, waitFor } from "./process.ts";
+
+export interface KubeControlPlane {
+  server: string;
+  kubeconfig: string;
+  dir: string;
+  /** Stops kube-apiserver only (etcd keeps the data) and starts it again on the same port. */
+  restartApiServer(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Where build-kube-binaries.sh put etcd and kube-apiserver, or undefined when not built. */
+export function kubeBinDir(): string | undefined {
+  if (process.env.KUBE_BIN_DIR) return process.env.KUBE_BIN_DIR;
+  const cache = process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache", "capstan");
+  const pointer = join(cache, "kube", "current");
+  if (!existsSync(pointer)) return undefined;
+  const dir = readFileSync(pointer, "utf8").trim();
+  return existsSync(join(dir, "kube-apiserver")) && existsSync(join(dir, "etcd")) ? dir : undefined;
+}
+
+function openssl(args: string[], cwd: string): void {
+  execFileSync("openssl", args, { cwd, stdio: "pipe" });
+}
+
+/** CA, apiserver serving cert (127.0.0.1, localhost), admin client cert, service-account key pair. */
+function generateCerts(dir: string): void {
+  const days = ["-days", "2"];
+  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", ...days, "-subj", "/CN=capstan-test-ca"], dir);
+  const sign = (name: string, subj: string, ext: string) => {
+    openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subj], dir);
+    writeFileSync(join(dir, `${name}.ext`), ext);
+    openssl(
+      ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, ...days, "-extfile", `${name}.ext`],
+      dir,
+    );
+  };
+  sign("apiserver", "/CN=kube-apiserver", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  sign("admin", "/CN=capstan-admin/O=system:masters", "extendedKeyUsage=clientAuth\n");
+  openssl(["genrsa", "-out", "sa.key", "2048"], dir);
+  openssl(["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], dir);
+}
+
+function kubeconfigYaml(server: string, dir: string): string {
+  const b64 = (f: string) => readFileSync(join(dir, f)).toString("base64");
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: capstan-test
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${b64("ca.crt")}
+users:
+- name: capstan-admin
+  user:
+    client-certificate-data: ${b64("admin.crt")}
+    client-key-data: ${b64("admin.key")}
+contexts:
+- name: capstan-test
+  context: {cluster: capstan-test, user: capstan-admin, namespace: default}
+current-context: capstan-test
+`;
+}
+
+export async function startKube(): Promise<KubeControlPlane> {
+  const bin = kubeBinDir();
+  if (!bin) throw new Error("etcd/kube-apiserver not built: run `bash test/scripts/build-kube-binaries.sh` (or `bash .ci/run`)");
+  const dir = mkdtempSync(join(tmpdir(), "capstan-kube-"));
+  generateCerts(dir);
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+
+  const etcd = startProcess("etcd", join(bin, "etcd"), [
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+    `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+    `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+    "--unsafe-no-fsync",
+    "--log-level=warn",
+  ]);
+  await waitFor(
+    "etcd /health",
+    async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`, { signal: AbortSignal.timeout(2000) })).ok,
+    { timeoutMs: 30_000, proc: etcd },
+  );
+
+  const server = `https://127.0.0.1:${apiPort}`;
+  const apiArgs = [
+    `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${apiPort}`,
+    `--cert-dir=${dir}`,
+    `--tls-cert-file=${join(dir, "apiserver.crt")}`,
+    `--tls-private-key-file=${join(dir, "apiserver.key")}`,
+    `--client-ca-file=${join(dir, "ca.crt")}`,
+    `--service-account-key-file=${join(dir, "sa.pub")}`,
+    `--service-account-signing-key-file=${join(dir, "sa.key")}`,
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    "--service-cluster-ip-range=10.0.0.0/24",
+    "--authorization-mode=RBAC",
+    "--disable-admission-plugins=ServiceAccount",
+    "--allow-privileged=true",
+    "--enable-priority-and-fairness=false",
+    "--v=0",
+  ];
+  const tls = new Agent({
+    connect: {
+      ca: readFileSync(join(dir, "ca.crt")),
+      cert: readFileSync(join(dir, "admin.crt")),
+      key: readFileSync(join(dir, "admin.key")),
+    },
+  });
+  let api: ManagedProcess;
+  const startApi = async () => {
+    api = startProcess("kube-apiserver", join(bin, "kube-apiserver"), apiArgs);
+    await waitFor(
+      "kube-apiserver /readyz",
+      async () => (await fetch(`${server}/readyz`, { dispatcher: tls, signal: AbortSignal.timeout(5000) })).status === 200,
+      { timeoutMs: 90_000, proc: api },
+    );
+  };
+  try {
+    await startApi();
+  } catch (err) {
+    await etcd.stop();
+    throw err;
+  }
+
+  const kubeconfig = join(dir, "kubeconfig");
+  writeFileSync(kubeconfig, kubeconfigYaml(server, dir), { mode: 0o600 });
+  return {
+    server,
+    kubeconfig,
+    dir,
+    restartApiServer: async () => {
+      await api.stop();
+      await startApi();
+    },
+    stop: async () => {
+      await api?.stop();
+      await etcd.stop();
+      await tls.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,45 @@
+// A real redis-server (Debian package) on a free loopback port, with no persistence.
+import { Socket } from "node:net";
+import { freePort } from "./ports.ts";
+import { startProcess, waitFor } from "./process.ts";
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.setTimeout(1000);
+    socket.once("data", (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith("+PONG"));
+    });
+    socket.once("error", () => resolve(false));
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
+  });
+}
+
+export async function startRedis(opts: { port?: number } = {}): Promise<RedisServer> {
+  const port = opts.port ?? (await freePort());
+  const proc = startProcess("redis-server", process.env.REDIS_SERVER_BIN ?? "redis-server", [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--protected-mode",
+    "yes",
+  ]);
+  await waitFor("redis PING", () => ping(port), { timeoutMs: 15_000, proc });
+  return { url: `redis://127.0.0.1:${port}`, port, stop: () => proc.stop() };
+}
