@@ -20,8 +20,11 @@ fi
 # Debian's redis-server package starts a system instance on :6379; the tests start their own.
 
 if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing npm dependencies (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm install`, not `npm ci`: npm 11 here writes lock files without the other platforms'
+  # optional packages (biome, rollup, esbuild binaries) and `npm ci` then refuses them as out of
+  # sync; `npm install` installs exactly the locked versions and leaves the lock unchanged.
+  log "installing npm dependencies (npm install from package-lock.json)"
+  npm install --no-audit --no-fund --loglevel=error
 fi
 export PATH="$PWD/node_modules/.bin:$PATH"
 log "node $(node --version)"
