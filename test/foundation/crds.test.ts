@@ -49,9 +49,9 @@ describe("CRDs on a real API server", () => {
       `${collectionPath(API_VERSION, "accesschannels", "capstan-demo")}/website-chat`,
     );
     expect(channel.spec.qpm).toBe(100);
-    const scraper = await client.request<{ spec: { port: number; client: { timeoutSeconds: number; maxRetries: number } } }>(
-      `${collectionPath(API_VERSION, "scrapers", "capstan-demo")}/web`,
-    );
+    const scraper = await client.request<{
+      spec: { port: number; client: { timeoutSeconds: number; maxRetries: number } };
+    }>(`${collectionPath(API_VERSION, "scrapers", "capstan-demo")}/web`);
     expect(scraper.spec.port).toBe(3002); // defaulted by the API server
     expect(scraper.spec.client).toMatchObject({ timeoutSeconds: 30, maxRetries: 3, enabled: true });
   });
@@ -70,8 +70,18 @@ describe("CRDs on a real API server", () => {
     ["negative QPM", "AccessChannel", { ...channel, qpm: -5 }, /spec\.qpm.*greater than or equal to 1/],
     ["missing channel name", "AccessChannel", { agentRef: { name: "a" } }, /spec\.channelName: Required value/],
     ["malformed kb_ id", "KnowledgeBase", { knowledgeId: "kb-Product Docs" }, /spec\.knowledgeId.*should match/],
-    ["malformed kb_ id in a key scope", "SearchKey", { keyName: "k", knowledgeIds: ["docs"] }, /spec\.knowledgeIds\[0\].*should match/],
-    ["bad CIDR", "SearchKey", { keyName: "k", knowledgeIds: ["kb_a"], allowedCIDRs: ["10.0.0.0/33"] }, /allowedCIDRs entries must be IP addresses or CIDRs/],
+    [
+      "malformed kb_ id in a key scope",
+      "SearchKey",
+      { keyName: "k", knowledgeIds: ["docs"] },
+      /spec\.knowledgeIds\[0\].*should match/,
+    ],
+    [
+      "bad CIDR",
+      "SearchKey",
+      { keyName: "k", knowledgeIds: ["kb_a"], allowedCIDRs: ["10.0.0.0/33"] },
+      /allowedCIDRs entries must be IP addresses or CIDRs/,
+    ],
     [
       "validity window ending before it starts",
       "SearchKey",
@@ -85,7 +95,12 @@ describe("CRDs on a real API server", () => {
       /rotation.overlap must be shorter than rotation.every/,
     ],
     ["unknown field", "AccessChannel", { ...channel, qpmm: 10 }, /unknown field "spec\.qpmm"/],
-    ["chunk overlap not smaller than size", "KnowledgeBase", { chunking: { size: 100, overlap: 100 } }, /chunking.overlap must be smaller than chunking.size/],
+    [
+      "chunk overlap not smaller than size",
+      "KnowledgeBase",
+      { chunking: { size: 100, overlap: 100 } },
+      /chunking.overlap must be smaller than chunking.size/,
+    ],
     [
       "source with two kinds of content",
       "KnowledgeBase",
@@ -93,7 +108,12 @@ describe("CRDs on a real API server", () => {
       /a source sets exactly one of url, text, configMap/,
     ],
     ["unsupported log level", "Scraper", { logLevel: "verbose" }, /spec\.logLevel: Unsupported value: "verbose"/],
-    ["expiry that is not a time", "AccessChannel", { ...channel, expiresAt: "next tuesday" }, /spec\.expiresAt.*date-time/],
+    [
+      "expiry that is not a time",
+      "AccessChannel",
+      { ...channel, expiresAt: "next tuesday" },
+      /spec\.expiresAt.*date-time/,
+    ],
   ];
 
   it.each(cases)("rejects %s with the API server's own message", async (_what, kind, spec, message) => {

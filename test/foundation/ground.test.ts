@@ -3,7 +3,7 @@
 import { createServer, type Server } from "node:http";
 import { Redis } from "ioredis";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { launchChromium } from "../ground/chromium.ts";
 import { startRedis } from "../ground/redis.ts";
 

@@ -18,16 +18,14 @@ let kube: KubeControlPlane | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
   const started = Date.now();
-  const [r, k] = await Promise.all([
-    startRedis(),
-    kubeBinDir()
-      ? startKube()
-      : (console.warn(
-          "[test ground] etcd/kube-apiserver are not built: tests that need the API server will fail. " +
-            "Run `bash test/scripts/build-kube-binaries.sh`.",
-        ),
-        Promise.resolve(undefined)),
-  ]);
+  const haveKube = kubeBinDir() !== undefined;
+  if (!haveKube) {
+    console.warn(
+      "[test ground] etcd/kube-apiserver are not built: tests that need the API server will fail. " +
+        "Run `bash test/scripts/build-kube-binaries.sh`.",
+    );
+  }
+  const [r, k] = await Promise.all([startRedis(), haveKube ? startKube() : Promise.resolve(undefined)]);
   redis = r;
   kube = k;
   project.provide("redisUrl", redis.url);

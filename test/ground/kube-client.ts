@@ -2,15 +2,16 @@
 // and apply of the YAML files in examples/.
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseAllDocuments } from "yaml";
-import { KubeConfig } from "@kubernetes/client-node";
 import { allCrds } from "@capstan/shared/api";
 import { KubeApiError, KubeClient } from "@capstan/shared/kube";
+import { KubeConfig } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { parseAllDocuments } from "yaml";
 
 export function harnessKubeClient(): KubeClient {
   const path = inject("kubeconfig");
-  if (!path) throw new Error("the test API server is not running: build it with `bash test/scripts/build-kube-binaries.sh`");
+  if (!path)
+    throw new Error("the test API server is not running: build it with `bash test/scripts/build-kube-binaries.sh`");
   const kc = new KubeConfig();
   kc.loadFromString(readFileSync(path, "utf8"));
   return new KubeClient(kc);
@@ -36,7 +37,9 @@ export async function installCrds(client: KubeClient): Promise<void> {
     const name = (crd.metadata as { name: string }).name;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const got = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>(`${base}/${name}`);
+      const got = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `${base}/${name}`,
+      );
       if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
       if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after 30 s`);
       await new Promise((r) => setTimeout(r, 100));
@@ -46,7 +49,10 @@ export async function installCrds(client: KubeClient): Promise<void> {
 
 export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
   try {
-    await client.request("/api/v1/namespaces", { method: "POST", body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
+    await client.request("/api/v1/namespaces", {
+      method: "POST",
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
+    });
   } catch (err) {
     if (!(err instanceof KubeApiError) || err.status !== 409) throw err;
   }

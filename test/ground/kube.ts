@@ -36,12 +36,46 @@ function openssl(args: string[], cwd: string): void {
 /** CA, apiserver serving cert (127.0.0.1, localhost), admin client cert, service-account key pair. */
 function generateCerts(dir: string): void {
   const days = ["-days", "2"];
-  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", ...days, "-subj", "/CN=capstan-test-ca"], dir);
+  openssl(
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      ...days,
+      "-subj",
+      "/CN=capstan-test-ca",
+    ],
+    dir,
+  );
   const sign = (name: string, subj: string, ext: string) => {
-    openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subj], dir);
+    openssl(
+      ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subj],
+      dir,
+    );
     writeFileSync(join(dir, `${name}.ext`), ext);
     openssl(
-      ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, ...days, "-extfile", `${name}.ext`],
+      [
+        "x509",
+        "-req",
+        "-in",
+        `${name}.csr`,
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        `${name}.crt`,
+        ...days,
+        "-extfile",
+        `${name}.ext`,
+      ],
       dir,
     );
   };
@@ -74,7 +108,10 @@ current-context: capstan-test
 
 export async function startKube(): Promise<KubeControlPlane> {
   const bin = kubeBinDir();
-  if (!bin) throw new Error("etcd/kube-apiserver not built: run `bash test/scripts/build-kube-binaries.sh` (or `bash .ci/run`)");
+  if (!bin)
+    throw new Error(
+      "etcd/kube-apiserver not built: run `bash test/scripts/build-kube-binaries.sh` (or `bash .ci/run`)",
+    );
   const dir = mkdtempSync(join(tmpdir(), "capstan-kube-"));
   generateCerts(dir);
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
@@ -127,7 +164,8 @@ export async function startKube(): Promise<KubeControlPlane> {
     api = startProcess("kube-apiserver", join(bin, "kube-apiserver"), apiArgs);
     await waitFor(
       "kube-apiserver /readyz",
-      async () => (await fetch(`${server}/readyz`, { dispatcher: tls, signal: AbortSignal.timeout(5000) })).status === 200,
+      async () =>
+        (await fetch(`${server}/readyz`, { dispatcher: tls, signal: AbortSignal.timeout(5000) })).status === 200,
       { timeoutMs: 90_000, proc: api },
     );
   };

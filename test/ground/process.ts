@@ -53,7 +53,9 @@ export async function waitFor(
   let lastError = "";
   while (Date.now() < deadline) {
     if (opts.proc && opts.proc.child.exitCode !== null) {
-      throw new Error(`${opts.proc.name} exited with ${opts.proc.child.exitCode} before ${what}:\n${opts.proc.output()}`);
+      throw new Error(
+        `${opts.proc.name} exited with ${opts.proc.child.exitCode} before ${what}:\n${opts.proc.output()}`,
+      );
     }
     try {
       if (await check()) return;
@@ -62,5 +64,7 @@ export async function waitFor(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what} (${lastError})\n${opts.proc?.output() ?? ""}`);
+  throw new Error(
+    `timed out after ${opts.timeoutMs} ms waiting for ${what} (${lastError})\n${opts.proc?.output() ?? ""}`,
+  );
 }

@@ -12,7 +12,9 @@ const examplesDir = fileURLToPath(new URL("../../../../examples/", import.meta.u
 describe("generated CRDs", () => {
   it("crds/*.yaml are exactly what the zod schemas generate (run `npm run crds` after a schema change)", () => {
     const rendered = renderCrds();
-    const onDisk = readdirSync(crdsDir).filter((f) => f.endsWith(".yaml")).sort();
+    const onDisk = readdirSync(crdsDir)
+      .filter((f) => f.endsWith(".yaml"))
+      .sort();
     expect(onDisk).toEqual(rendered.map((r) => r.file).sort());
     for (const { file, yaml } of rendered) {
       expect(readFileSync(crdsDir + file, "utf8"), `crds/${file} drifted from the schema source`).toBe(yaml);
@@ -24,7 +26,8 @@ describe("generated CRDs", () => {
       if (node === null || typeof node !== "object") return;
       const obj = node as Record<string, unknown>;
       for (const bad of ["$ref", "anyOf", "oneOf", "allOf"]) expect(obj[bad], `${path} has ${bad}`).toBeUndefined();
-      if (obj.properties || obj.items || obj.additionalProperties) expect(obj.type, `${path} has no type`).toBeDefined();
+      if (obj.properties || obj.items || obj.additionalProperties)
+        expect(obj.type, `${path} has no type`).toBeDefined();
       for (const [k, v] of Object.entries(obj.properties ?? {})) {
         expect((v as { type?: string }).type, `${path}.${k} has no type`).toBeDefined();
         walk(v, `${path}.${k}`);
