@@ -24,6 +24,9 @@ if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.pack
   # optional packages (biome, rollup, esbuild binaries) and `npm ci` then refuses them as out of
   # sync; `npm install` installs exactly the locked versions and leaves the lock unchanged.
   log "installing npm dependencies (npm install from package-lock.json)"
+  # Install scripts that would download (onnxruntime-node's CUDA files) are denied in package.json
+  # "allowScripts"; the variable says the same to npm versions that run scripts regardless.
+  export ONNXRUNTIME_NODE_INSTALL=skip
   npm install --no-audit --no-fund --loglevel=error
 fi
 export PATH="$PWD/node_modules/.bin:$PATH"
