@@ -1,0 +1,53 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ConfigError, envParsers, loadConfig } from "./config.ts";
+
+const schema = z.object({
+  port: z.int().min(1).max(65535).default(8080),
+  redis: z
+    .object({ url: z.string().optional(), timeoutMs: z.int().positive().default(500) })
+    .default({ timeoutMs: 500 }),
+  auth: z.boolean().default(false),
+  engines: z.array(z.string()).default([]),
+});
+const envMap = {
+  PORT: { path: "port", parse: envParsers.int },
+  REDIS_URL: "redis.url",
+  AUTH_ENABLED: { path: "auth", parse: envParsers.bool },
+  ENGINES: { path: "engines", parse: envParsers.list },
+};
+
+describe("loadConfig", () => {
+  it("applies defaults, then the file, then the environment", () => {
+    const dir = mkdtempSync(join(tmpdir(), "capstan-config-"));
+    const file = join(dir, "config.yaml");
+    writeFileSync(file, "port: 9000\nredis:\n  url: redis://file:6379\n");
+    const cfg = loadConfig(schema, { file, envMap, env: { REDIS_URL: "redis://env:6379", ENGINES: "a, b,,c" } });
+    expect(cfg).toEqual({
+      port: 9000,
+      redis: { url: "redis://env:6379", timeoutMs: 500 },
+      auth: false,
+      engines: ["a", "b", "c"],
+    });
+  });
+
+  it("fails fast naming every bad field and the variable it came from", () => {
+    let error: unknown;
+    try {
+      loadConfig(schema, { envMap, env: { PORT: "eighty", AUTH_ENABLED: "maybe" } });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain("port (PORT)");
+    expect(message).toContain("auth (AUTH_ENABLED)");
+  });
+
+  it("reports an unreadable file clearly", () => {
+    expect(() => loadConfig(schema, { file: "/nonexistent/capstan.yaml" })).toThrow(/cannot read config file/);
+  });
+});
