@@ -1,7 +1,7 @@
 // What every HTTP process serves besides its API: liveness, readiness and Prometheus metrics,
 // plus request metrics. Services build their app with buildBaseApp() and add their routes, so
 // tests drive the same app with inject() that production runs with listen().
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "./metrics.ts";
 
@@ -18,7 +18,8 @@ export interface BaseAppOptions {
 export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: opts.logger,
-    disableRequestLogging: true,
+    // Request lines come from the services' own hooks (with trace ids), not one per request here.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     trustProxy: opts.trustProxy ?? false,
     return503OnClosing: true,

@@ -1,0 +1,151 @@
+// What the gateway benchmarks share: a private Redis, the fake provider and gateway processes
+// (src/main.ts, as deployed) on free loopback ports, resources written as YAML, and a precise
+// closed-loop latency probe (autocannon's histogram has 1 ms resolution; added latency needs µs).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { generateKey, hashKey } from "@capstan/shared";
+import { Pool } from "undici";
+import { freePort } from "../../test/ground/ports.ts";
+import { type ManagedProcess, startProcess, waitFor } from "../../test/ground/process.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const procs: ManagedProcess[] = [];
+const dirs: string[] = [];
+
+export async function cleanup(): Promise<void> {
+  await Promise.allSettled(procs.map((p) => p.stop()));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
+
+export async function startFakeUpstream(): Promise<string> {
+  const proc = startProcess("fake-upstream", process.execPath, [join(ROOT, "bench/gateway/fake-upstream-server.ts")]);
+  procs.push(proc);
+  let url = "";
+  await waitFor(
+    "fake upstream",
+    async () => {
+      url =
+        proc
+          .output()
+          .split("\n")
+          .find((l) => l.startsWith("http://")) ?? "";
+      return url !== "";
+    },
+    { timeoutMs: 30_000, proc },
+  );
+  return url.trim();
+}
+
+/** Writes an Agent on the given provider and one channel; returns the folder and the key. */
+export function writeResources(opts: { providerURL?: string; qpm: number }): { dir: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), "gw-bench-"));
+  dirs.push(dir);
+  const key = generateKey("chat");
+  const provider = opts.providerURL
+    ? `  provider:\n    baseURL: ${opts.providerURL}/v1\n    model: echo\n    maxRetries: 0\n`
+    : "  description: offline\n";
+  writeFileSync(
+    join(dir, "resources.yaml"),
+    `apiVersion: capstan.dev/v1alpha1
+kind: Agent
+metadata: {name: bench, namespace: bench}
+spec:
+${provider}---
+apiVersion: capstan.dev/v1alpha1
+kind: AccessChannel
+metadata: {name: bench-${Date.now().toString(36)}, namespace: bench}
+spec:
+  channelName: bench
+  agentRef: {name: bench}
+  qpm: ${opts.qpm}
+status:
+  keyHash: "${hashKey(key)}"
+`,
+  );
+  return { dir, key };
+}
+
+export async function startGatewayProcess(env: Record<string, string>): Promise<string> {
+  const port = await freePort();
+  const proc = startProcess("gateway", process.execPath, [join(ROOT, "services/gateway/src/main.ts")], {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    ...env,
+  });
+  procs.push(proc);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor("gateway ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+    timeoutMs: 60_000,
+    proc,
+  });
+  return url;
+}
+
+export const CHAT_BODY = JSON.stringify({ model: "bench", messages: [{ role: "user", content: "hello benchmark" }] });
+
+export interface Probe {
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+  count: number;
+  errors: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** Closed loop: `concurrency` workers send `total` requests, timing each with performance.now(). */
+export async function probeLatency(
+  origin: string,
+  path: string,
+  headers: Record<string, string>,
+  opts: { total: number; concurrency: number },
+): Promise<Probe> {
+  const pool = new Pool(origin, { connections: opts.concurrency, pipelining: 1 });
+  const times: number[] = [];
+  let errors = 0;
+  let sent = 0;
+  const worker = async () => {
+    while (sent < opts.total) {
+      sent++;
+      const t0 = performance.now();
+      const res = await pool.request({
+        method: "POST",
+        path,
+        headers: { "content-type": "application/json", ...headers },
+        body: CHAT_BODY,
+      });
+      await res.body.arrayBuffer();
+      const dt = performance.now() - t0;
+      if (res.statusCode === 200) times.push(dt);
+      else errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  await pool.close();
+  times.sort((a, b) => a - b);
+  const mean = times.reduce((s, t) => s + t, 0) / Math.max(1, times.length);
+  return {
+    p50: percentile(times, 50),
+    p90: percentile(times, 90),
+    p99: percentile(times, 99),
+    mean,
+    count: times.length,
+    errors,
+  };
+}
+
+export const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
+export function cpuMs(pid: number): number {
+  const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks * 10; // USER_HZ is 100 on Linux
+}

@@ -1,0 +1,86 @@
+// Added latency and throughput of the gateway (Redis limiter on) over the fake provider, in one run:
+//   1. a precise closed-loop probe (µs timing, low concurrency) straight to the provider and through
+//      the gateway, alternating rounds so both see the same machine load: p50/p99 added latency;
+//   2. autocannon at saturation on both: requests/s and the throughput ratio.
+// Run: node bench/gateway/latency.ts   (env: BENCH_DURATION=seconds, BENCH_PROBE=requests per round)
+import autocannon from "autocannon";
+import { startRedis } from "../../test/ground/redis.ts";
+import {
+  CHAT_BODY,
+  cleanup,
+  cpuMs,
+  fmt,
+  type Probe,
+  probeLatency,
+  procs,
+  startFakeUpstream,
+  startGatewayProcess,
+  writeResources,
+} from "./harness.ts";
+
+const duration = Number(process.env.BENCH_DURATION ?? 10);
+const probeTotal = Number(process.env.BENCH_PROBE ?? 2000);
+const rounds = 3;
+
+function cannon(url: string, headers: Record<string, string>) {
+  return autocannon({
+    url,
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: CHAT_BODY,
+    connections: 32,
+    duration,
+  });
+}
+
+const redis = await startRedis();
+try {
+  const upstream = await startFakeUpstream();
+  const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
+  const gateway = await startGatewayProcess({ CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url });
+  const auth = { authorization: `Bearer ${key}` };
+
+  // Warm both paths (JIT, connection pools, the script cache in Redis).
+  await probeLatency(upstream, "/v1/chat/completions", {}, { total: 500, concurrency: 4 });
+  await probeLatency(gateway, "/api/v1/chat/completions", auth, { total: 500, concurrency: 4 });
+
+  const [fakePid, gatewayPid] = procs.map((p) => p.child.pid as number) as [number, number];
+  const direct: Probe[] = [];
+  const through: Probe[] = [];
+  let fakeCpu = 0;
+  let gatewayCpu = 0;
+  for (let i = 0; i < rounds; i++) {
+    direct.push(await probeLatency(upstream, "/v1/chat/completions", {}, { total: probeTotal, concurrency: 1 }));
+    const f0 = cpuMs(fakePid);
+    const g0 = cpuMs(gatewayPid);
+    through.push(await probeLatency(gateway, "/api/v1/chat/completions", auth, { total: probeTotal, concurrency: 1 }));
+    fakeCpu += cpuMs(fakePid) - f0;
+    gatewayCpu += cpuMs(gatewayPid) - g0;
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  const d50 = median(direct.map((p) => p.p50));
+  const d99 = median(direct.map((p) => p.p99));
+  const g50 = median(through.map((p) => p.p50));
+  const g99 = median(through.map((p) => p.p99));
+  const errors = [...direct, ...through].reduce((n, p) => n + p.errors, 0);
+
+  const a = await cannon(`${upstream}/v1/chat/completions`, {});
+  const b = await cannon(`${gateway}/api/v1/chat/completions`, auth);
+
+  const lines = [
+    `gateway added latency (closed loop, 1 connection, ${rounds} rounds × ${probeTotal} requests, median of rounds)`,
+    `  direct   p50 ${fmt(d50)}  p99 ${fmt(d99)}`,
+    `  gateway  p50 ${fmt(g50)}  p99 ${fmt(g99)}`,
+    `  added    p50 ${fmt(g50 - d50)}  p99 ${fmt(g99 - d99)}   (target p50 <= 1 ms, p99 <= 3 ms)`,
+    `  non-200 answers: ${errors}`,
+    `CPU per request through the gateway (load-independent): gateway ${fmt(gatewayCpu / (rounds * probeTotal))}, provider ${fmt(fakeCpu / (rounds * probeTotal))}`,
+    `throughput (autocannon, 32 connections, ${duration} s each)`,
+    `  direct   ${a.requests.average.toFixed(0)} req/s  p50 ${a.latency.p50} ms  p99 ${a.latency.p99} ms  non-2xx ${a.non2xx}`,
+    `  gateway  ${b.requests.average.toFixed(0)} req/s  p50 ${b.latency.p50} ms  p99 ${b.latency.p99} ms  non-2xx ${b.non2xx}`,
+    `  ratio    ${(b.requests.average / a.requests.average).toFixed(3)} (gateway / direct)`,
+  ];
+  console.log(lines.join("\n"));
+} finally {
+  await cleanup();
+  await redis.stop();
+}

@@ -1,0 +1,49 @@
+// The operator under benchmark, alone in its own process so its RSS is its own. Driven by
+// bench.ts over IPC: "stats" answers counts, "resync" re-delivers every cached object.
+import { createLogger, createRegistry } from "@capstan/shared";
+import { loadOperatorConfig } from "../../operator/src/config.ts";
+import { kubeconfigAccess } from "../../operator/src/kube/access.ts";
+import { Operator } from "../../operator/src/manager.ts";
+
+const ns = process.env.BENCH_NAMESPACE as string;
+const config = loadOperatorConfig(
+  {},
+  { namespace: ns, watchNamespace: ns, leaderElection: { enabled: false }, resyncSeconds: 0 },
+);
+const op = new Operator(config, {
+  access: kubeconfigAccess(process.env.KUBECONFIG as string),
+  registry: createRegistry("bench", { defaultMetrics: false }),
+  logger: createLogger({ name: "bench-operator", level: "warn" }),
+});
+await op.start();
+
+function stats() {
+  let ready = 0;
+  for (const ch of op.informers.channels.list()) {
+    if (ch.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) ready += 1;
+  }
+  global.gc?.();
+  return {
+    ready,
+    writes: op.http.writes,
+    reconciles: Object.values(op.controllers).reduce((s, c) => s + c.reconciles, 0),
+    idle: Object.values(op.controllers).every((c) => c.queue.length === 0),
+    cached: op.cacheSize(),
+    rss: process.memoryUsage().rss,
+    heap: process.memoryUsage().heapUsed,
+    external: process.memoryUsage().external,
+  };
+}
+
+process.on("message", (msg: { id: number; cmd: string }) => {
+  if (msg.cmd === "resync") for (const inf of Object.values(op.informers)) inf.resync();
+  if (msg.cmd === "stop") {
+    void op.stop().then(() => {
+      process.send?.({ id: msg.id, stopped: true });
+      process.exit(0);
+    });
+    return;
+  }
+  process.send?.({ id: msg.id, ...stats() });
+});
+process.send?.({ id: 0, started: true });

@@ -1,0 +1,163 @@
+// Scraper benchmark: pages per second through the whole path (API → rendering service →
+// Chromium → markdown) on loopback pages at concurrency 1, 4 and 8, then RSS of the process
+// tree (Node + Chromium) over a long run. Bounded in count and time; prints its figures.
+//
+//   node bench/scraper/bench.ts [--pages 2000] [--per-level 200] [--max-seconds 1200]
+import { readdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { buildApp, buildRenderService, scraperConfig } from "@capstan/scraper";
+import { createLogger, createRegistry } from "@capstan/shared";
+import { Agent, fetch } from "undici";
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i] ?? "", process.argv[i + 1] ?? "");
+const RSS_PAGES = Number(args.get("--pages") ?? 2000);
+/** Bounds the RSS run; the throughput runs are bounded by --per-level. */
+const MAX_SECONDS = Number(args.get("--max-seconds") ?? 1200);
+const PER_LEVEL = Number(args.get("--per-level") ?? 200);
+
+function page(i: number): string {
+  const rows = Array.from({ length: 10 }, (_, r) => `<tr><td>row ${r}</td><td>${(i * r) % 97}</td></tr>`).join("");
+  const paras = Array.from(
+    { length: 12 },
+    (_, p) =>
+      `<p>Paragraph ${p} of page ${i}: <a href="/p/${(i + p) % 500}">related ${p}</a> with <strong>bold</strong> text.</p>`,
+  ).join("");
+  return `<!doctype html><html lang="en"><head><title>Bench page ${i}</title>
+    <meta name="description" content="Benchmark page ${i}"><meta property="og:title" content="Bench ${i}">
+    <link rel="stylesheet" href="/style.css"></head>
+    <body><nav><a href="/">Home</a></nav><main><h1>Page ${i}</h1>${paras}
+    <table><thead><tr><th>Name</th><th>Value</th></tr></thead><tbody>${rows}</tbody></table></main>
+    <script>document.querySelector("main").insertAdjacentHTML("beforeend", "<p>script ${i}</p>");</script>
+    <footer>footer</footer></body></html>`;
+}
+
+/**
+ * Memory in MiB of this process and every descendant (the Chromium processes): the sum of
+ * PSS (proportional set size), so pages shared between Chromium's processes count once.
+ */
+function treeRssMiB(): number {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // process gone
+    }
+  }
+  let kib = 0;
+  const stack = [process.pid];
+  while (stack.length) {
+    const pid = stack.pop() as number;
+    try {
+      const m = /^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+      kib += Number(m?.[1] ?? 0);
+    } catch {
+      // process gone
+    }
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return kib / 1024;
+}
+
+const site = createServer((req, res) => {
+  if (req.url === "/style.css") {
+    res.writeHead(200, { "content-type": "text/css" });
+    res.end("body{font-family:sans-serif} table{border-collapse:collapse}");
+    return;
+  }
+  const i = Number(/\/p\/(\d+)/.exec(req.url ?? "")?.[1] ?? 0);
+  res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+  res.end(page(i));
+});
+await new Promise<void>((r) => site.listen(0, "127.0.0.1", r));
+const sitePort = (site.address() as AddressInfo).port;
+
+const logger = createLogger({ name: "scraper-bench", level: "warn" });
+const config = scraperConfig({
+  workerConcurrency: 8,
+  maxConcurrentRequests: 64,
+  allowedHosts: [`127.0.0.1:${sitePort}`],
+  logLevel: "warn",
+});
+const render = buildRenderService(config, { logger, registry: createRegistry("render", { defaultMetrics: false }) });
+await render.start();
+await render.app.listen({ port: 0, host: "127.0.0.1" });
+const renderUrl = `http://127.0.0.1:${(render.app.server.address() as AddressInfo).port}`;
+const app = buildApp({ ...config, renderUrl }, { logger, registry: createRegistry("api", { defaultMetrics: false }) });
+await app.listen({ port: 0, host: "127.0.0.1" });
+const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+const agent = new Agent({ connections: 16 });
+let deadline = Number.POSITIVE_INFINITY;
+
+let counter = 0;
+let failures = 0;
+async function scrapeOne(): Promise<void> {
+  const i = counter++ % 500;
+  const res = await fetch(`${api}/scrape`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url: `http://127.0.0.1:${sitePort}/p/${i}` }),
+    dispatcher: agent,
+  });
+  const body = (await res.json()) as { success: boolean; data?: { markdown: string } };
+  if (!body.success || !body.data?.markdown.includes(`# Page ${i}`)) failures++;
+}
+
+async function run(concurrency: number, pages: number, onProgress?: (done: number) => void): Promise<number> {
+  let done = 0;
+  let started = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (started < pages && Date.now() < deadline) {
+        started++;
+        await scrapeOne();
+        done++;
+        onProgress?.(done);
+      }
+    }),
+  );
+  return done / ((performance.now() - t0) / 1000);
+}
+
+console.log(`scraper bench: node ${process.version}, ${config.workerConcurrency} pages in the pool, loopback site`);
+await run(4, 40); // warm-up
+const rates: Record<number, number> = {};
+for (const c of [1, 4, 8]) {
+  rates[c] = await run(c, PER_LEVEL);
+  console.log(`concurrency ${c}: ${rates[c]?.toFixed(1)} pages/s (${PER_LEVEL} pages)`);
+}
+
+// RSS over a long run: sampled every 100 pages; "after warm-up" is the sample at 500 pages.
+const samples: { pages: number; rss: number }[] = [{ pages: 0, rss: treeRssMiB() }];
+deadline = Date.now() + MAX_SECONDS * 1000;
+const t0 = performance.now();
+const rssRate = await run(8, RSS_PAGES, (done) => {
+  if (done % 100 === 0) samples.push({ pages: done, rss: treeRssMiB() });
+});
+const elapsed = (performance.now() - t0) / 1000;
+const warm = samples.find((s) => s.pages >= Math.min(500, RSS_PAGES / 4)) ?? samples[0];
+const last = samples.at(-1) ?? samples[0];
+const peak = Math.max(...samples.filter((s) => s.pages >= (warm?.pages ?? 0)).map((s) => s.rss));
+console.log(
+  `RSS run: ${last?.pages} pages in ${elapsed.toFixed(0)} s (${rssRate.toFixed(1)} pages/s at concurrency 8)` +
+    `${Date.now() >= deadline ? " — stopped by --max-seconds" : ""}`,
+);
+console.log(
+  `RSS (PSS of Node + Chromium processes): start ${samples[0]?.rss.toFixed(0)} MiB, after warm-up (${warm?.pages} pages) ` +
+    `${warm?.rss.toFixed(0)} MiB, end ${last?.rss.toFixed(0)} MiB, peak after warm-up ${peak.toFixed(0)} MiB, ` +
+    `end vs warm-up ${(((last?.rss ?? 0) / (warm?.rss ?? 1) - 1) * 100).toFixed(1)} %`,
+);
+console.log(`RSS samples (pages:MiB): ${samples.map((s) => `${s.pages}:${s.rss.toFixed(0)}`).join(" ")}`);
+console.log(`failed scrapes: ${failures}`);
+
+await app.close();
+await render.close();
+await agent.close();
+site.close();
+process.exit(failures ? 1 : 0);

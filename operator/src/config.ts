@@ -1,0 +1,156 @@
+// The operator's configuration (Helm values become a config file plus env): where the shared
+// data plane runs and how it is sized, Redis and Qdrant addresses, the platform scraping defaults,
+// leader election and the metrics/health ports. Defaults here, then the file, then env.
+import { envParsers, loadConfig } from "@capstan/shared";
+import { httpUrl, secretKeyRef } from "@capstan/shared/api";
+import { z } from "zod";
+
+export const VERSION = "0.1.0";
+const REGISTRY = "ghcr.io/capstan-dev";
+
+const quantity = z.union([z.string().regex(/^[0-9.]+[a-zA-Z]*$/), z.number()]).transform(String);
+const resources = z
+  .object({
+    requests: z.record(z.string(), quantity).optional(),
+    limits: z.record(z.string(), quantity).optional(),
+  })
+  .default({});
+
+const workloadFields = (image: string, port: number, replicas: number, servicePort: number) => ({
+  image: z.string().min(1).default(`${REGISTRY}/${image}:${VERSION}`),
+  imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).default("IfNotPresent"),
+  replicas: z.int().min(0).max(1000).default(replicas),
+  port: z.int().min(1).max(65535).default(port),
+  servicePort: z.int().min(1).max(65535).default(servicePort),
+  resources,
+  /** URL clients call, written into status.endpoint; default the in-cluster Service. */
+  publicUrl: httpUrl.optional(),
+  /** Extra env for the container. */
+  extraEnv: z.array(z.object({ name: z.string().min(1), value: z.string() })).default([]),
+});
+
+export const operatorConfigSchema = z.object({
+  /** Namespace of the operator and the shared gateway/search workloads. */
+  namespace: z.string().min(1).default("capstan-system"),
+  /** Watch the five kinds in this namespace only; "" watches all namespaces. */
+  watchNamespace: z.string().default(""),
+  logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
+  /** This instance's identity in the Lease (the pod name). */
+  instanceId: z
+    .string()
+    .min(1)
+    .default(process.env.HOSTNAME ?? "capstan-operator"),
+  /** ServiceAccount of the data-plane pods (read-only RBAC; see charts/capstan/files/rbac.yaml). */
+  dataPlaneServiceAccount: z.string().min(1).default("capstan-data-plane"),
+  /** Secret (in namespace) holding the gateway-to-search token; generated when absent. */
+  internalTokenSecret: z.string().min(1).default("capstan-internal-token"),
+  gateway: z
+    .object({
+      ...workloadFields("gateway", 8080, 2, 80),
+      /** Where Agents' provider-key Secrets are mounted in the gateway pod. */
+      secretsDir: z.string().min(1).default("/var/run/capstan/secrets"),
+    })
+    .prefault({}),
+  search: z
+    .object({
+      ...workloadFields("search", 8081, 1, 80),
+      /** Where the operator itself calls the documents API; default the Service URL. */
+      internalUrl: httpUrl.optional(),
+      trustedProxies: z.string().default(""),
+      dataDir: z.string().min(1).default("/var/lib/capstan"),
+    })
+    .prefault({}),
+  scraper: z
+    .object({
+      image: z.string().min(1).default(`${REGISTRY}/scraper:${VERSION}`),
+      imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).default("IfNotPresent"),
+      resources,
+      renderResources: resources,
+    })
+    .prefault({}),
+  redis: z.object({ url: z.string().min(1).default("redis://capstan-redis:6379") }).prefault({}),
+  qdrant: z.object({ url: z.string().default(""), apiKeySecretRef: secretKeyRef.optional() }).prefault({}),
+  /** Platform "scraping" settings (reference section 8), used by KnowledgeBases without scraperRef. */
+  scraping: z
+    .object({
+      enabled: z.boolean().default(true),
+      url: httpUrl.default("http://127.0.0.1:3002"),
+      timeoutSeconds: z.int().min(1).max(600).default(30),
+      maxRetries: z.int().min(0).max(10).default(3),
+      apiKey: z.string().optional(),
+    })
+    .prefault({}),
+  leaderElection: z
+    .object({
+      enabled: z.boolean().default(true),
+      leaseName: z.string().min(1).default("capstan-operator"),
+      /** Namespace of the Lease; default `namespace`. */
+      namespace: z.string().optional(),
+      leaseDurationSeconds: z.number().positive().default(15),
+      renewDeadlineSeconds: z.number().positive().default(10),
+      retryPeriodSeconds: z.number().positive().default(2),
+    })
+    .prefault({})
+    .refine(
+      (l) => l.renewDeadlineSeconds < l.leaseDurationSeconds,
+      "renewDeadlineSeconds must be < leaseDurationSeconds",
+    ),
+  metricsPort: z.int().min(0).max(65535).default(8080),
+  healthPort: z.int().min(0).max(65535).default(8081),
+  /** Every cached object is reconciled again this often (0: never). */
+  resyncSeconds: z.int().min(0).default(600),
+  maxConcurrentReconciles: z.int().min(1).max(64).default(4),
+  /** Timeout of one call to the API server. */
+  apiTimeoutSeconds: z.int().min(1).max(300).default(30),
+});
+
+export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
+export type OperatorConfigInput = z.input<typeof operatorConfigSchema>;
+
+export const operatorEnvMap = {
+  CAPSTAN_NAMESPACE: "namespace",
+  CAPSTAN_WATCH_NAMESPACE: "watchNamespace",
+  LOG_LEVEL: "logLevel",
+  POD_NAME: "instanceId",
+  REDIS_URL: "redis.url",
+  QDRANT_URL: "qdrant.url",
+  GATEWAY_IMAGE: "gateway.image",
+  SEARCH_IMAGE: "search.image",
+  SCRAPER_IMAGE: "scraper.image",
+  LEADER_ELECT: { path: "leaderElection.enabled", parse: envParsers.bool },
+  METRICS_PORT: { path: "metricsPort", parse: envParsers.int },
+  HEALTH_PORT: { path: "healthPort", parse: envParsers.int },
+  SCRAPING_API_KEY: "scraping.apiKey",
+};
+
+export function loadOperatorConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides?: Record<string, unknown>,
+): OperatorConfig {
+  return loadConfig(operatorConfigSchema, {
+    env,
+    envMap: operatorEnvMap,
+    file: env.CAPSTAN_OPERATOR_CONFIG,
+    ...(overrides ? { overrides } : {}),
+  });
+}
+
+/** In-cluster URL of a Service. */
+export function serviceUrl(name: string, namespace: string, port: number): string {
+  return `http://${name}.${namespace}.svc:${port}`;
+}
+
+export const GATEWAY_NAME = "capstan-gateway";
+export const SEARCH_NAME = "capstan-search";
+
+export function gatewayUrl(c: OperatorConfig): string {
+  return c.gateway.publicUrl ?? serviceUrl(GATEWAY_NAME, c.namespace, c.gateway.servicePort);
+}
+
+export function searchUrl(c: OperatorConfig): string {
+  return c.search.publicUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
+}
+
+export function searchInternalUrl(c: OperatorConfig): string {
+  return c.search.internalUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
+}

@@ -1,0 +1,158 @@
+// A controller as controller-runtime runs one: event sources map objects to request keys on a
+// rate-limited work queue; a bounded number of workers call the reconciler; an error re-queues
+// the key with per-key exponential backoff, a result with requeueAfter re-queues it after that
+// delay, success forgets its failures. A key is never reconciled by two workers at once.
+import type { Logger } from "@capstan/shared";
+import type { Informer } from "../kube/informer.ts";
+import { controllerOf, type KubeObject, objectKey } from "../kube/objects.ts";
+import { type QueueMetrics, WorkQueue } from "../workqueue/queue.ts";
+import { defaultControllerRateLimiter, type RateLimiter } from "../workqueue/rate-limiter.ts";
+import type { ControllerMetrics } from "./metrics.ts";
+
+export interface Request {
+  namespace: string;
+  name: string;
+}
+
+export interface Result {
+  /** Reconcile again after this many milliseconds (e.g. at a key's expiry). */
+  requeueAfterMs?: number;
+  /** Reconcile again with backoff, without counting an error. */
+  requeue?: boolean;
+}
+
+export type Reconcile = (req: Request) => Promise<Result | undefined>;
+
+export interface ControllerOptions {
+  name: string;
+  reconcile: Reconcile;
+  maxConcurrentReconciles?: number;
+  rateLimiter?: RateLimiter;
+  metrics?: { controller: ControllerMetrics; queue: QueueMetrics };
+  logger?: Logger;
+}
+
+/** Longest single delay a timer takes (setTimeout overflows past 2^31-1 ms). */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
+export class Controller {
+  readonly name: string;
+  readonly queue: WorkQueue;
+  private readonly reconcile: Reconcile;
+  private readonly workers: number;
+  private readonly metrics: ControllerOptions["metrics"];
+  private readonly logger: Logger | undefined;
+  private running: Promise<void>[] = [];
+  private started = false;
+  /** Reconciles run so far, for tests. */
+  reconciles = 0;
+
+  constructor(opts: ControllerOptions) {
+    this.name = opts.name;
+    this.reconcile = opts.reconcile;
+    this.workers = opts.maxConcurrentReconciles ?? 1;
+    this.metrics = opts.metrics;
+    this.logger = opts.logger;
+    this.queue = new WorkQueue({
+      name: opts.name,
+      rateLimiter: opts.rateLimiter ?? defaultControllerRateLimiter(),
+      ...(opts.metrics ? { metrics: opts.metrics.queue } : {}),
+    });
+  }
+
+  enqueue(key: string): void {
+    this.queue.add(key);
+  }
+
+  /** For(): every event of the primary kind enqueues that object. */
+  watchFor<T extends KubeObject>(informer: Informer<T>): void {
+    informer.addHandler({
+      add: (o) => this.enqueue(objectKey(o)),
+      update: (_old, o) => this.enqueue(objectKey(o)),
+      delete: (o) => this.enqueue(objectKey(o)),
+    });
+  }
+
+  /** Owns(): events of objects this kind controls enqueue their controller owner. */
+  watchOwned<T extends KubeObject>(informer: Informer<T>, ownerKind: string): void {
+    const owner = (o: T) => {
+      const ref = controllerOf(o);
+      if (ref && ref.kind === ownerKind) this.enqueue(`${o.metadata.namespace ?? ""}/${ref.name}`);
+    };
+    informer.addHandler({ add: owner, update: (_old, o) => owner(o), delete: owner });
+  }
+
+  /** Watches() with a map function: events of another kind enqueue the keys it returns. */
+  watchMapped<T extends KubeObject>(informer: Informer<T>, map: (obj: T) => string[]): void {
+    const fire = (o: T) => {
+      for (const key of map(o)) this.enqueue(key);
+    };
+    informer.addHandler({
+      add: fire,
+      update: (old, o) => {
+        fire(o);
+        if (old !== o) for (const key of map(old)) this.enqueue(key);
+      },
+      delete: fire,
+    });
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.metrics?.controller.maxConcurrent.set({ controller: this.name }, this.workers);
+    this.running = Array.from({ length: this.workers }, () => this.worker());
+  }
+
+  /** Stops taking work and waits for in-flight reconciles to finish. */
+  async stop(): Promise<void> {
+    this.queue.shutDown();
+    await Promise.all(this.running);
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      try {
+        await this.process(key);
+      } finally {
+        this.queue.done(key);
+      }
+    }
+  }
+
+  private async process(key: string): Promise<void> {
+    const labels = { controller: this.name };
+    const i = key.indexOf("/");
+    const req = { namespace: key.slice(0, i), name: key.slice(i + 1) };
+    this.metrics?.controller.activeWorkers.inc(labels);
+    const end = this.metrics?.controller.time.startTimer(labels);
+    this.reconciles += 1;
+    try {
+      const result = await this.reconcile(req);
+      if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
+        this.queue.forget(key);
+        this.queue.addAfter(key, Math.min(result.requeueAfterMs, MAX_DELAY_MS));
+        this.metrics?.controller.total.inc({ ...labels, result: "requeue_after" });
+      } else if (result?.requeue) {
+        this.queue.addRateLimited(key);
+        this.metrics?.controller.total.inc({ ...labels, result: "requeue" });
+      } else {
+        this.queue.forget(key);
+        this.metrics?.controller.total.inc({ ...labels, result: "success" });
+      }
+    } catch (err) {
+      this.queue.addRateLimited(key);
+      this.metrics?.controller.total.inc({ ...labels, result: "error" });
+      this.metrics?.controller.errors.inc(labels);
+      this.logger?.warn(
+        { controller: this.name, key, err: (err as Error).message, retries: this.queue.numRequeues(key) },
+        "reconcile failed; requeued with backoff",
+      );
+    } finally {
+      end?.();
+      this.metrics?.controller.activeWorkers.dec(labels);
+    }
+  }
+}

@@ -1,0 +1,68 @@
+// Fetching a page through a scraping component (reference 4.3: POST {scraper_url}/scrape) with the
+// platform's scraping settings (enabled, url, timeout, max_retries, api_key), through the shared
+// ScraperClient; one client per distinct settings, reused across refreshes.
+import type { OutboundMetrics } from "@capstan/shared";
+import { ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
+import { OperatorError } from "../errors.ts";
+
+export interface ScrapeTarget {
+  url: string;
+  timeoutSeconds: number;
+  maxRetries: number;
+  apiKey?: string | undefined;
+}
+
+export interface ScrapedText {
+  markdown: string;
+  title?: string;
+}
+
+export interface Scrape {
+  scrape(
+    target: ScrapeTarget,
+    pageUrl: string,
+    options: { waitFor?: number; onlyMainContent?: boolean },
+  ): Promise<ScrapedText>;
+}
+
+export class ClientScrape implements Scrape {
+  private readonly metrics: OutboundMetrics | undefined;
+  private readonly clients = new Map<string, ScraperClient>();
+
+  constructor(metrics?: OutboundMetrics) {
+    this.metrics = metrics;
+  }
+
+  private client(t: ScrapeTarget): ScraperClient {
+    const id = JSON.stringify([t.url, t.timeoutSeconds, t.maxRetries, t.apiKey ?? ""]);
+    let c = this.clients.get(id);
+    if (!c) {
+      if (this.clients.size > 64) this.clients.clear();
+      c = new ScraperClient(
+        {
+          url: t.url,
+          timeout: t.timeoutSeconds,
+          max_retries: t.maxRetries,
+          ...(t.apiKey ? { api_key: t.apiKey } : {}),
+        },
+        this.metrics ? { metrics: this.metrics } : {},
+      );
+      this.clients.set(id, c);
+    }
+    return c;
+  }
+
+  async scrape(
+    t: ScrapeTarget,
+    pageUrl: string,
+    options: { waitFor?: number; onlyMainContent?: boolean },
+  ): Promise<ScrapedText> {
+    try {
+      const page = await this.client(t).scrape(pageUrl, { pageOptions: { ...options, screenshot: false } });
+      return { markdown: page.markdown, ...(page.metadata?.title ? { title: page.metadata.title } : {}) };
+    } catch (err) {
+      const detail = err instanceof ScraperClientError ? `${err.code}: ${err.message}` : (err as Error).message;
+      throw new OperatorError("SCRAPE_FAILED", { url: pageUrl, detail: detail.slice(0, 300) });
+    }
+  }
+}

@@ -1,0 +1,63 @@
+// The search service's internal documents API as ingestion uses it. The interface matches the
+// shared SearchClient (services/shared/src/clients/search-client.ts), so a SearchClient is one;
+// the operator's own implementation wraps it to read the internal token from its Secret (the
+// token may appear after the operator starts, and may change).
+import type { OutboundMetrics } from "@capstan/shared";
+import {
+  type DocumentInput,
+  type KnowledgeBaseInfo,
+  type KnowledgeBaseSettings,
+  SearchClient,
+} from "@capstan/shared/clients/search-client";
+
+export type { DocumentInput, KnowledgeBaseInfo, KnowledgeBaseSettings };
+
+export interface SearchDocuments {
+  ensureKnowledgeBase(knowledgeId: string, settings: KnowledgeBaseSettings): Promise<unknown>;
+  /** Idempotent: a missing knowledge base is not an error. */
+  deleteKnowledgeBase(knowledgeId: string): Promise<unknown>;
+  upsertDocument(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<{ docsId: string; chunks: number }>;
+  deleteDocument(knowledgeId: string, docsId: string): Promise<unknown>;
+  getKnowledgeBase(knowledgeId: string): Promise<KnowledgeBaseInfo | undefined>;
+}
+
+export class TokenSearchDocuments implements SearchDocuments {
+  private readonly baseURL: string;
+  private readonly token: () => string | undefined;
+  private readonly metrics: OutboundMetrics | undefined;
+  private client: { token: string; client: SearchClient } | undefined;
+
+  constructor(opts: { baseURL: string; token: () => string | undefined; metrics?: OutboundMetrics }) {
+    this.baseURL = opts.baseURL;
+    this.token = opts.token;
+    this.metrics = opts.metrics;
+  }
+
+  private get c(): SearchClient {
+    const token = this.token();
+    if (!token) throw new Error("the internal token Secret is not there yet");
+    if (this.client?.token !== token) {
+      this.client = {
+        token,
+        client: new SearchClient({ baseURL: this.baseURL, token, ...(this.metrics ? { metrics: this.metrics } : {}) }),
+      };
+    }
+    return this.client.client;
+  }
+
+  ensureKnowledgeBase(id: string, settings: KnowledgeBaseSettings) {
+    return this.c.ensureKnowledgeBase(id, settings);
+  }
+  deleteKnowledgeBase(id: string) {
+    return this.c.deleteKnowledgeBase(id);
+  }
+  upsertDocument(id: string, docsId: string, doc: DocumentInput) {
+    return this.c.upsertDocument(id, docsId, doc);
+  }
+  deleteDocument(id: string, docsId: string) {
+    return this.c.deleteDocument(id, docsId);
+  }
+  getKnowledgeBase(id: string) {
+    return this.c.getKnowledgeBase(id);
+  }
+}

@@ -1,0 +1,82 @@
+// Events (events.k8s.io/v1) for notable transitions: key issued, expired, rotated, workload
+// applied, ingestion finished. Best effort: a failed event never fails a reconcile. Repeats of the
+// same event for the same object within a short window are dropped, as client-go's correlator does;
+// at most a few are sent at once and a burst beyond the backlog is dropped (client-go's broadcaster
+// drops too), so 10,000 new objects do not mean 10,000 requests in flight.
+import type { Logger } from "@capstan/shared";
+import type { ObjectClient } from "./client.ts";
+import { EVENT, type KubeObject, resourcePath } from "./objects.ts";
+
+export type EventType = "Normal" | "Warning";
+
+const MAX_IN_FLIGHT = 4;
+const MAX_BACKLOG = 1000;
+
+export class EventRecorder {
+  private readonly client: ObjectClient;
+  private readonly controller: string;
+  private readonly instance: string;
+  private readonly logger: Logger | undefined;
+  private readonly recent = new Map<string, number>();
+  private readonly backlog: { ns: string; body: unknown }[] = [];
+  private inFlight = 0;
+  /** Events dropped because the backlog was full (best effort: bursts must not cost memory). */
+  dropped = 0;
+
+  constructor(client: ObjectClient, opts: { controller: string; instance: string; logger?: Logger }) {
+    this.client = client;
+    this.controller = opts.controller;
+    this.instance = opts.instance;
+    this.logger = opts.logger;
+  }
+
+  record(obj: KubeObject, type: EventType, reason: string, action: string, note: string): void {
+    const ns = obj.metadata.namespace ?? "default";
+    const dedupe = `${obj.metadata.uid}/${reason}/${note}`;
+    const now = Date.now();
+    const last = this.recent.get(dedupe);
+    if (last && now - last < 10 * 60_000) return;
+    this.recent.set(dedupe, now);
+    if (this.recent.size > 10_000) this.recent.clear();
+    const event = {
+      apiVersion: EVENT.apiVersion,
+      kind: EVENT.kind,
+      metadata: { generateName: `${obj.metadata.name}.`, namespace: ns },
+      eventTime: new Date(now).toISOString().replace(/\.\d{3}Z$/, ".000000Z"),
+      reportingController: this.controller,
+      reportingInstance: this.instance,
+      action,
+      reason,
+      note: note.slice(0, 1024),
+      type,
+      regarding: {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: obj.metadata.name,
+        namespace: ns,
+        uid: obj.metadata.uid,
+        resourceVersion: obj.metadata.resourceVersion,
+      },
+    };
+    if (this.backlog.length >= MAX_BACKLOG) {
+      this.dropped += 1;
+      return;
+    }
+    this.backlog.push({ ns, body: event });
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.inFlight < MAX_IN_FLIGHT && this.backlog.length > 0) {
+      const next = this.backlog.shift() as { ns: string; body: unknown };
+      this.inFlight += 1;
+      this.client.http
+        .json(resourcePath(EVENT, next.ns), { method: "POST", body: next.body, timeoutMs: 10_000 })
+        .catch((err: Error) => this.logger?.debug({ err: err.message }, "event not recorded"))
+        .finally(() => {
+          this.inFlight -= 1;
+          this.pump();
+        });
+    }
+  }
+}

@@ -1,0 +1,52 @@
+// Starts the operator from its config file and environment; SIGTERM finishes in-flight
+// reconciles and releases the Lease so a standby takes over at once.
+import { ConfigError } from "@capstan/shared";
+import { loadOperatorConfig } from "./config.ts";
+import { loadKubeAccess } from "./kube/access.ts";
+import { Operator } from "./manager.ts";
+import { buildHealthApp, buildMetricsApp } from "./server.ts";
+
+let config: ReturnType<typeof loadOperatorConfig>;
+try {
+  config = loadOperatorConfig(process.env);
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(2);
+  }
+  throw err;
+}
+
+let access: ReturnType<typeof loadKubeAccess>;
+try {
+  access = loadKubeAccess(process.env);
+} catch (err) {
+  console.error(`cannot reach the API server: ${(err as Error).message}`);
+  process.exit(2);
+}
+
+const operator = new Operator(config, {
+  access,
+  onLostLeadership: () => {
+    operator.logger.error("leadership lost; exiting so the pod restarts clean");
+    process.exit(1);
+  },
+});
+const health = buildHealthApp(operator);
+const metrics = buildMetricsApp(operator);
+await health.listen({ port: config.healthPort, host: "0.0.0.0" });
+await metrics.listen({ port: config.metricsPort, host: "0.0.0.0" });
+await operator.start();
+
+let stopping = false;
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    void (async () => {
+      await operator.stop().catch((err: Error) => operator.logger.error({ err: err.message }, "stop failed"));
+      await Promise.allSettled([health.close(), metrics.close()]);
+      process.exit(0);
+    })();
+  });
+}

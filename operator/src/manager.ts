@@ -1,0 +1,280 @@
+// The operator process minus listen(): shared informers (the cache) for the five kinds and the
+// Secrets, Deployments and Services it owns, one controller per kind plus the data-plane
+// controller, wired with For/Owns/Watches event sources, and leader election deciding which
+// instance runs the controllers. Caches run on every instance so a standby takes over warm.
+import { createLogger, createRegistry, type Logger, outboundMetrics, type Registry } from "@capstan/shared";
+import { knowledgeIdOf } from "@capstan/shared/api";
+import type { OperatorConfig } from "./config.ts";
+import { searchInternalUrl } from "./config.ts";
+import { Controller, type Reconcile } from "./controller/controller.ts";
+import { controllerMetrics } from "./controller/metrics.ts";
+import { ClientScrape, type Scrape } from "./ingest/scrape.ts";
+import { type SearchDocuments, TokenSearchDocuments } from "./ingest/search-documents.ts";
+import type { KubeAccess } from "./kube/access.ts";
+import { ObjectClient } from "./kube/client.ts";
+import { EventRecorder } from "./kube/events.ts";
+import { KubeHttp } from "./kube/http.ts";
+import { Informer, stripManagedFields } from "./kube/informer.ts";
+import { DEPLOYMENT, type KubeObject, SECRET, SERVICE } from "./kube/objects.ts";
+import { LeaderElector } from "./leader/lease.ts";
+import { accessChannelReconciler } from "./reconcilers/access-channel.ts";
+import { agentReconciler } from "./reconcilers/agent.ts";
+import {
+  ACCESS_CHANNEL,
+  AGENT,
+  type Informers,
+  KNOWLEDGE_BASE,
+  type OperatorContext,
+  SCRAPER,
+  SEARCH_KEY,
+} from "./reconcilers/context.ts";
+import { knowledgeBaseReconciler } from "./reconcilers/knowledge-base.ts";
+import { PLATFORM_KEY, platformReconciler } from "./reconcilers/platform.ts";
+import { scraperReconciler, scraperSecretRefs } from "./reconcilers/scraper.ts";
+import { KB_BY_ID, searchKeyReconciler } from "./reconcilers/search-key.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "./translate/common.ts";
+import { INTERNAL_TOKEN_KEY } from "./translate/workloads.ts";
+import { queueMetrics } from "./workqueue/queue.ts";
+
+export interface OperatorDeps {
+  access: KubeAccess;
+  registry?: Registry;
+  logger?: Logger;
+  search?: SearchDocuments;
+  scrape?: Scrape;
+  now?: () => Date;
+  /** Called when leadership is lost (the process should exit so it restarts clean). */
+  onLostLeadership?: () => void;
+}
+
+/** Secrets the operator does not manage are cached without their values (key names kept). */
+function secretTransform(obj: KubeObject & { data?: Record<string, string> }): KubeObject {
+  stripManagedFields(obj);
+  if (obj.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY && obj.data) {
+    obj.data = Object.fromEntries(Object.keys(obj.data).map((k) => [k, ""]));
+  }
+  delete (obj as { stringData?: unknown }).stringData;
+  return obj;
+}
+
+const nsName = (ns: string | undefined, name: string) => `${ns ?? ""}/${name}`;
+
+export class Operator {
+  readonly config: OperatorConfig;
+  readonly registry: Registry;
+  readonly logger: Logger;
+  readonly http: KubeHttp;
+  readonly client: ObjectClient;
+  readonly informers: Informers;
+  readonly controllers: Record<string, Controller>;
+  readonly context: OperatorContext;
+  private readonly elector: LeaderElector | undefined;
+  private leading = false;
+  private started = false;
+  private stopping = false;
+
+  constructor(config: OperatorConfig, deps: OperatorDeps) {
+    this.config = config;
+    this.registry = deps.registry ?? createRegistry("capstan-operator");
+    this.logger = deps.logger ?? createLogger({ name: "capstan-operator", level: config.logLevel });
+    this.http = new KubeHttp(deps.access, this.registry, { timeoutMs: config.apiTimeoutSeconds * 1000 });
+    this.client = new ObjectClient(this.http);
+    const ns = config.watchNamespace || undefined;
+    const resyncMs = config.resyncSeconds * 1000;
+    const base = { namespace: ns, resyncMs, logger: this.logger };
+    const managed = { ...base, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };
+    this.informers = {
+      agents: new Informer(this.http, AGENT, base),
+      channels: new Informer(this.http, ACCESS_CHANNEL, base),
+      searchKeys: new Informer(this.http, SEARCH_KEY, base),
+      knowledgeBases: new Informer(this.http, KNOWLEDGE_BASE, base),
+      scrapers: new Informer(this.http, SCRAPER, base),
+      secrets: new Informer(this.http, SECRET, { ...base, resyncMs: 0, transform: secretTransform }),
+      deployments: new Informer(this.http, DEPLOYMENT, { ...managed, resyncMs: 0 }),
+      services: new Informer(this.http, SERVICE, { ...managed, resyncMs: 0 }),
+    } as Informers;
+    this.addIndexes();
+
+    const outbound = outboundMetrics(this.registry, "capstan_operator");
+    const secrets = this.informers.secrets;
+    const search =
+      deps.search ??
+      new TokenSearchDocuments({
+        baseURL: searchInternalUrl(config),
+        metrics: outbound,
+        token: () => {
+          const s = secrets.get(config.namespace, config.internalTokenSecret) as
+            | { data?: Record<string, string> }
+            | undefined;
+          const b64 = s?.data?.[INTERNAL_TOKEN_KEY];
+          return b64 ? Buffer.from(b64, "base64").toString("utf8") : undefined;
+        },
+      });
+    this.context = {
+      config,
+      client: this.client,
+      informers: this.informers,
+      events: new EventRecorder(this.client, {
+        controller: "capstan.dev/operator",
+        instance: config.instanceId,
+        logger: this.logger,
+      }),
+      logger: this.logger,
+      now: deps.now ?? (() => new Date()),
+      search,
+      scrape: deps.scrape ?? new ClientScrape(outbound),
+    };
+    const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };
+    const make = (name: string, reconcile: Reconcile) =>
+      new Controller({
+        name,
+        reconcile,
+        maxConcurrentReconciles: config.maxConcurrentReconciles,
+        metrics,
+        logger: this.logger,
+      });
+    this.controllers = {
+      accessChannel: make("accesschannel", accessChannelReconciler(this.context)),
+      searchKey: make("searchkey", searchKeyReconciler(this.context)),
+      agent: make("agent", agentReconciler(this.context)),
+      scraper: make("scraper", scraperReconciler(this.context)),
+      knowledgeBase: make("knowledgebase", knowledgeBaseReconciler(this.context)),
+      platform: new Controller({
+        name: "dataplane",
+        reconcile: platformReconciler(this.context),
+        maxConcurrentReconciles: 1,
+        metrics,
+        logger: this.logger,
+      }),
+    };
+    this.wire();
+    const le = config.leaderElection;
+    this.elector = le.enabled
+      ? new LeaderElector({
+          client: this.client,
+          namespace: le.namespace ?? config.namespace,
+          name: le.leaseName,
+          identity: config.instanceId,
+          leaseDurationMs: le.leaseDurationSeconds * 1000,
+          renewDeadlineMs: le.renewDeadlineSeconds * 1000,
+          retryPeriodMs: le.retryPeriodSeconds * 1000,
+          logger: this.logger,
+          registry: this.registry,
+          onStartedLeading: () => this.startControllers(),
+          onStoppedLeading: () => {
+            void this.stopControllers();
+            if (!this.stopping) deps.onLostLeadership?.();
+          },
+        })
+      : undefined;
+  }
+
+  private addIndexes(): void {
+    const i = this.informers;
+    i.channels.addIndex("agent", (o) => [nsName(o.metadata.namespace, o.spec.agentRef.name)]);
+    i.channels.addIndex("secret", (o) =>
+      o.spec.keySecretRef ? [nsName(o.metadata.namespace, o.spec.keySecretRef.name)] : [],
+    );
+    i.searchKeys.addIndex("kb", (o) => o.spec.knowledgeIds);
+    i.searchKeys.addIndex("secret", (o) =>
+      o.spec.keySecretRef ? [nsName(o.metadata.namespace, o.spec.keySecretRef.name)] : [],
+    );
+    i.agents.addIndex("kb", (o) => o.spec.knowledge?.knowledgeIds ?? []);
+    i.agents.addIndex("secret", (o) =>
+      o.spec.provider?.apiKeySecretRef ? [nsName(o.metadata.namespace, o.spec.provider.apiKeySecretRef.name)] : [],
+    );
+    i.knowledgeBases.addIndex(KB_BY_ID, (o) => [knowledgeIdOf(o)]);
+    i.scrapers.addIndex("secret", (o) => scraperSecretRefs(o).map((r) => nsName(o.metadata.namespace, r.name)));
+  }
+
+  private wire(): void {
+    const i = this.informers;
+    const c = this.controllers as Record<string, Controller>;
+    const keys = (objs: KubeObject[]) => objs.map((o) => nsName(o.metadata.namespace, o.metadata.name));
+    const secretKey = (o: KubeObject) => nsName(o.metadata.namespace, o.metadata.name);
+
+    const ac = c.accessChannel as Controller;
+    ac.watchFor(i.channels);
+    ac.watchOwned(i.secrets, "AccessChannel");
+    ac.watchMapped(i.agents, (a) => keys(i.channels.byIndex("agent", secretKey(a))));
+    ac.watchMapped(i.secrets, (s) => keys(i.channels.byIndex("secret", secretKey(s))));
+
+    const sk = c.searchKey as Controller;
+    sk.watchFor(i.searchKeys);
+    sk.watchOwned(i.secrets, "SearchKey");
+    sk.watchMapped(i.knowledgeBases, (kb) => keys(i.searchKeys.byIndex("kb", knowledgeIdOf(kb))));
+    sk.watchMapped(i.secrets, (s) => keys(i.searchKeys.byIndex("secret", secretKey(s))));
+
+    const ag = c.agent as Controller;
+    ag.watchFor(i.agents);
+    ag.watchMapped(i.knowledgeBases, (kb) => keys(i.agents.byIndex("kb", knowledgeIdOf(kb))));
+    ag.watchMapped(i.secrets, (s) => keys(i.agents.byIndex("secret", secretKey(s))));
+
+    const sc = c.scraper as Controller;
+    sc.watchFor(i.scrapers);
+    sc.watchOwned(i.deployments, "Scraper");
+    sc.watchOwned(i.services, "Scraper");
+    sc.watchOwned(i.secrets, "Scraper");
+    sc.watchMapped(i.secrets, (s) => keys(i.scrapers.byIndex("secret", secretKey(s))));
+
+    (c.knowledgeBase as Controller).watchFor(i.knowledgeBases);
+
+    const dp = c.platform as Controller;
+    const platformNs = this.config.namespace;
+    const mine = (o: KubeObject) =>
+      o.metadata.namespace === platformNs && !o.metadata.ownerReferences?.length ? [PLATFORM_KEY] : [];
+    dp.watchMapped(i.agents, () => [PLATFORM_KEY]);
+    dp.watchMapped(i.deployments, mine);
+    dp.watchMapped(i.services, mine);
+    dp.watchMapped(i.secrets, (s) =>
+      (s.metadata.namespace === platformNs && s.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY) ||
+      i.agents.byIndex("secret", secretKey(s)).length > 0
+        ? [PLATFORM_KEY]
+        : [],
+    );
+  }
+
+  get hasSynced(): boolean {
+    return Object.values(this.informers).every((inf) => (inf as Informer<KubeObject>).hasSynced);
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Starts the caches, waits for them to sync, then campaigns for leadership (or leads at once). */
+  async start(): Promise<void> {
+    this.started = true;
+    await Promise.all(Object.values(this.informers).map((inf) => (inf as Informer<KubeObject>).start()));
+    this.logger.info({ objects: this.cacheSize() }, "caches synced");
+    if (this.elector) this.elector.start();
+    else this.startControllers();
+  }
+
+  cacheSize(): number {
+    return Object.values(this.informers).reduce((n, inf) => n + (inf as Informer<KubeObject>).size, 0);
+  }
+
+  private startControllers(): void {
+    if (this.leading) return;
+    this.leading = true;
+    (this.controllers.platform as Controller).enqueue(PLATFORM_KEY);
+    for (const c of Object.values(this.controllers)) c.start();
+  }
+
+  private async stopControllers(): Promise<void> {
+    this.leading = false;
+    await Promise.all(Object.values(this.controllers).map((c) => c.stop()));
+  }
+
+  /** Graceful stop: finish in-flight reconciles, release the Lease, stop watching. */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    this.stopping = true;
+    await this.stopControllers();
+    await this.elector?.stop();
+    for (const inf of Object.values(this.informers)) (inf as Informer<KubeObject>).stop();
+    await this.http.close();
+  }
+}

@@ -1,0 +1,56 @@
+// AccessChannel: a chat key in an owner-referenced Secret (or the hash of a user-supplied one),
+// its hash, display prefix, expiry and endpoint in status, Ready only with an existing Agent and
+// an unexpired key, and a requeue at the expiry so the Expired condition flips on time.
+import type { AccessChannel } from "@capstan/shared/api";
+import { gatewayUrl } from "../config.ts";
+import { findCondition } from "../controller/conditions.ts";
+import type { Reconcile } from "../controller/controller.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
+import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
+import { generatedKey, suppliedKey } from "./key-secret.ts";
+import { writeStatus } from "./status.ts";
+
+/** Slack added to time-based requeues so the clock has certainly passed the instant. */
+export const REQUEUE_SLACK_MS = 250;
+
+export function channelKeySecretName(ch: { metadata: { name: string } }): string {
+  return `${ch.metadata.name}-chat-key`;
+}
+
+export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
+  return async ({ namespace, name }) => {
+    const ch = ctx.informers.channels.get(namespace, name) as (AccessChannel & KubeObject) | undefined;
+    if (!ch || ch.metadata.deletionTimestamp) return undefined; // the key Secret goes with it (owner reference)
+    const now = ctx.now();
+    let key: KeyMaterial;
+    let issued = false;
+    if (ch.spec.keySecretRef) {
+      key = await suppliedKey(ctx.client, namespace, ch.spec.keySecretRef);
+    } else {
+      const r = await generatedKey({
+        client: ctx.client,
+        secrets: ctx.informers.secrets,
+        owner: ch,
+        type: ACCESS_CHANNEL,
+        name: channelKeySecretName(ch),
+        kind: "chat",
+        now,
+      });
+      key = r.key;
+      issued = r.issued;
+    }
+    const agent = ctx.informers.agents.get(namespace, ch.spec.agentRef.name);
+    const out = accessChannelStatus({ channel: ch, agent, key, now, endpoint: `${gatewayUrl(ctx.config)}/api/v1` });
+    const before = findCondition(ch.status?.conditions, "Ready");
+    await writeStatus(ctx.client, ACCESS_CHANNEL, ch, out.status);
+    if (issued)
+      ctx.events.record(ch, "Normal", "KeyIssued", "IssueKey", `chat key issued into Secret ${key.secretName}`);
+    const after = out.status.conditions?.[0];
+    // A first Ready=True is not news (KeyIssued says it); transitions and failures are.
+    if (after && after.status !== before?.status && (before || after.status !== "True")) {
+      ctx.events.record(ch, after.status === "True" ? "Normal" : "Warning", after.reason, "Reconcile", after.message);
+    }
+    return out.requeueAfterMs !== undefined ? { requeueAfterMs: out.requeueAfterMs + REQUEUE_SLACK_MS } : undefined;
+  };
+}

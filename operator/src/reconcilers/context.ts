@@ -1,0 +1,48 @@
+// What every reconciler gets: config, the API client, the shared informers (the cache), events,
+// a logger and a clock. Reconcilers read from the cache and write through the client.
+import type { Logger } from "@capstan/shared";
+import type { AccessChannel, Agent, KnowledgeBase, Scraper, SearchKey } from "@capstan/shared/api";
+import type { OperatorConfig } from "../config.ts";
+import type { Scrape } from "../ingest/scrape.ts";
+import type { SearchDocuments } from "../ingest/search-documents.ts";
+import type { ObjectClient } from "../kube/client.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import type { Informer } from "../kube/informer.ts";
+import type { KubeObject, ResourceType } from "../kube/objects.ts";
+
+export const GROUP_VERSION = "capstan.dev/v1alpha1";
+export const AGENT: ResourceType = { apiVersion: GROUP_VERSION, kind: "Agent", plural: "agents" };
+export const ACCESS_CHANNEL: ResourceType = {
+  apiVersion: GROUP_VERSION,
+  kind: "AccessChannel",
+  plural: "accesschannels",
+};
+export const SEARCH_KEY: ResourceType = { apiVersion: GROUP_VERSION, kind: "SearchKey", plural: "searchkeys" };
+export const KNOWLEDGE_BASE: ResourceType = {
+  apiVersion: GROUP_VERSION,
+  kind: "KnowledgeBase",
+  plural: "knowledgebases",
+};
+export const SCRAPER: ResourceType = { apiVersion: GROUP_VERSION, kind: "Scraper", plural: "scrapers" };
+
+export interface Informers {
+  agents: Informer<Agent & KubeObject>;
+  channels: Informer<AccessChannel & KubeObject>;
+  searchKeys: Informer<SearchKey & KubeObject>;
+  knowledgeBases: Informer<KnowledgeBase & KubeObject>;
+  scrapers: Informer<Scraper & KubeObject>;
+  secrets: Informer<KubeObject>;
+  deployments: Informer<KubeObject>;
+  services: Informer<KubeObject>;
+}
+
+export interface OperatorContext {
+  config: OperatorConfig;
+  client: ObjectClient;
+  informers: Informers;
+  events: EventRecorder;
+  logger: Logger;
+  now: () => Date;
+  search: SearchDocuments;
+  scrape: Scrape;
+}

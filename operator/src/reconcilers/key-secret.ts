@@ -1,0 +1,145 @@
+// Keys live in Secrets: a generated key in a Secret owned by its resource (garbage-collected
+// with it), created once and never overwritten except by a rotation; or a user-supplied key
+// the operator only reads and hashes. Plaintext never leaves the Secret except as a hash.
+import { generateKey, type KeyKind } from "@capstan/shared";
+import { kubeTime } from "../controller/conditions.ts";
+import type { ObjectClient } from "../kube/client.ts";
+import { isStatus } from "../kube/http.ts";
+import type { Informer } from "../kube/informer.ts";
+import { controllerRef, type KubeObject, type ResourceType, SECRET } from "../kube/objects.ts";
+import { ISSUED_AT, PART_OF } from "../translate/common.ts";
+import type { KeyMaterial } from "../translate/keys.ts";
+
+export const KEY_DATA = "key";
+
+function decode(b64: string | undefined): string | undefined {
+  if (b64 === undefined) return undefined;
+  const v = Buffer.from(b64, "base64").toString("utf8").trim();
+  return v.length ? v : undefined;
+}
+
+/** A user-supplied key: read live (unmanaged Secrets are cached without data). */
+export async function suppliedKey(
+  client: ObjectClient,
+  namespace: string,
+  ref: { name: string; key: string },
+): Promise<KeyMaterial> {
+  const secret = await client.get<KubeObject & { data?: Record<string, string> }>(SECRET, namespace, ref.name);
+  if (!secret)
+    return { ok: false, secretName: ref.name, reason: "SecretNotFound", message: `Secret ${ref.name} does not exist` };
+  const value = decode(secret.data?.[ref.key]);
+  if (!value)
+    return {
+      ok: false,
+      secretName: ref.name,
+      reason: "KeyNotFound",
+      message: `Secret ${ref.name} has no key ${ref.key}`,
+    };
+  return { ok: true, value, secretName: ref.name, source: "supplied" };
+}
+
+function keySecret(owner: KubeObject, type: ResourceType, name: string, key: string, issuedAt: Date): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name,
+      namespace: owner.metadata.namespace as string,
+      labels: { ...PART_OF, "capstan.dev/owner-kind": type.kind, "capstan.dev/owner-name": owner.metadata.name },
+      annotations: { [ISSUED_AT]: kubeTime(issuedAt) },
+      ownerReferences: [controllerRef(owner, type)],
+    },
+    type: "Opaque",
+    data: { [KEY_DATA]: Buffer.from(key).toString("base64") },
+  };
+}
+
+function material(secret: KubeObject & { data?: Record<string, string> }): KeyMaterial {
+  const value = decode(secret.data?.[KEY_DATA]);
+  const name = secret.metadata.name;
+  if (!value) return { ok: false, secretName: name, reason: "KeyNotFound", message: `Secret ${name} has no key` };
+  const at = secret.metadata.annotations?.[ISSUED_AT] ?? secret.metadata.creationTimestamp;
+  return { ok: true, value, secretName: name, source: "generated", ...(at ? { issuedAt: new Date(at) } : {}) };
+}
+
+export interface GeneratedKeyResult {
+  key: KeyMaterial;
+  /** A key was created or rotated in this call. */
+  issued: boolean;
+}
+
+/**
+ * The generated key of `owner` in Secret `name`: read from the cache, created when absent,
+ * replaced when `rotate` says so (optimistic locking: a concurrent writer makes this fail and
+ * the reconcile is retried, so two keys are never issued at once).
+ */
+export async function generatedKey(opts: {
+  client: ObjectClient;
+  secrets: Informer<KubeObject>;
+  owner: KubeObject;
+  type: ResourceType;
+  name: string;
+  kind: KeyKind;
+  now: Date;
+  rotate?: (current: KeyMaterial) => boolean;
+}): Promise<GeneratedKeyResult> {
+  const { client, owner, type, name } = opts;
+  const ns = owner.metadata.namespace as string;
+  let secret = opts.secrets.get(ns, name) as (KubeObject & { data?: Record<string, string> }) | undefined;
+  if (secret) {
+    const ref = secret.metadata.ownerReferences?.find((r) => r.controller);
+    if (!ref || ref.kind !== type.kind || ref.name !== owner.metadata.name) {
+      return {
+        key: {
+          ok: false,
+          secretName: name,
+          reason: "SecretConflict",
+          message: `Secret ${name} exists and is not owned by this ${type.kind}`,
+        },
+        issued: false,
+      };
+    }
+    if (ref.uid !== owner.metadata.uid) {
+      // Left over from an earlier object of the same name (garbage collection pending): never reuse its key.
+      await client.delete(SECRET, ns, name);
+      secret = undefined;
+    }
+  }
+  if (secret) {
+    const current = material(secret);
+    if (!opts.rotate?.(current) && current.ok) return { key: current, issued: false };
+    const value = generateKey(opts.kind);
+    const next = keySecret(owner, type, name, value, opts.now);
+    next.metadata.resourceVersion = secret.metadata.resourceVersion;
+    await client.http.json(`/api/v1/namespaces/${ns}/secrets/${name}`, {
+      method: "PUT",
+      body: next,
+      query: { fieldManager: client.fieldManager },
+    });
+    return { key: material(next), issued: true };
+  }
+  const value = generateKey(opts.kind);
+  const fresh = keySecret(owner, type, name, value, opts.now);
+  try {
+    await client.create(SECRET, fresh);
+    return { key: material(fresh), issued: true };
+  } catch (err) {
+    if (!isStatus(err, 409)) throw err;
+    // Created meanwhile (the cache lags behind our own write): use what is there.
+    const live = await client.get<KubeObject & { data?: Record<string, string> }>(SECRET, ns, name);
+    if (!live) throw err;
+    const ref = live.metadata.ownerReferences?.find((r) => r.controller);
+    if (ref?.uid !== owner.metadata.uid) {
+      return {
+        key: {
+          ok: false,
+          secretName: name,
+          reason: "SecretConflict",
+          message: `Secret ${name} exists and is not owned by this ${type.kind}`,
+        },
+        issued: false,
+      };
+    }
+    return { key: material(live), issued: false };
+  }
+}

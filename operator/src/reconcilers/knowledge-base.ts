@@ -1,0 +1,221 @@
+// KnowledgeBase: a finalizer guards the vector collection (deleted through the search service
+// before the object goes); the collection is ensured; sources (inline text, ConfigMap keys, URLs
+// through the referenced Scraper or the platform scraping settings) are ingested through the
+// documents API when the spec changes and every refreshInterval; counts and progress in status.
+import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
+import { knowledgeIdOf } from "@capstan/shared/api";
+import { findCondition } from "../controller/conditions.ts";
+import type { Reconcile } from "../controller/controller.ts";
+import { OperatorError } from "../errors.ts";
+import type { ScrapeTarget } from "../ingest/scrape.ts";
+import type { DocumentInput } from "../ingest/search-documents.ts";
+import { CONFIG_MAP, type KubeObject } from "../kube/objects.ts";
+import {
+  DOCUMENTS_ANNOTATION,
+  docsIdFor,
+  type IngestionReport,
+  KB_FINALIZER,
+  kbProgressStatus,
+  kbSettings,
+  kbStatus,
+  kbUnavailableStatus,
+  refreshDueIn,
+} from "../translate/knowledge-base.ts";
+import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
+import { REQUEUE_SLACK_MS } from "./access-channel.ts";
+import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
+import { suppliedKey } from "./key-secret.ts";
+import { writeStatus } from "./status.ts";
+
+type KB = KnowledgeBase & KubeObject;
+type Source = KnowledgeBase["spec"]["sources"][number];
+interface Doc extends DocumentInput {
+  docsId: string;
+}
+
+const SOURCE_CONCURRENCY = 4;
+
+async function scrapeTarget(ctx: OperatorContext, kb: KB): Promise<ScrapeTarget> {
+  const ref = kb.spec.scraperRef;
+  if (!ref) {
+    const s = ctx.config.scraping;
+    if (!s.enabled) throw new OperatorError("SCRAPING_DISABLED", { name: "the platform" });
+    return { url: s.url, timeoutSeconds: s.timeoutSeconds, maxRetries: s.maxRetries, apiKey: s.apiKey };
+  }
+  const scraper = ctx.informers.scrapers.get(kb.metadata.namespace as string, ref.name) as Scraper | undefined;
+  if (!scraper) throw new OperatorError("SCRAPER_NOT_FOUND", { name: ref.name });
+  if (!scraper.spec.client.enabled) throw new OperatorError("SCRAPING_DISABLED", { name: `Scraper ${ref.name}` });
+  const keyRef = scraperApiKeyRef(scraper);
+  const key = keyRef ? await suppliedKey(ctx.client, kb.metadata.namespace as string, keyRef) : undefined;
+  return {
+    url: scraperEndpoint(scraper),
+    timeoutSeconds: scraper.spec.client.timeoutSeconds,
+    maxRetries: scraper.spec.client.maxRetries,
+    apiKey: key?.ok ? key.value : undefined,
+  };
+}
+
+async function documentsOf(
+  ctx: OperatorContext,
+  kb: KB,
+  source: Source,
+  target: () => Promise<ScrapeTarget>,
+): Promise<Doc[]> {
+  if (source.text !== undefined) {
+    return [
+      {
+        docsId: docsIdFor(source.name, "text"),
+        docsName: source.name,
+        text: source.text,
+        metadata: { source: "inline" },
+      },
+    ];
+  }
+  if (source.configMap) {
+    const cmName = source.configMap.name;
+    const cm = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
+      CONFIG_MAP,
+      kb.metadata.namespace as string,
+      cmName,
+    );
+    if (!cm) throw new OperatorError("CONFIG_MAP_NOT_FOUND", { name: cmName });
+    const keys = source.configMap.keys ?? Object.keys(cm.data ?? {}).sort();
+    return keys.map((key) => {
+      const text = cm.data?.[key];
+      if (text === undefined) throw new OperatorError("CONFIG_MAP_KEY_NOT_FOUND", { name: cmName, key });
+      return {
+        docsId: docsIdFor(source.name, "configMap", key),
+        docsName: `${source.name}/${key}`,
+        text,
+        metadata: { source: `configmap:${cmName}/${key}` },
+      };
+    });
+  }
+  const url = source.url as string;
+  const page = await ctx.scrape.scrape(await target(), url, {
+    ...(kb.spec.scrapeOptions?.waitFor !== undefined ? { waitFor: kb.spec.scrapeOptions.waitFor } : {}),
+    onlyMainContent: kb.spec.scrapeOptions?.onlyMainContent ?? true,
+  });
+  return [
+    {
+      docsId: docsIdFor(source.name, "url"),
+      docsName: source.name,
+      text: page.markdown,
+      metadata: { source: url, ...(page.title ? { title: page.title } : {}) },
+    },
+  ];
+}
+
+async function finalize(ctx: OperatorContext, kb: KB): Promise<void> {
+  if (!kb.metadata.finalizers?.includes(KB_FINALIZER)) return;
+  await ctx.search.deleteKnowledgeBase(knowledgeIdOf(kb));
+  await ctx.client.mergePatch(KNOWLEDGE_BASE, kb.metadata.namespace as string, kb.metadata.name, {
+    metadata: {
+      resourceVersion: kb.metadata.resourceVersion,
+      finalizers: kb.metadata.finalizers.filter((f) => f !== KB_FINALIZER),
+    },
+  });
+  ctx.events.record(
+    kb,
+    "Normal",
+    "CollectionDeleted",
+    "Finalize",
+    `knowledge base ${knowledgeIdOf(kb)} removed from search`,
+  );
+}
+
+async function ingest(
+  ctx: OperatorContext,
+  kb: KB,
+  collection: string | undefined,
+): Promise<{ report: IngestionReport; docIds: string[] }> {
+  const id = knowledgeIdOf(kb);
+  const sources = kb.spec.sources;
+  const failed: IngestionReport["failed"] = [];
+  const docIds: string[] = [];
+  let target: Promise<ScrapeTarget> | undefined;
+  const lazyTarget = () => (target ??= scrapeTarget(ctx, kb));
+  let next = 0;
+  const worker = async () => {
+    while (next < sources.length) {
+      const source = sources[next++] as Source;
+      try {
+        for (const doc of await documentsOf(ctx, kb, source, lazyTarget)) {
+          const { docsId, ...body } = doc;
+          await ctx.search.upsertDocument(id, docsId, body);
+          docIds.push(docsId);
+        }
+      } catch (err) {
+        const reason = err instanceof OperatorError ? err.reason : "IngestionFailed";
+        failed.push({ source: source.name, reason, message: (err as Error).message });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SOURCE_CONCURRENCY, sources.length) }, worker));
+  // Documents of sources that are gone from the spec are removed.
+  const previous = (kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "").split(",").filter(Boolean);
+  for (const stale of previous.filter((d) => !docIds.includes(d))) await ctx.search.deleteDocument(id, stale);
+  const counts = await ctx.search.getKnowledgeBase(id);
+  return {
+    report: {
+      sources: sources.length,
+      failed,
+      documents: counts?.documents ?? docIds.length,
+      chunks: counts?.chunks ?? 0,
+      ...(collection ? { collection } : {}),
+    },
+    docIds: docIds.sort(),
+  };
+}
+
+export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
+  return async ({ namespace, name }) => {
+    let kb = ctx.informers.knowledgeBases.get(namespace, name) as KB | undefined;
+    if (!kb) return undefined;
+    if (kb.metadata.deletionTimestamp) {
+      await finalize(ctx, kb);
+      return undefined;
+    }
+    if (!kb.metadata.finalizers?.includes(KB_FINALIZER)) {
+      kb = await ctx.client.mergePatch<KB>(KNOWLEDGE_BASE, namespace, name, {
+        metadata: {
+          resourceVersion: kb.metadata.resourceVersion,
+          finalizers: [...(kb.metadata.finalizers ?? []), KB_FINALIZER],
+        },
+      });
+    }
+    const now = ctx.now();
+    const dueIn = refreshDueIn(kb, now);
+    if (dueIn > 0) return { requeueAfterMs: dueIn + REQUEUE_SLACK_MS };
+
+    const id = knowledgeIdOf(kb);
+    let collection: string | undefined;
+    try {
+      const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as { collection?: string } | undefined;
+      collection = info?.collection;
+    } catch (err) {
+      const reason = err instanceof OperatorError ? err.reason : "SearchUnavailable";
+      ctx.logger.warn({ kb: `${namespace}/${name}`, err: (err as Error).message }, "knowledge base not ensured");
+      await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, kbUnavailableStatus(kb, reason, (err as Error).message, now));
+      return { requeue: true };
+    }
+    const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now);
+    await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
+    const { report, docIds } = await ingest(ctx, kb, collection);
+    const joined = docIds.join(",");
+    if ((kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "") !== joined) {
+      kb = await ctx.client.mergePatch<KB>(KNOWLEDGE_BASE, namespace, name, {
+        metadata: { annotations: { [DOCUMENTS_ANNOTATION]: joined } },
+      });
+    }
+    const finished = ctx.now();
+    const status = kbStatus(kb, report, finished);
+    const before = findCondition(kb.status?.conditions, "Ready");
+    await writeStatus(ctx.client, KNOWLEDGE_BASE, { ...kb, status: progress }, status);
+    const ready = status.conditions?.[0];
+    if (ready && ready.status !== before?.status) {
+      ctx.events.record(kb, ready.status === "True" ? "Normal" : "Warning", ready.reason, "Ingest", ready.message);
+    }
+    return { requeueAfterMs: refreshDueIn({ ...kb, status }, finished) + REQUEUE_SLACK_MS };
+  };
+}

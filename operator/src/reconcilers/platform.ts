@@ -1,0 +1,88 @@
+// The shared data plane: the internal token Secret (generated once), the mirror of every Agent's
+// provider key in the gateway's namespace, and the gateway and search Deployments and Services.
+// One work-queue key, PLATFORM_KEY, enqueued at start and by every event that changes its inputs.
+import { randomBytes } from "node:crypto";
+import type { Agent } from "@capstan/shared/api";
+import { jsonEqual } from "../controller/conditions.ts";
+import type { Reconcile } from "../controller/controller.ts";
+import { isStatus } from "../kube/http.ts";
+import { DEPLOYMENT, type KubeObject, SECRET, SERVICE } from "../kube/objects.ts";
+import { PART_OF } from "../translate/common.ts";
+import {
+  gatewayObjects,
+  INTERNAL_TOKEN_KEY,
+  PROVIDER_KEYS_SECRET,
+  type ProviderKeyRef,
+  providerKeysSecret,
+  searchObjects,
+} from "../translate/workloads.ts";
+import { applyAll } from "./apply.ts";
+import type { OperatorContext } from "./context.ts";
+
+export const PLATFORM_KEY = "_platform/data-plane";
+
+async function ensureInternalToken(ctx: OperatorContext): Promise<void> {
+  const ns = ctx.config.namespace;
+  const name = ctx.config.internalTokenSecret;
+  if (ctx.informers.secrets.get(ns, name)) return;
+  try {
+    await ctx.client.create(SECRET, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace: ns, labels: { ...PART_OF, "app.kubernetes.io/component": "internal-token" } },
+      type: "Opaque",
+      data: { [INTERNAL_TOKEN_KEY]: Buffer.from(randomBytes(32).toString("base64url")).toString("base64") },
+    });
+  } catch (err) {
+    if (!isStatus(err, 409)) throw err; // exists: never overwritten
+  }
+}
+
+/** Provider keys the Agents reference, with their current values (base64), read live. */
+async function providerKeys(ctx: OperatorContext): Promise<Map<ProviderKeyRef, string>> {
+  const refs = new Map<string, ProviderKeyRef>();
+  for (const agent of ctx.informers.agents.list() as Agent[]) {
+    const r = agent.spec.provider?.apiKeySecretRef;
+    if (!r) continue;
+    const ref = { namespace: agent.metadata.namespace ?? "default", secret: r.name, key: r.key };
+    refs.set(`${ref.namespace}/${ref.secret}/${ref.key}`, ref);
+  }
+  const out = new Map<ProviderKeyRef, string>();
+  for (const ref of refs.values()) {
+    if (!ctx.informers.secrets.get(ref.namespace, ref.secret)) continue;
+    const secret = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
+      SECRET,
+      ref.namespace,
+      ref.secret,
+    );
+    const value = secret?.data?.[ref.key];
+    if (value !== undefined) out.set(ref, value);
+  }
+  return out;
+}
+
+export function platformReconciler(ctx: OperatorContext): Reconcile {
+  return async () => {
+    const c = ctx.config;
+    await ensureInternalToken(ctx);
+    const keys = await providerKeys(ctx);
+    const mirror = providerKeysSecret(c, keys);
+    const cached = ctx.informers.secrets.get(c.namespace, PROVIDER_KEYS_SECRET) as
+      | (KubeObject & { data?: Record<string, string> })
+      | undefined;
+    if (keys.size > 0 || cached) {
+      if (!cached || !jsonEqual(cached.data ?? {}, mirror.data ?? {})) await ctx.client.apply(SECRET, mirror);
+    }
+    const [gwDeploy, gwSvc] = gatewayObjects(c, [...keys.keys()]);
+    const [seDeploy, seSvc] = searchObjects(c);
+    const d = ctx.informers.deployments;
+    const s = ctx.informers.services;
+    await applyAll(ctx, [
+      { type: DEPLOYMENT, desired: gwDeploy as KubeObject, cache: d },
+      { type: SERVICE, desired: gwSvc as KubeObject, cache: s },
+      { type: DEPLOYMENT, desired: seDeploy as KubeObject, cache: d },
+      { type: SERVICE, desired: seSvc as KubeObject, cache: s },
+    ]);
+    return undefined;
+  };
+}

@@ -1,0 +1,80 @@
+// SearchKey: the AccessChannel pattern plus a validity window, a scope checked against existing
+// KnowledgeBases, and rotation: a new key every `rotation.every`, the previous hash kept in
+// status.previousKeys until `rotation.overlap` has passed.
+import type { SearchKey } from "@capstan/shared/api";
+import { knowledgeIdOf } from "@capstan/shared/api";
+import { searchUrl } from "../config.ts";
+import { findCondition } from "../controller/conditions.ts";
+import type { Reconcile } from "../controller/controller.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { type KeyMaterial, rotationDue, searchKeyStatus } from "../translate/keys.ts";
+import { REQUEUE_SLACK_MS } from "./access-channel.ts";
+import { type OperatorContext, SEARCH_KEY } from "./context.ts";
+import { generatedKey, suppliedKey } from "./key-secret.ts";
+import { writeStatus } from "./status.ts";
+
+export const KB_BY_ID = "knowledgeId";
+
+export function searchKeySecretName(sk: { metadata: { name: string } }): string {
+  return `${sk.metadata.name}-search-key`;
+}
+
+/** Knowledge ids of the scope with no KnowledgeBase behind them. */
+export function missingKnowledgeIds(ctx: OperatorContext, ids: string[]): string[] {
+  return ids.filter((id) => ctx.informers.knowledgeBases.byIndex(KB_BY_ID, id).length === 0);
+}
+
+export { knowledgeIdOf };
+
+export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
+  return async ({ namespace, name }) => {
+    const sk = ctx.informers.searchKeys.get(namespace, name) as (SearchKey & KubeObject) | undefined;
+    if (!sk || sk.metadata.deletionTimestamp) return undefined;
+    const now = ctx.now();
+    let key: KeyMaterial;
+    let issued = false;
+    if (sk.spec.keySecretRef) {
+      key = await suppliedKey(ctx.client, namespace, sk.spec.keySecretRef);
+    } else {
+      const r = await generatedKey({
+        client: ctx.client,
+        secrets: ctx.informers.secrets,
+        owner: sk,
+        type: SEARCH_KEY,
+        name: searchKeySecretName(sk),
+        kind: "search",
+        now,
+        rotate: (current) => current.ok && rotationDue(sk, current.issuedAt, now),
+      });
+      key = r.key;
+      issued = r.issued;
+    }
+    const out = searchKeyStatus({
+      searchKey: sk,
+      key,
+      missingKnowledgeIds: missingKnowledgeIds(ctx, sk.spec.knowledgeIds),
+      now,
+      endpoint: `${searchUrl(ctx.config)}/v1/rag/search`,
+    });
+    const before = findCondition(sk.status?.conditions, "Ready");
+    await writeStatus(ctx.client, SEARCH_KEY, sk, out.status);
+    if (issued) {
+      const rotated = Boolean(sk.status?.keyHash);
+      ctx.events.record(
+        sk,
+        "Normal",
+        rotated ? "KeyRotated" : "KeyIssued",
+        rotated ? "RotateKey" : "IssueKey",
+        rotated
+          ? `search key rotated in Secret ${key.secretName}; the previous key stays valid for the overlap`
+          : `search key issued into Secret ${key.secretName}`,
+      );
+    }
+    const after = out.status.conditions?.[0];
+    // A first Ready=True is not news (KeyIssued says it); transitions and failures are.
+    if (after && after.status !== before?.status && (before || after.status !== "True")) {
+      ctx.events.record(sk, after.status === "True" ? "Normal" : "Warning", after.reason, "Reconcile", after.message);
+    }
+    return out.requeueAfterMs !== undefined ? { requeueAfterMs: out.requeueAfterMs + REQUEUE_SLACK_MS } : undefined;
+  };
+}

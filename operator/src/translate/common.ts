@@ -1,0 +1,99 @@
+// What every object the operator creates carries: labels, the applied-hash annotation that lets a
+// reconcile skip an unchanged apply (zero writes in steady state), and secure pod defaults.
+import { createHash } from "node:crypto";
+import type { KubeObject } from "../kube/objects.ts";
+
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY = "capstan-operator";
+export const PART_OF = { "app.kubernetes.io/part-of": "capstan", [MANAGED_BY_LABEL]: MANAGED_BY };
+export const APPLIED_HASH = "capstan.dev/applied-hash";
+export const CONFIG_HASH = "capstan.dev/config-hash";
+export const ISSUED_AT = "capstan.dev/issued-at";
+
+/** JSON with sorted keys, so equal objects hash equally. */
+export function stableStringify(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(",")}}`;
+}
+
+export function shortHash(value: unknown, length = 16): string {
+  return createHash("sha256").update(stableStringify(value)).digest("hex").slice(0, length);
+}
+
+/** Stamps obj with the hash of its own content (without the stamp). */
+export function withAppliedHash<T extends KubeObject>(obj: T): T {
+  const annotations = { ...(obj.metadata.annotations ?? {}) };
+  delete annotations[APPLIED_HASH];
+  const bare = { ...obj, metadata: { ...obj.metadata, annotations } };
+  return { ...obj, metadata: { ...obj.metadata, annotations: { ...annotations, [APPLIED_HASH]: shortHash(bare) } } };
+}
+
+/**
+ * True when every field of `desired` is present with the same value in `live` (the API server
+ * adds defaults, so live may have more). Quantities are normalised by the server ("0.5" becomes
+ * "500m"), so `resources` blocks are compared through the applied hash only.
+ */
+export function isSubset(desired: unknown, live: unknown, key = ""): boolean {
+  if (key === "resources") return true;
+  if (live === undefined && isEmpty(desired)) return true; // omitempty on the server side
+  if (desired === null || typeof desired !== "object") return desired === live || String(desired) === String(live);
+  if (live === null || typeof live !== "object") return false;
+  if (Array.isArray(desired)) {
+    if (!Array.isArray(live) || live.length !== desired.length) return false;
+    return desired.every((d, i) => isSubset(d, live[i]));
+  }
+  return Object.entries(desired as Record<string, unknown>).every(
+    ([k, v]) => v === undefined || isSubset(v, (live as Record<string, unknown>)[k], k),
+  );
+}
+
+function isEmpty(v: unknown): boolean {
+  if (v === "" || v === 0 || v === false || v === null) return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return typeof v === "object" && v !== null && Object.keys(v).length === 0;
+}
+
+/** Whether applying `desired` would change nothing: same applied hash and no drift in our fields. */
+export function upToDate(live: KubeObject | undefined, desired: KubeObject): boolean {
+  if (!live) return false;
+  if (live.metadata.annotations?.[APPLIED_HASH] !== desired.metadata.annotations?.[APPLIED_HASH]) return false;
+  const { metadata, ...rest } = desired;
+  return isSubset(rest, live) && isSubset(metadata.labels ?? {}, live.metadata.labels ?? {});
+}
+
+export const POD_SECURITY = {
+  runAsNonRoot: true,
+  runAsUser: 10001,
+  runAsGroup: 10001,
+  fsGroup: 10001,
+  seccompProfile: { type: "RuntimeDefault" },
+};
+
+export const CONTAINER_SECURITY = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+};
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef: { name: string; key: string; optional?: boolean } };
+}
+
+export function env(name: string, value: string | number | boolean): EnvVar {
+  return { name, value: String(value) };
+}
+
+export function secretEnv(name: string, ref: { name: string; key: string }): EnvVar {
+  return { name, valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } } };
+}
+
+export function probe(path: string, port: string, periodSeconds = 10) {
+  return { httpGet: { path, port }, periodSeconds, timeoutSeconds: 3, failureThreshold: 3 };
+}

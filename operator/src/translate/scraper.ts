@@ -1,0 +1,225 @@
+// Pure translation of a Scraper into its Deployment (scraper API + rendering service, one image,
+// two containers picked by SCRAPER_ROLE) and Service. Every variable of the reference's section 8
+// comes from the spec; keys come from Secrets through secretKeyRef, never as literal values.
+import type { Scraper } from "@capstan/shared/api";
+import type { OperatorConfig } from "../config.ts";
+import { controllerRef, type KubeObject } from "../kube/objects.ts";
+import {
+  CONFIG_HASH,
+  CONTAINER_SECURITY,
+  type EnvVar,
+  env,
+  PART_OF,
+  POD_SECURITY,
+  probe,
+  secretEnv,
+  shortHash,
+  withAppliedHash,
+} from "./common.ts";
+
+export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
+export const RENDER_PORT = 3000;
+
+/** Name of the Secret holding a generated scraper API key (auth enabled, no apiKeySecretRef). */
+export function scraperKeySecretName(s: Scraper): string {
+  return `${s.metadata.name}-scraper-key`;
+}
+
+/** The Secret key reference the scraper's API_KEY comes from, or undefined when auth is off. */
+export function scraperApiKeyRef(s: Scraper): { name: string; key: string } | undefined {
+  if (!s.spec.auth.enabled) return undefined;
+  return s.spec.auth.apiKeySecretRef ?? { name: scraperKeySecretName(s), key: "key" };
+}
+
+/** URL the platform calls this scraper at: spec.client.url or the Service. */
+export function scraperEndpoint(s: Scraper): string {
+  return s.spec.client.url ?? `http://${s.metadata.name}.${s.metadata.namespace}.svc:${s.spec.port}`;
+}
+
+export function scraperEnv(s: Scraper): EnvVar[] {
+  const spec = s.spec;
+  const out: EnvVar[] = [
+    env("PORT", spec.port),
+    env("INTERNAL_PORT", spec.internalPort),
+    env("LOGGING_LEVEL", spec.logLevel),
+    env("LLM_BASE_URL", spec.llm.baseURL),
+    env("MODEL_NAME", spec.llm.model),
+    env("MODEL_EMBEDDING_NAME", spec.llm.embeddingModel),
+    env("SEARCH_ENGINES", spec.search.engines.join(",")),
+    env("SEARCH_CATEGORIES", spec.search.categories.join(",")),
+    env("BLOCK_MEDIA", spec.browser.blockMedia),
+    env("MAX_CONCURRENT_REQUESTS", spec.tuning.maxConcurrentRequests),
+    env("REQUEST_TIMEOUT", spec.tuning.requestTimeoutMs),
+    env("WORKER_CONCURRENCY", spec.tuning.workerConcurrency),
+    env("TASK_TIMEOUT", spec.tuning.taskTimeoutMs),
+    env("AUTH_ENABLED", spec.auth.enabled),
+    env("RENDER_PORT", RENDER_PORT),
+    env("RENDER_URL", `http://127.0.0.1:${RENDER_PORT}`),
+  ];
+  if (spec.llm.apiKeySecretRef) out.push(secretEnv("LLM_API_KEY", spec.llm.apiKeySecretRef));
+  if (spec.llm.localModelBaseURL) out.push(env("LOCAL_MODEL_BASE_URL", spec.llm.localModelBaseURL));
+  if (spec.search.endpoint) out.push(env("SEARCH_ENDPOINT", spec.search.endpoint));
+  const proxy = spec.browser.proxy;
+  if (proxy) {
+    out.push(env("PROXY_SERVER", proxy.server));
+    if (proxy.usernameSecretRef) out.push(secretEnv("PROXY_USERNAME", proxy.usernameSecretRef));
+    if (proxy.passwordSecretRef) out.push(secretEnv("PROXY_PASSWORD", proxy.passwordSecretRef));
+  }
+  const apiKey = scraperApiKeyRef(s);
+  if (apiKey) out.push(secretEnv("API_KEY", apiKey));
+  if (spec.allowedHosts?.length) out.push(env("SCRAPER_ALLOWED_HOSTS", spec.allowedHosts.join(",")));
+  // Chromium writes its profile under HOME; the root filesystem is read-only.
+  out.push(env("HOME", "/tmp"));
+  return out;
+}
+
+export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
+  const name = s.metadata.name;
+  const namespace = s.metadata.namespace ?? "default";
+  const labels = { ...PART_OF, "app.kubernetes.io/name": "capstan-scraper", "app.kubernetes.io/instance": name };
+  const selector = { "app.kubernetes.io/name": "capstan-scraper", "app.kubernetes.io/instance": name };
+  const owner = [controllerRef(s, SCRAPER_TYPE)];
+  const common = scraperEnv(s);
+  const mounts = [
+    { name: "tmp", mountPath: "/tmp" },
+    { name: "dshm", mountPath: "/dev/shm" },
+  ];
+  const template = {
+    metadata: { labels },
+    spec: {
+      automountServiceAccountToken: false,
+      securityContext: POD_SECURITY,
+      containers: [
+        {
+          name: "scraper",
+          image: s.spec.image ?? c.scraper.image,
+          imagePullPolicy: c.scraper.imagePullPolicy,
+          env: [env("SCRAPER_ROLE", "api"), ...common],
+          ports: [{ name: "http", containerPort: s.spec.internalPort, protocol: "TCP" }],
+          livenessProbe: probe("/health", "http"),
+          readinessProbe: probe("/health", "http", 5),
+          resources: c.scraper.resources,
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: mounts,
+        },
+        {
+          name: "render",
+          image: s.spec.image ?? c.scraper.image,
+          imagePullPolicy: c.scraper.imagePullPolicy,
+          env: [env("SCRAPER_ROLE", "render"), ...common],
+          ports: [{ name: "render", containerPort: RENDER_PORT, protocol: "TCP" }],
+          livenessProbe: probe("/scrape", "render", 15),
+          readinessProbe: probe("/scrape", "render", 5),
+          resources: c.scraper.renderResources,
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: mounts,
+        },
+      ],
+      volumes: [
+        { name: "tmp", emptyDir: {} },
+        { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "256Mi" } },
+      ],
+    },
+  };
+  const configHash = shortHash(template);
+  return [
+    withAppliedHash({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name, namespace, labels, ownerReferences: owner },
+      spec: {
+        replicas: s.spec.replicas,
+        selector: { matchLabels: selector },
+        template: { ...template, metadata: { labels, annotations: { [CONFIG_HASH]: configHash } } },
+      },
+    }),
+    withAppliedHash({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name, namespace, labels, ownerReferences: owner },
+      spec: {
+        type: "ClusterIP",
+        selector,
+        ports: [{ name: "http", port: s.spec.port, targetPort: "http", protocol: "TCP" }],
+      },
+    }),
+  ];
+}
+
+export function configHashOf(deployment: KubeObject): string | undefined {
+  const spec = deployment.spec as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined;
+  return spec?.template?.metadata?.annotations?.[CONFIG_HASH];
+}
+
+export interface DeploymentStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  updatedReplicas?: number;
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
+}
+
+/**
+ * Readiness of a workload without assuming a Deployment controller: "applied and observed" is
+ * Ready (reason Applied) until the Deployment controller reports; then Ready follows its rollout.
+ */
+export function workloadReadiness(
+  deployment: KubeObject | undefined,
+  wantReplicas: number,
+): { ready: boolean; reason: string; message: string; readyReplicas: number; replicas: number } {
+  if (!deployment)
+    return {
+      ready: false,
+      reason: "DeploymentMissing",
+      message: "Deployment not applied yet",
+      readyReplicas: 0,
+      replicas: 0,
+    };
+  const st = (deployment.status ?? {}) as DeploymentStatus;
+  const readyReplicas = st.readyReplicas ?? 0;
+  const replicas = st.replicas ?? 0;
+  if (st.observedGeneration === undefined) {
+    return {
+      ready: true,
+      reason: "Applied",
+      message: "Deployment applied; no rollout status reported yet",
+      readyReplicas,
+      replicas,
+    };
+  }
+  if (st.observedGeneration < (deployment.metadata.generation ?? 0)) {
+    return {
+      ready: false,
+      reason: "RollingOut",
+      message: "Deployment controller has not observed the change yet",
+      readyReplicas,
+      replicas,
+    };
+  }
+  const failed = st.conditions?.find((c) => c.type === "ReplicaFailure" && c.status === "True");
+  if (failed)
+    return {
+      ready: false,
+      reason: "ReplicaFailure",
+      message: failed.message ?? "replica failure",
+      readyReplicas,
+      replicas,
+    };
+  if (readyReplicas < wantReplicas || (st.updatedReplicas ?? 0) < wantReplicas) {
+    return {
+      ready: false,
+      reason: "RollingOut",
+      message: `${readyReplicas}/${wantReplicas} replicas ready`,
+      readyReplicas,
+      replicas,
+    };
+  }
+  return {
+    ready: true,
+    reason: "Available",
+    message: `${readyReplicas}/${wantReplicas} replicas ready`,
+    readyReplicas,
+    replicas,
+  };
+}

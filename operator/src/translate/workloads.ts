@@ -1,0 +1,207 @@
+// Pure translation of the operator's config into the shared data plane: the gateway and search
+// Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
+import { GATEWAY_NAME, type OperatorConfig, SEARCH_NAME, searchInternalUrl } from "../config.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import {
+  CONFIG_HASH,
+  CONTAINER_SECURITY,
+  type EnvVar,
+  env,
+  PART_OF,
+  POD_SECURITY,
+  probe,
+  secretEnv,
+  shortHash,
+  withAppliedHash,
+} from "./common.ts";
+
+export const PROVIDER_KEYS_SECRET = "capstan-provider-keys";
+export const INTERNAL_TOKEN_KEY = "token";
+
+/** A provider key an Agent references, mirrored into the gateway's namespace. */
+export interface ProviderKeyRef {
+  namespace: string;
+  secret: string;
+  key: string;
+}
+
+/** Data key of a mirrored provider key: a hash, since names may contain dots. */
+export function mirrorKey(ref: ProviderKeyRef): string {
+  return `pk-${shortHash([ref.namespace, ref.secret, ref.key], 24)}`;
+}
+
+function labels(component: string, name: string): Record<string, string> {
+  return { ...PART_OF, "app.kubernetes.io/name": name, "app.kubernetes.io/component": component };
+}
+
+function selector(name: string): Record<string, string> {
+  return { "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "capstan" };
+}
+
+function service(name: string, component: string, namespace: string, port: number): KubeObject {
+  return withAppliedHash({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace, labels: labels(component, name) },
+    spec: {
+      type: "ClusterIP",
+      selector: selector(name),
+      ports: [{ name: "http", port, targetPort: "http", protocol: "TCP" }],
+    },
+  });
+}
+
+interface DeploymentInput {
+  name: string;
+  component: string;
+  namespace: string;
+  image: string;
+  imagePullPolicy: string;
+  replicas: number;
+  port: number;
+  serviceAccount: string;
+  env: EnvVar[];
+  resources: unknown;
+  volumes: unknown[];
+  mounts: unknown[];
+}
+
+function deployment(d: DeploymentInput): KubeObject {
+  const template = {
+    metadata: { labels: labels(d.component, d.name) },
+    spec: {
+      serviceAccountName: d.serviceAccount,
+      automountServiceAccountToken: true,
+      securityContext: POD_SECURITY,
+      containers: [
+        {
+          name: d.component,
+          image: d.image,
+          imagePullPolicy: d.imagePullPolicy,
+          ports: [{ name: "http", containerPort: d.port, protocol: "TCP" }],
+          env: d.env,
+          resources: d.resources,
+          livenessProbe: probe("/healthz", "http"),
+          readinessProbe: probe("/readyz", "http", 5),
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...d.mounts],
+        },
+      ],
+      volumes: [{ name: "tmp", emptyDir: {} }, ...d.volumes],
+    },
+  };
+  // The config hash on the pod template rolls the pods when anything they run with changes.
+  const configHash = shortHash(template);
+  return withAppliedHash({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: d.name, namespace: d.namespace, labels: labels(d.component, d.name) },
+    spec: {
+      replicas: d.replicas,
+      selector: { matchLabels: selector(d.name) },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        ...template,
+        metadata: { ...template.metadata, annotations: { [CONFIG_HASH]: configHash } },
+      },
+    },
+  });
+}
+
+function extra(list: { name: string; value: string }[]): EnvVar[] {
+  return list.map((e) => env(e.name, e.value));
+}
+
+export function gatewayObjects(c: OperatorConfig, providerKeys: ProviderKeyRef[]): KubeObject[] {
+  const keys = [...providerKeys].sort((a, b) =>
+    `${a.namespace}/${a.secret}/${a.key}`.localeCompare(`${b.namespace}/${b.secret}/${b.key}`),
+  );
+  const volumes =
+    keys.length === 0
+      ? []
+      : [
+          {
+            name: "provider-keys",
+            projected: {
+              defaultMode: 0o440,
+              sources: [
+                {
+                  secret: {
+                    name: PROVIDER_KEYS_SECRET,
+                    optional: true,
+                    items: keys.map((k) => ({ key: mirrorKey(k), path: `${k.namespace}/${k.secret}/${k.key}` })),
+                  },
+                },
+              ],
+            },
+          },
+        ];
+  const mounts = keys.length === 0 ? [] : [{ name: "provider-keys", mountPath: c.gateway.secretsDir, readOnly: true }];
+  return [
+    deployment({
+      name: GATEWAY_NAME,
+      component: "gateway",
+      namespace: c.namespace,
+      image: c.gateway.image,
+      imagePullPolicy: c.gateway.imagePullPolicy,
+      replicas: c.gateway.replicas,
+      port: c.gateway.port,
+      serviceAccount: c.dataPlaneServiceAccount,
+      env: [
+        env("PORT", c.gateway.port),
+        env("REDIS_URL", c.redis.url),
+        env("CAPSTAN_NAMESPACE", c.watchNamespace),
+        env("CAPSTAN_SEARCH_URL", searchInternalUrl(c)),
+        secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
+        env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
+        ...extra(c.gateway.extraEnv),
+      ],
+      resources: c.gateway.resources,
+      volumes,
+      mounts,
+    }),
+    service(GATEWAY_NAME, "gateway", c.namespace, c.gateway.servicePort),
+  ];
+}
+
+export function searchObjects(c: OperatorConfig): KubeObject[] {
+  return [
+    deployment({
+      name: SEARCH_NAME,
+      component: "search",
+      namespace: c.namespace,
+      image: c.search.image,
+      imagePullPolicy: c.search.imagePullPolicy,
+      replicas: c.search.replicas,
+      port: c.search.port,
+      serviceAccount: c.dataPlaneServiceAccount,
+      env: [
+        env("PORT", c.search.port),
+        secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
+        env("CAPSTAN_DATA_DIR", c.search.dataDir),
+        env("QDRANT_URL", c.qdrant.url),
+        ...(c.qdrant.apiKeySecretRef ? [secretEnv("QDRANT_API_KEY", c.qdrant.apiKeySecretRef)] : []),
+        env("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
+        env("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...extra(c.search.extraEnv),
+      ],
+      resources: c.search.resources,
+      volumes: [{ name: "data", emptyDir: {} }],
+      mounts: [{ name: "data", mountPath: c.search.dataDir }],
+    }),
+    service(SEARCH_NAME, "search", c.namespace, c.search.servicePort),
+  ];
+}
+
+/** The mirror of every Agent's provider key in the gateway's namespace (values base64). */
+export function providerKeysSecret(c: OperatorConfig, values: Map<ProviderKeyRef, string>): KubeObject {
+  const data: Record<string, string> = {};
+  for (const [ref, b64] of values) data[mirrorKey(ref)] = b64;
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: PROVIDER_KEYS_SECRET, namespace: c.namespace, labels: labels("gateway", PROVIDER_KEYS_SECRET) },
+    type: "Opaque",
+    data,
+  };
+}

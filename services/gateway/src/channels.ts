@@ -1,0 +1,87 @@
+// Finds the AccessChannel of a bearer key: the key is hashed and looked up in an index of
+// status.keyHash, rebuilt from the read-only ResourceView on every change. Expiry is checked at
+// request time against spec.expiresAt (and status.expiresAt, whichever is earlier), so a key stops
+// working the moment it expires, whether or not the operator has reconciled yet.
+import { bearerToken, hashKey } from "@capstan/shared";
+import type { AccessChannel, Agent } from "@capstan/shared/api";
+import type { ResourceView } from "@capstan/shared/resource-view";
+import { GatewayError } from "./errors.ts";
+
+export interface ResolvedChannel {
+  /** namespace/name: the label used in metrics, limiter and history keys. */
+  id: string;
+  namespace: string;
+  name: string;
+  channel: AccessChannel;
+  agent: Agent | undefined;
+  agentName: string;
+  qpm: number;
+  keepHistory: boolean;
+  /** Milliseconds since epoch, or undefined for no expiry. */
+  expiresAtMs: number | undefined;
+}
+
+function expiryOf(channel: AccessChannel): number | undefined {
+  const times = [channel.spec.expiresAt, channel.status?.expiresAt]
+    .filter((t): t is string => typeof t === "string")
+    .map((t) => Date.parse(t))
+    .filter((t) => Number.isFinite(t));
+  return times.length > 0 ? Math.min(...times) : undefined;
+}
+
+export class ChannelDirectory {
+  private byHash = new Map<string, AccessChannel>();
+  private readonly view: ResourceView;
+  private readonly unsubscribe: () => void;
+
+  constructor(view: ResourceView) {
+    this.view = view;
+    this.rebuild();
+    this.unsubscribe = view.onChange((event) => {
+      if (event.type === "replace" ? event.kind === "AccessChannel" : event.resource.kind === "AccessChannel") {
+        this.rebuild();
+      }
+    });
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  get size(): number {
+    return this.byHash.size;
+  }
+
+  private rebuild(): void {
+    const next = new Map<string, AccessChannel>();
+    for (const channel of this.view.list("AccessChannel")) {
+      if (channel.metadata.deletionTimestamp) continue;
+      const hash = channel.status?.keyHash;
+      if (hash) next.set(hash, channel);
+    }
+    this.byHash = next;
+  }
+
+  /** The channel of an Authorization header, or a 401 GatewayError. */
+  authenticate(authorization: string | string[] | undefined, now: number): ResolvedChannel {
+    const key = bearerToken(authorization);
+    if (!key) throw new GatewayError("missing_api_key");
+    const channel = this.byHash.get(hashKey(key));
+    if (!channel) throw new GatewayError("invalid_api_key");
+    const expiresAtMs = expiryOf(channel);
+    if (expiresAtMs !== undefined && now >= expiresAtMs) throw new GatewayError("expired_api_key");
+    const namespace = channel.metadata.namespace ?? "default";
+    const agentName = channel.spec.agentRef.name;
+    return {
+      id: `${namespace}/${channel.metadata.name}`,
+      namespace,
+      name: channel.metadata.name,
+      channel,
+      agent: this.view.get("Agent", namespace, agentName),
+      agentName,
+      qpm: channel.spec.qpm,
+      keepHistory: channel.spec.keepHistory,
+      expiresAtMs,
+    };
+  }
+}

@@ -1,0 +1,141 @@
+// The gateway's one error registry: every error a client can see, with its code, message
+// template, HTTP status and OpenAI error type, defined once. Bodies follow the OpenAI shape
+// {"error":{"message","type","param","code"}} so OpenAI SDKs raise their typed errors.
+
+export interface ErrorSpec {
+  status: number;
+  type: string;
+  /** Message template; {name} placeholders are filled from the error's params. */
+  message: string;
+  /** Whether a client should retry (sent as x-should-retry). */
+  retry: boolean;
+}
+
+export const ERRORS = {
+  missing_api_key: {
+    status: 401,
+    type: "invalid_request_error",
+    message: "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
+    retry: false,
+  },
+  invalid_api_key: {
+    status: 401,
+    type: "invalid_request_error",
+    message: "Incorrect API key provided.",
+    retry: false,
+  },
+  expired_api_key: {
+    status: 401,
+    type: "invalid_request_error",
+    message: "The API key has expired.",
+    retry: false,
+  },
+  invalid_request: { status: 400, type: "invalid_request_error", message: "{detail}", retry: false },
+  invalid_json: {
+    status: 400,
+    type: "invalid_request_error",
+    message: "The request body is not valid JSON: {detail}",
+    retry: false,
+  },
+  request_too_large: {
+    status: 413,
+    type: "invalid_request_error",
+    message: "The request body is larger than {limit} bytes.",
+    retry: false,
+  },
+  not_found: { status: 404, type: "invalid_request_error", message: "Unknown route {method} {url}.", retry: false },
+  model_not_found: {
+    status: 404,
+    type: "invalid_request_error",
+    message: "The model '{model}' does not exist for this key.",
+    retry: false,
+  },
+  rate_limit_exceeded: {
+    status: 429,
+    type: "requests",
+    message: "Rate limit reached: {limit} requests per minute. Retry in {retryAfter}s.",
+    retry: true,
+  },
+  limiter_unavailable: {
+    status: 503,
+    type: "server_error",
+    message: "The rate limiter is unavailable; try again shortly.",
+    retry: true,
+  },
+  agent_not_found: {
+    status: 503,
+    type: "server_error",
+    message: "The agent bound to this key is not available.",
+    retry: true,
+  },
+  provider_key_missing: {
+    status: 502,
+    type: "server_error",
+    message: "The agent's provider key could not be read.",
+    retry: false,
+  },
+  upstream_rate_limited: {
+    status: 429,
+    type: "requests",
+    message: "The model provider is rate limiting requests: {detail}",
+    retry: true,
+  },
+  upstream_bad_request: { status: 400, type: "invalid_request_error", message: "{detail}", retry: false },
+  upstream_error: { status: 502, type: "server_error", message: "The model provider failed: {detail}", retry: true },
+  upstream_timeout: {
+    status: 504,
+    type: "server_error",
+    message: "The model provider did not answer within {timeoutMs} ms.",
+    retry: true,
+  },
+  knowledge_unavailable: {
+    status: 502,
+    type: "server_error",
+    message: "Knowledge retrieval failed: {detail}",
+    retry: true,
+  },
+  internal_error: { status: 500, type: "server_error", message: "Internal server error.", retry: true },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  readonly param: string | null;
+  readonly retry: boolean;
+  /** Extra response headers (Retry-After, rate-limit fields). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    params: Record<string, string | number> = {},
+    opts: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    const spec: ErrorSpec = ERRORS[code];
+    super(
+      spec.message.replace(/\{(\w+)\}/g, (_m, name: string) => String(params[name] ?? "")),
+      opts.cause === undefined ? undefined : { cause: opts.cause },
+    );
+    this.name = "GatewayError";
+    this.code = code;
+    this.status = spec.status;
+    this.type = spec.type;
+    this.param = opts.param ?? null;
+    this.retry = spec.retry;
+    this.headers = opts.headers ?? {};
+  }
+
+  toBody(): OpenAIErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string };
+}
+
+export function isGatewayError(err: unknown): err is GatewayError {
+  return err instanceof GatewayError;
+}

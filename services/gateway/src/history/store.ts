@@ -1,0 +1,118 @@
+// Conversation history of channels with spec.keepHistory: one Redis stream per channel,
+//   capstan:history:<namespace>/<channel>
+// one entry per exchange (field "exchange" = the JSON record below). Entries older than the
+// retention are trimmed on every write (XADD MINID), the stream is capped at maxEntries and expires
+// after the retention when the channel goes quiet. Read it with GET /api/v1/history (the channel's
+// own key) or `redis-cli XREVRANGE capstan:history:<ns>/<name> + - COUNT 10`. Keys are never stored.
+import type { Redis } from "ioredis";
+import type { Citation, Usage } from "../agents/types.ts";
+import type { ChatMessage } from "../chat-request.ts";
+
+export interface ExchangeRecord {
+  id: string;
+  channel: string;
+  agent: string;
+  mode: string;
+  /** Unix milliseconds when the request arrived. */
+  created: number;
+  stream: boolean;
+  /** HTTP status the client got (200, or the error status). */
+  status: number;
+  messages: ChatMessage[];
+  answer: string | null;
+  finishReason: string | null;
+  usage: Usage | null;
+  citations?: Citation[];
+  error?: { code: string; message: string };
+  timings: { totalMs: number; firstTokenMs: number | null };
+}
+
+export interface HistoryPage {
+  data: Array<ExchangeRecord & { cursor: string }>;
+  has_more: boolean;
+}
+
+export interface HistoryStore {
+  append(channelId: string, record: ExchangeRecord): Promise<void>;
+  /** Newest first; `before` is the cursor of the last entry of the previous page. */
+  list(channelId: string, opts: { limit: number; before?: string }): Promise<HistoryPage>;
+}
+
+export interface HistoryOptions {
+  keyPrefix: string;
+  retentionSeconds: number;
+  maxEntries: number;
+}
+
+const CURSOR = /^\d+-\d+$/;
+
+export class RedisHistoryStore implements HistoryStore {
+  private readonly redis: Redis;
+  private readonly opts: HistoryOptions;
+
+  constructor(redis: Redis, opts: HistoryOptions) {
+    this.redis = redis;
+    this.opts = opts;
+  }
+
+  keyOf(channelId: string): string {
+    return `${this.opts.keyPrefix}${channelId}`;
+  }
+
+  async append(channelId: string, record: ExchangeRecord): Promise<void> {
+    const key = this.keyOf(channelId);
+    const minId = Date.now() - this.opts.retentionSeconds * 1000;
+    await this.redis
+      .multi()
+      .xadd(key, "MINID", "~", String(minId), "*", "exchange", JSON.stringify(record))
+      .xtrim(key, "MAXLEN", "~", this.opts.maxEntries)
+      .expire(key, this.opts.retentionSeconds)
+      .exec();
+  }
+
+  async list(channelId: string, opts: { limit: number; before?: string }): Promise<HistoryPage> {
+    const end = opts.before && CURSOR.test(opts.before) ? `(${opts.before}` : "+";
+    const minId = Date.now() - this.opts.retentionSeconds * 1000;
+    const rows = await this.redis.xrevrange(this.keyOf(channelId), end, String(minId), "COUNT", opts.limit + 1);
+    const data = rows.slice(0, opts.limit).flatMap(([cursor, fields]) => {
+      const i = fields.indexOf("exchange");
+      const raw = i >= 0 ? fields[i + 1] : undefined;
+      if (raw === undefined) return [];
+      try {
+        return [{ ...(JSON.parse(raw) as ExchangeRecord), cursor }];
+      } catch {
+        return [];
+      }
+    });
+    return { data, has_more: rows.length > opts.limit };
+  }
+}
+
+/** History of a gateway with no Redis: per process, bounded, lost on restart (said at start-up). */
+export class MemoryHistoryStore implements HistoryStore {
+  private readonly logs = new Map<string, Array<ExchangeRecord & { cursor: string }>>();
+  private readonly opts: HistoryOptions;
+  private seq = 0;
+
+  constructor(opts: HistoryOptions) {
+    this.opts = opts;
+  }
+
+  async append(channelId: string, record: ExchangeRecord): Promise<void> {
+    let log = this.logs.get(channelId);
+    if (!log) {
+      log = [];
+      this.logs.set(channelId, log);
+    }
+    log.push({ ...record, cursor: `${Date.now()}-${this.seq++}` });
+    const minTime = Date.now() - this.opts.retentionSeconds * 1000;
+    while (log.length > 0 && (log.length > this.opts.maxEntries || (log[0]?.created ?? 0) < minTime)) log.shift();
+  }
+
+  async list(channelId: string, opts: { limit: number; before?: string }): Promise<HistoryPage> {
+    const log = [...(this.logs.get(channelId) ?? [])].reverse();
+    const start = opts.before ? log.findIndex((e) => e.cursor === opts.before) + 1 : 0;
+    const page = log.slice(start, start + opts.limit);
+    return { data: page, has_more: start + opts.limit < log.length };
+  }
+}

@@ -1,0 +1,20 @@
+// @capstan/gateway: the OpenAI-compatible chat gateway.
+
+export type { Retriever, SearchQuery, SearchResult } from "./agents/retrieval.ts";
+export { buildApp, createRedis, type Gateway, type GatewayDeps, modeOf } from "./app.ts";
+export {
+  type GatewayConfig,
+  type GatewayConfigInput,
+  gatewayConfigSchema,
+  gatewayEnvMap,
+  loadGatewayConfig,
+  parseGatewayConfig,
+} from "./config.ts";
+export { ERRORS, type ErrorCode, GatewayError } from "./errors.ts";
+export {
+  ChainSecretResolver,
+  EnvSecretResolver,
+  envSecretName,
+  FileSecretResolver,
+  type SecretResolver,
+} from "./secrets.ts";

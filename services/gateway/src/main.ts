@@ -1,0 +1,72 @@
+// The gateway process: config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
+// or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
+import { ConfigError, createLogger, startTracing } from "@capstan/shared";
+import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import { buildApp } from "./app.ts";
+import { loadGatewayConfig } from "./config.ts";
+
+async function main(): Promise<void> {
+  const tracing = startTracing("capstan-gateway");
+  let config: ReturnType<typeof loadGatewayConfig>;
+  try {
+    config = loadGatewayConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`gateway: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger({ name: "gateway", level: config.logLevel });
+  const view = new ResourceView();
+  let stopSource: () => void;
+  if (config.resourcesDirs.length > 0) {
+    const source = new FileSource(view, {
+      dirs: config.resourcesDirs,
+      onError: (err) => logger.error({ err: err.message }, "resource files not reloaded; keeping the last good state"),
+    });
+    source.start();
+    stopSource = () => source.stop();
+    logger.info({ dirs: config.resourcesDirs }, "resources read from files");
+  } else {
+    const { KubeConfig } = await import("@kubernetes/client-node");
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    const source = new KubeSource(view, kc, {
+      ...(config.namespace ? { namespace: config.namespace } : {}),
+      kinds: ["AccessChannel", "Agent"],
+      onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch error; serving the last state"),
+    });
+    stopSource = () => source.stop();
+    source.start().then(
+      () => logger.info({ namespace: config.namespace ?? "(all)" }, "resources synced from the API server"),
+      (err: Error) => logger.error({ err: err.message }, "resource watch failed to start"),
+    );
+  }
+  logger.info(
+    config.redisUrl ? { limiter: "redis", policy: config.limiter.redisDownPolicy } : { limiter: "in-process" },
+    config.redisUrl
+      ? "QPM limits shared through Redis"
+      : "REDIS_URL not set: QPM limits are enforced in process, per replica",
+  );
+  const app = buildApp(config, { view, logger });
+  await app.listen({ port: config.port, host: config.host });
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, "shutting down");
+    stopSource();
+    await app.close();
+    await tracing.shutdown();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`gateway: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,102 @@
+// The gateway's Prometheus metrics. Labels carry channel ids (namespace/name) and agent names,
+// never keys. Request counts and latency per route come from buildBaseApp.
+import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
+
+const TOKEN_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 200_000];
+
+export function gatewayMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    requests: new Counter({
+      name: "gateway_chat_requests_total",
+      help: "Chat completion requests by channel, agent mode, stream and HTTP status",
+      labelNames: ["channel", "mode", "stream", "status"] as const,
+      registers,
+    }),
+    duration: new Histogram({
+      name: "gateway_chat_request_duration_seconds",
+      help: "Chat completion latency, request received to last byte",
+      labelNames: ["channel", "mode", "stream"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    ttft: new Histogram({
+      name: "gateway_time_to_first_token_seconds",
+      help: "Time from request received to the first content sent to the client",
+      labelNames: ["channel", "mode", "stream"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    upstreamLatency: new Histogram({
+      name: "gateway_upstream_duration_seconds",
+      help: "LLM provider call latency (to last byte) by agent and outcome",
+      labelNames: ["agent", "outcome"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    tokens: new Counter({
+      name: "gateway_tokens_total",
+      help: "Tokens by channel and kind (prompt, completion)",
+      labelNames: ["channel", "kind"] as const,
+      registers,
+    }),
+    tokensPerRequest: new Histogram({
+      name: "gateway_completion_tokens",
+      help: "Completion tokens per request",
+      labelNames: ["mode"] as const,
+      buckets: TOKEN_BUCKETS,
+      registers,
+    }),
+    authFailures: new Counter({
+      name: "gateway_auth_failures_total",
+      help: "Rejected keys by reason (missing_api_key, invalid_api_key, expired_api_key)",
+      labelNames: ["reason"] as const,
+      registers,
+    }),
+    limiterRejections: new Counter({
+      name: "gateway_limiter_rejections_total",
+      help: "Requests rejected with 429 by the QPM limiter, by channel and backend",
+      labelNames: ["channel", "backend"] as const,
+      registers,
+    }),
+    limiterDecisions: new Counter({
+      name: "gateway_limiter_decisions_total",
+      help: "Limiter decisions by backend (redis, local, none) and result",
+      labelNames: ["backend", "result"] as const,
+      registers,
+    }),
+    limiterBackendErrors: new Counter({
+      name: "gateway_limiter_backend_errors_total",
+      help: "Limiter calls Redis could not answer (unavailable, timeout, error); the Redis-down policy applied",
+      labelNames: ["reason"] as const,
+      registers,
+    }),
+    limiterDegraded: new Gauge({
+      name: "gateway_limiter_degraded",
+      help: "1 while the Redis limiter is unavailable and the Redis-down policy is in force",
+      registers,
+    }),
+    limiterLatency: new Histogram({
+      name: "gateway_limiter_duration_seconds",
+      help: "Limiter decision latency by backend",
+      labelNames: ["backend"] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    }),
+    historyWrites: new Counter({
+      name: "gateway_history_writes_total",
+      help: "Exchanges written to history by outcome",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    clientAborts: new Counter({
+      name: "gateway_client_disconnects_total",
+      help: "Streams ended because the client went away (the upstream call is aborted)",
+      labelNames: ["channel"] as const,
+      registers,
+    }),
+    outbound: outboundMetrics(registry, "gateway"),
+  };
+}
+
+export type GatewayMetrics = ReturnType<typeof gatewayMetrics>;

@@ -1,0 +1,245 @@
+// POST /api/v1/chat/completions: auth and QPM in onRequest, then validation, then the agent.
+// Non-stream answers are one chat.completion; streams are chat.completion.chunk events (the first
+// delta of a choice carries the role, the last carries finish_reason, then the usage chunk when
+// stream_options.include_usage, then [DONE]). Errors before the first byte get their HTTP status;
+// an error after it is sent as an OpenAI error event and the stream ends without [DONE].
+import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import { context, SpanStatusCode, trace } from "@opentelemetry/api";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AgentContext, Citation, Completion, StreamPiece, Usage } from "../agents/types.ts";
+import { ClientGone } from "../agents/upstream.ts";
+import type { Gateway } from "../app.ts";
+import { modeOf } from "../app.ts";
+import { type ChatRequest, parseChatRequest } from "../chat-request.ts";
+import { GatewayError } from "../errors.ts";
+import type { ExchangeRecord } from "../history/store.ts";
+import { authenticate, inRequestContext, limitRate, tracerOf } from "../http/request-context.ts";
+import { SSE_DONE, sseData } from "../http/sse.ts";
+
+/** chatcmpl- + 32 hex characters (randomUUID draws from a cached entropy pool: no syscall per id). */
+export function completionId(): string {
+  return `chatcmpl-${randomUUID().replaceAll("-", "")}`;
+}
+
+interface Exchange {
+  id: string;
+  created: number;
+  model: string;
+  started: number;
+  firstTokenAt: number | null;
+  labels: { channel: string; mode: string; stream: string };
+}
+
+export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void {
+  const { metrics } = gateway;
+
+  app.addHook("onResponse", async (req, reply) => {
+    if (req.routeOptions.url !== "/api/v1/chat/completions") return;
+    const channel = req.capstan?.channel;
+    metrics.requests.inc({
+      channel: channel?.id ?? "-",
+      mode: channel?.agent ? modeOf(channel.agent) : "-",
+      stream: String((req.body as { stream?: unknown } | undefined)?.stream === true),
+      status: String(reply.statusCode),
+    });
+  });
+
+  function record(ex: Exchange, req: FastifyRequest, parsed: ChatRequest, outcome: Partial<ExchangeRecord>): void {
+    const channel = req.capstan?.channel;
+    const end = performance.now();
+    metrics.duration.observe(ex.labels, (end - ex.started) / 1000);
+    const usage = outcome.usage;
+    if (channel && usage) {
+      metrics.tokens.inc({ channel: channel.id, kind: "prompt" }, usage.prompt_tokens);
+      metrics.tokens.inc({ channel: channel.id, kind: "completion" }, usage.completion_tokens);
+      metrics.tokensPerRequest.observe({ mode: ex.labels.mode }, usage.completion_tokens);
+    }
+    if (!channel?.keepHistory) return;
+    const entry: ExchangeRecord = {
+      id: ex.id,
+      channel: channel.id,
+      agent: channel.agentName,
+      mode: ex.labels.mode,
+      created: Date.now() - Math.round(end - ex.started),
+      stream: parsed.stream === true,
+      status: 200,
+      messages: parsed.messages,
+      answer: null,
+      finishReason: null,
+      usage: null,
+      ...outcome,
+      timings: {
+        totalMs: Math.round(end - ex.started),
+        firstTokenMs: ex.firstTokenAt === null ? null : Math.round(ex.firstTokenAt - ex.started),
+      },
+    };
+    gateway.history.append(channel.id, entry).then(
+      () => metrics.historyWrites.inc({ outcome: "ok" }),
+      (err: Error) => {
+        metrics.historyWrites.inc({ outcome: "error" });
+        req.log.warn({ err: err.message, channel: channel.id }, "history write failed");
+      },
+    );
+  }
+
+  app.post("/api/v1/chat/completions", { onRequest: [authenticate(gateway), limitRate(gateway)] }, (req, reply) =>
+    inRequestContext(req, () => handle(req, reply)),
+  );
+
+  // The client went away before the answer: the upstream call was aborted; nobody reads this reply
+  // (499 is the de-facto "client closed request" status, so metrics tell it apart from errors).
+  function clientGone(req: FastifyRequest, reply: FastifyReply, channel: string) {
+    metrics.clientAborts.inc({ channel });
+    req.log.info({ channel }, "client disconnected before the answer; upstream call aborted");
+    return reply.code(499).send();
+  }
+
+  async function handle(req: FastifyRequest, reply: FastifyReply) {
+    const started = performance.now();
+    const channel = req.capstan?.channel;
+    if (!channel) throw new GatewayError("invalid_api_key");
+    const parsed = parseChatRequest(req.body);
+    const agent = channel.agent;
+    if (!agent) {
+      req.log.warn({ channel: channel.id, agent: channel.agentName }, "channel's agent not found");
+      throw new GatewayError("agent_not_found");
+    }
+    const impl = gateway.agentFor(agent);
+    const abort = new AbortController();
+    reply.raw.on("close", () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+    const ctx: AgentContext = { request: parsed, channel, agent, signal: abort.signal };
+    const ex: Exchange = {
+      id: completionId(),
+      created: Math.floor(Date.now() / 1000),
+      model: channel.agentName,
+      started,
+      firstTokenAt: null,
+      labels: { channel: channel.id, mode: impl.mode, stream: String(parsed.stream === true) },
+    };
+    const span = tracerOf().startSpan("agent", {}, context.active());
+    span.setAttribute("capstan.agent", channel.agentName);
+    span.setAttribute("capstan.agent.mode", impl.mode);
+    const spanCtx = trace.setSpan(context.active(), span);
+
+    if (parsed.stream !== true) {
+      let completion: Completion;
+      try {
+        completion = await context.with(spanCtx, () => impl.complete(ctx));
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        span.end();
+        if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
+        if (err instanceof GatewayError)
+          record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
+        throw err;
+      }
+      span.end();
+      ex.firstTokenAt = performance.now();
+      metrics.ttft.observe(ex.labels, (ex.firstTokenAt - started) / 1000);
+      const first = completion.choices[0];
+      record(ex, req, parsed, {
+        answer: first?.message.content ?? null,
+        finishReason: first?.finish_reason ?? null,
+        usage: completion.usage,
+        ...(completion.citations ? { citations: completion.citations } : {}),
+      });
+      return reply.send({
+        id: ex.id,
+        object: "chat.completion",
+        created: ex.created,
+        model: ex.model,
+        choices: completion.choices,
+        usage: completion.usage,
+        system_fingerprint: null,
+        ...(completion.citations ? { citations: completion.citations } : {}),
+      });
+    }
+
+    const iterator = impl.stream(ctx)[Symbol.asyncIterator]();
+    let first: IteratorResult<StreamPiece>;
+    try {
+      first = await context.with(spanCtx, () => iterator.next());
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      span.end();
+      if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
+      if (err instanceof GatewayError)
+        record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
+      throw err;
+    }
+    reply.headers({
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "x-accel-buffering": "no",
+    });
+    const includeUsage = parsed.stream_options?.include_usage === true;
+    const frames = async function* (): AsyncGenerator<string> {
+      const roleSent = new Set<number>();
+      let citations: Citation[] | undefined;
+      let usage: Usage | undefined;
+      let answer = "";
+      let finishReason: string | null = null;
+      let failure: GatewayError | undefined;
+      const base = () => ({
+        id: ex.id,
+        object: "chat.completion.chunk",
+        created: ex.created,
+        model: ex.model,
+        system_fingerprint: null,
+      });
+      try {
+        let step = first;
+        while (!step.done) {
+          const piece = step.value;
+          if (piece.kind === "citations") citations = piece.citations;
+          else if (piece.kind === "usage") usage = piece.usage;
+          else {
+            const delta = roleSent.has(piece.index) ? piece.delta : { role: "assistant", ...piece.delta };
+            roleSent.add(piece.index);
+            if (piece.index === 0 && typeof piece.delta.content === "string") answer += piece.delta.content;
+            if (ex.firstTokenAt === null && (piece.delta.content || piece.delta.tool_calls)) {
+              ex.firstTokenAt = performance.now();
+              metrics.ttft.observe(ex.labels, (ex.firstTokenAt - started) / 1000);
+            }
+            if (piece.finish_reason && piece.index === 0) finishReason = piece.finish_reason;
+            yield sseData({
+              ...base(),
+              choices: [
+                { index: piece.index, delta, logprobs: piece.logprobs ?? null, finish_reason: piece.finish_reason },
+              ],
+              ...(includeUsage ? { usage: null } : {}),
+              ...(piece.finish_reason && citations ? { citations } : {}),
+            });
+          }
+          step = await context.with(spanCtx, () => iterator.next());
+        }
+        if (includeUsage && usage) yield sseData({ ...base(), choices: [], usage });
+        yield SSE_DONE;
+      } catch (err) {
+        if (err instanceof ClientGone || abort.signal.aborted) {
+          metrics.clientAborts.inc({ channel: channel.id });
+          req.log.info({ channel: channel.id }, "client disconnected mid-stream; upstream call aborted");
+          return;
+        }
+        failure = err instanceof GatewayError ? err : new GatewayError("internal_error");
+        if (!(err instanceof GatewayError)) req.log.error({ err }, "stream failed");
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message });
+        yield sseData(failure.toBody());
+      } finally {
+        span.end();
+        await iterator.return?.(undefined);
+        record(ex, req, parsed, {
+          answer,
+          finishReason,
+          usage: usage ?? null,
+          ...(citations ? { citations } : {}),
+          ...(failure ? { error: { code: failure.code, message: failure.message } } : {}),
+        });
+      }
+    };
+    return reply.send(Readable.from(frames(), { objectMode: false }));
+  }
+}

@@ -1,0 +1,119 @@
+// Scraper configuration: the environment of reference section 8 plus the rendering-service
+// and SSRF settings, defaults in the schema, one parse at start that names every bad variable.
+import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { z } from "zod";
+
+const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
+const port = z.int({ error: "must be an integer port" }).min(0).max(65535);
+
+export const scraperConfigSchema = z
+  .object({
+    port: port.default(3002).describe("PORT: external port"),
+    internalPort: port.optional().describe("INTERNAL_PORT: port the API binds inside the pod (default PORT)"),
+    host: z.string().min(1).default("0.0.0.0"),
+    logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+    llm: z
+      .object({
+        apiKey: z.string().min(1).optional(),
+        baseURL: httpUrl.default("https://api.openai.com/v1"),
+        model: z.string().min(1).default("gpt-4o-mini"),
+        embeddingModel: z.string().min(1).default("text-embedding-3-small"),
+        localModelBaseURL: httpUrl.optional(),
+      })
+      .prefault({}),
+    search: z
+      .object({
+        endpoint: httpUrl.optional(),
+        engines: z.array(z.string().min(1)).default(["google", "bing", "duckduckgo"]),
+        categories: z.array(z.string().min(1)).default(["general"]),
+      })
+      .prefault({}),
+    proxy: z
+      .object({
+        server: z.url({ protocol: /^https?$/, error: "must be an http(s) proxy URL" }).optional(),
+        username: z.string().optional(),
+        password: z.string().optional(),
+      })
+      .prefault({}),
+    blockMedia: z.boolean({ error: "must be true or false" }).default(false),
+    maxConcurrentRequests: z.int().min(1).max(1000).default(10),
+    requestTimeoutMs: z.int().min(100).max(600_000).default(30_000),
+    workerConcurrency: z.int().min(1).max(256).default(5),
+    taskTimeoutMs: z.int().min(100).max(3_600_000).default(60_000),
+    apiKey: z.string().min(8, "must be at least 8 characters").optional(),
+    authEnabled: z.boolean({ error: "must be true or false" }).default(false),
+    chromiumPath: z.string().min(1).default("/usr/bin/chromium"),
+    renderPort: port.default(3000),
+    renderUrl: httpUrl.default("http://127.0.0.1:3000"),
+    allowedHosts: z.array(z.string().min(1).max(260)).default([]),
+    bulkMaxUrls: z.int().min(1).max(1000).default(100),
+    /** Largest body a page or sub-resource may have; bigger ones fail the request. */
+    maxResourceBytes: z
+      .int()
+      .min(1024)
+      .default(20 * 1024 * 1024),
+    /** A page context is replaced after this many scrapes, bounding what one context accumulates. */
+    pageRecycleAfter: z.int().min(1).default(50),
+  })
+  .superRefine((cfg, ctx) => {
+    if (cfg.authEnabled && !cfg.apiKey) {
+      ctx.addIssue({ code: "custom", path: ["apiKey"], message: "API_KEY is required when AUTH_ENABLED=true" });
+    }
+  });
+
+export type ScraperConfig = z.infer<typeof scraperConfigSchema>;
+
+const int = (path: string) => ({ path, parse: envParsers.int });
+const bool = (path: string) => ({ path, parse: envParsers.bool });
+const list = (path: string) => ({ path, parse: envParsers.list });
+
+export const SCRAPER_ENV: EnvMap = {
+  PORT: int("port"),
+  INTERNAL_PORT: int("internalPort"),
+  HOST: "host",
+  LOGGING_LEVEL: { path: "logLevel", parse: (raw) => raw.trim().toLowerCase() },
+  LLM_API_KEY: "llm.apiKey",
+  LLM_BASE_URL: "llm.baseURL",
+  MODEL_NAME: "llm.model",
+  MODEL_EMBEDDING_NAME: "llm.embeddingModel",
+  LOCAL_MODEL_BASE_URL: "llm.localModelBaseURL",
+  SEARCH_ENDPOINT: "search.endpoint",
+  SEARCH_ENGINES: list("search.engines"),
+  SEARCH_CATEGORIES: list("search.categories"),
+  PROXY_SERVER: "proxy.server",
+  PROXY_USERNAME: "proxy.username",
+  PROXY_PASSWORD: "proxy.password",
+  BLOCK_MEDIA: bool("blockMedia"),
+  MAX_CONCURRENT_REQUESTS: int("maxConcurrentRequests"),
+  REQUEST_TIMEOUT: int("requestTimeoutMs"),
+  WORKER_CONCURRENCY: int("workerConcurrency"),
+  TASK_TIMEOUT: int("taskTimeoutMs"),
+  API_KEY: "apiKey",
+  AUTH_ENABLED: bool("authEnabled"),
+  CHROMIUM_PATH: "chromiumPath",
+  RENDER_PORT: int("renderPort"),
+  RENDER_URL: "renderUrl",
+  SCRAPER_ALLOWED_HOSTS: list("allowedHosts"),
+  SCRAPER_BULK_MAX_URLS: int("bulkMaxUrls"),
+};
+
+/** Empty variables count as unset (the operator renders optional fields as ""). */
+function withoutEmpty(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
+}
+
+export function loadScraperConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides?: Record<string, unknown>,
+): ScraperConfig {
+  return loadConfig(scraperConfigSchema, {
+    env: withoutEmpty(env),
+    envMap: SCRAPER_ENV,
+    ...(overrides ? { overrides } : {}),
+  });
+}
+
+/** A config from code defaults plus overrides (tests, embedding callers). */
+export function scraperConfig(overrides: Record<string, unknown> = {}): ScraperConfig {
+  return loadScraperConfig({}, overrides);
+}

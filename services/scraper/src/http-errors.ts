@@ -1,0 +1,31 @@
+// Turns any error into the scraper's error shape {success: false, error, code} with the
+// registry's status, for both HTTP services. Unknown errors are logged and answered as 500
+// without their message (it may carry internals).
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { z } from "zod";
+import { isScraperError, ScraperError } from "./errors.ts";
+
+export function sendError(reply: FastifyReply, err: ScraperError): FastifyReply {
+  if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
+  return reply.code(err.status).send(err.toBody());
+}
+
+export function zodMessage(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join(".") : "body"}: ${i.message}`)
+    .join("; ");
+}
+
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (isScraperError(err)) return sendError(reply, err);
+    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return sendError(reply, new ScraperError("PAYLOAD_TOO_LARGE"));
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return sendError(reply, new ScraperError("BAD_REQUEST", [err.message]));
+    }
+    req.log.error({ err }, "unhandled error");
+    return sendError(reply, new ScraperError("INTERNAL"));
+  });
+  app.setNotFoundHandler((req, reply) => sendError(reply, new ScraperError("NOT_FOUND", [`${req.method} ${req.url}`])));
+}

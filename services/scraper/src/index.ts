@@ -1,0 +1,10 @@
+export { type AppDeps, type BulkEntry, buildApp } from "./api/app.ts";
+export { httpRenderClient, type RenderClient } from "./api/render-client.ts";
+export type { ScrapeData } from "./api/scrape-service.ts";
+export { loadScraperConfig, SCRAPER_ENV, type ScraperConfig, scraperConfig, scraperConfigSchema } from "./config.ts";
+export { htmlToMarkdown } from "./content/markdown.ts";
+export { ERRORS, type ErrorCode, ScraperError } from "./errors.ts";
+export { buildRenderService, type RenderService, type RenderServiceDeps } from "./render/app.ts";
+export type { RenderProbe, RenderRequest, RenderResponse } from "./render/wire.ts";
+export { parseTargetUrl, SsrfGuard } from "./ssrf/guard.ts";
+export { addressRange, denyReason, isPublicAddress, parseAllowList } from "./ssrf/policy.ts";

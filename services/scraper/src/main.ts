@@ -1,0 +1,57 @@
+// Starts the scraper from the environment. SCRAPER_ROLE picks what this process runs:
+// "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
+// of the operator's pod).
+import { ConfigError, startTracing } from "@capstan/shared";
+import { buildApp } from "./api/app.ts";
+import { loadScraperConfig } from "./config.ts";
+import { buildRenderService } from "./render/app.ts";
+
+const role = process.env.SCRAPER_ROLE ?? "all";
+if (!["all", "api", "render"].includes(role)) {
+  console.error(`invalid configuration:\n  SCRAPER_ROLE: must be all, api or render (got '${role}')`);
+  process.exit(2);
+}
+
+let config: ReturnType<typeof loadScraperConfig>;
+try {
+  config = loadScraperConfig(process.env);
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(2);
+  }
+  throw err;
+}
+
+const tracing = startTracing("capstan-scraper");
+const closers: (() => Promise<void>)[] = [];
+
+if (role !== "api") {
+  const render = buildRenderService(config);
+  await render.start();
+  await render.app.listen({ port: config.renderPort, host: role === "all" ? "127.0.0.1" : config.host });
+  closers.push(() => render.close());
+  if (role === "all" && !process.env.RENDER_URL) {
+    const addr = render.app.server.address();
+    const port = typeof addr === "object" && addr ? addr.port : config.renderPort;
+    config = { ...config, renderUrl: `http://127.0.0.1:${port}` };
+  }
+}
+if (role !== "render") {
+  const app = buildApp(config);
+  await app.listen({ port: config.internalPort ?? config.port, host: config.host });
+  closers.unshift(() => app.close());
+}
+
+let stopping = false;
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    void (async () => {
+      for (const close of closers) await close().catch(() => {});
+      await tracing.shutdown().catch(() => {});
+      process.exit(0);
+    })();
+  });
+}

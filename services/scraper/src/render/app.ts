@@ -1,0 +1,80 @@
+// The rendering service: GET /scrape (readiness probe) and POST /scrape (render one URL, wire
+// format in wire.ts), plus /healthz, /readyz and /metrics. Runs in the API's process in
+// standalone mode and as its own container beside the API in a cluster.
+import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
+import type { FastifyInstance } from "fastify";
+import type { ScraperConfig } from "../config.ts";
+import { ScraperError } from "../errors.ts";
+import { installErrorHandlers, sendError, zodMessage } from "../http-errors.ts";
+import { renderMetrics } from "../metrics.ts";
+import type { SsrfGuard } from "../ssrf/guard.ts";
+import { Renderer } from "./renderer.ts";
+import { type RenderProbe, renderRequestSchema } from "./wire.ts";
+
+export interface RenderServiceDeps {
+  logger?: Logger;
+  registry?: Registry;
+  guard?: SsrfGuard;
+}
+
+export interface RenderService {
+  app: FastifyInstance;
+  renderer: Renderer;
+  /** Launches Chromium and opens the page pool; call before listen(). */
+  start(opts?: { warm?: boolean }): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function buildRenderService(config: ScraperConfig, deps: RenderServiceDeps = {}): RenderService {
+  const logger = deps.logger ?? createLogger({ name: "scraper-render", level: config.logLevel });
+  const registry = deps.registry ?? createRegistry("scraper-render");
+  const metrics = renderMetrics(registry);
+  const renderer = new Renderer(config, { logger, metrics, ...(deps.guard ? { guard: deps.guard } : {}) });
+  const app = buildBaseApp({
+    service: "scraper-render",
+    registry,
+    logger,
+    bodyLimit: 256 * 1024,
+    notReady: () => (renderer.pool.connected ? undefined : "browser not connected"),
+  });
+  installErrorHandlers(app);
+
+  app.get("/scrape", async (_req, reply) => {
+    const connected = renderer.pool.connected;
+    const body: RenderProbe = {
+      status: connected ? "ok" : "unavailable",
+      service: "capstan-scraper-render",
+      browser: connected ? "connected" : "disconnected",
+      pagesInUse: renderer.pool.pagesInUse,
+      maxPages: config.workerConcurrency,
+      queued: renderer.limiter.queued,
+    };
+    return reply.code(connected ? 200 : 503).send(body);
+  });
+
+  app.post("/scrape", async (req, reply) => {
+    const parsed = renderRequestSchema.safeParse(req.body ?? {});
+    if (!parsed.success) return sendError(reply, new ScraperError("BAD_REQUEST", [zodMessage(parsed.error)]));
+    const controller = new AbortController();
+    // The caller gave up (its own task timeout): stop rendering for it.
+    const onClose = () => {
+      if (!reply.raw.writableEnded) controller.abort(new ScraperError("TIMEOUT", [0, "caller went away"]));
+    };
+    reply.raw.on("close", onClose);
+    try {
+      return await renderer.render(parsed.data, controller.signal);
+    } finally {
+      reply.raw.off("close", onClose);
+    }
+  });
+
+  return {
+    app,
+    renderer,
+    start: (opts) => renderer.start(opts),
+    close: async () => {
+      await app.close();
+      await renderer.close();
+    },
+  };
+}

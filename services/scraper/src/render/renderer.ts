@@ -1,0 +1,201 @@
+// Renders one URL on a pooled page: guarded navigation (redirects followed hop by hop, each
+// checked by the guard), the load event, an optional wait, a screenshot, the serialised DOM.
+import type { Logger } from "@capstan/shared";
+import type { BrowserContext, Page, Response } from "playwright-core";
+import type { Dispatcher } from "undici";
+import type { ScraperConfig } from "../config.ts";
+import { isScraperError, ScraperError } from "../errors.ts";
+import { Limiter } from "../limiter.ts";
+import type { RenderMetrics } from "../metrics.ts";
+import { parseTargetUrl, SsrfGuard } from "../ssrf/guard.ts";
+import { BrowserPool } from "./browser-pool.ts";
+import { intercept, type TaskState } from "./interceptor.ts";
+import type { ParsedRenderRequest, RenderResponse } from "./wire.ts";
+
+const MAX_NAV_REDIRECTS = 10;
+const FORBIDDEN_HEADERS = new Set(["host", "content-length", "connection", "transfer-encoding", "cookie"]);
+
+export interface RendererDeps {
+  logger: Logger;
+  metrics: RenderMetrics;
+  guard?: SsrfGuard;
+}
+
+export class Renderer {
+  readonly pool: BrowserPool;
+  readonly limiter: Limiter;
+  readonly guard: SsrfGuard;
+  private readonly dispatcher: Dispatcher;
+  private readonly states = new WeakMap<BrowserContext, TaskState>();
+  private readonly config: ScraperConfig;
+  private readonly deps: RendererDeps;
+
+  constructor(config: ScraperConfig, deps: RendererDeps) {
+    this.config = config;
+    this.deps = deps;
+    const { metrics } = deps;
+    this.guard =
+      deps.guard ??
+      new SsrfGuard({
+        allowedHosts: config.allowedHosts,
+        onBlocked: (stage, url, reason) => {
+          metrics.ssrfBlocked.inc({ stage });
+          deps.logger.warn({ stage, target: url, reason }, "SSRF guard refused a target");
+        },
+      });
+    this.dispatcher = this.guard.dispatcher(config.proxy);
+    this.limiter = new Limiter(config.workerConcurrency, config.maxConcurrentRequests, (_running, queued) =>
+      metrics.queueDepth.set(queued),
+    );
+    this.pool = new BrowserPool({
+      chromiumPath: config.chromiumPath,
+      size: config.workerConcurrency,
+      recycleAfter: config.pageRecycleAfter,
+      logger: deps.logger,
+      setupContext: (context) =>
+        intercept(
+          context,
+          (c) => this.states.get(c),
+          (outcome) => metrics.browserRequests.inc({ outcome }),
+        ),
+      onRestart: () => metrics.browserRestarts.inc(),
+      onPagesInUse: (n) => metrics.pagesInUse.set(n),
+      onEscaped: () => metrics.escapedRequests.inc(),
+    });
+  }
+
+  async start(opts: { warm?: boolean } = {}): Promise<void> {
+    await this.pool.start();
+    if (opts.warm ?? true) await this.pool.warm();
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+    await this.dispatcher.destroy().catch(() => {});
+  }
+
+  async render(req: ParsedRenderRequest, signal?: AbortSignal): Promise<RenderResponse> {
+    const started = performance.now();
+    let outcome = "ok";
+    try {
+      parseTargetUrl(req.url);
+      return await this.limiter.run(() => this.pool.withPage((slot) => this.renderOn(slot.page, req, signal)), {
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      outcome = isScraperError(err) ? err.code : "INTERNAL";
+      throw err;
+    } finally {
+      this.deps.metrics.duration.observe({ outcome }, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async renderOn(page: Page, req: ParsedRenderRequest, outer?: AbortSignal): Promise<RenderResponse> {
+    const timeout = req.timeout ?? this.config.requestTimeoutMs;
+    const budget = timeout + req.wait_after_load + 10_000;
+    const controller = new AbortController();
+    const onOuterAbort = () => controller.abort(outer?.reason);
+    outer?.addEventListener("abort", onOuterAbort, { once: true });
+    // A render past its budget (a page that hangs the renderer) loses its page.
+    const watchdog = setTimeout(() => {
+      controller.abort(new ScraperError("TIMEOUT", [budget, "render"]));
+      void page.close().catch(() => {});
+    }, budget);
+    const extraHeaders: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers ?? {})) {
+      if (!FORBIDDEN_HEADERS.has(name.toLowerCase())) extraHeaders[name.toLowerCase()] = value;
+    }
+    const state: TaskState = {
+      guard: this.guard,
+      dispatcher: this.dispatcher,
+      viaProxy: Boolean(this.config.proxy.server),
+      blockMedia: req.block_media ?? this.config.blockMedia,
+      extraHeaders,
+      extraHeadersHost: new URL(req.url).host,
+      signal: controller.signal,
+      maxBytes: this.config.maxResourceBytes,
+      blockedRequests: 0,
+    };
+    const context = page.context();
+    this.states.set(context, state);
+    try {
+      const deadline = Date.now() + timeout;
+      const remaining = () => Math.max(1, deadline - Date.now());
+      let target = req.url;
+      let response: Response | null = null;
+      for (let hops = 0; ; hops++) {
+        state.redirect = undefined;
+        state.mainError = undefined;
+        try {
+          response = await page.goto(target, { waitUntil: "domcontentloaded", timeout: remaining() });
+          break;
+        } catch (err) {
+          if (state.mainError) throw state.mainError;
+          if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
+          if (state.redirect) {
+            if (hops >= MAX_NAV_REDIRECTS) throw new ScraperError("UNREACHABLE", ["too many redirects"]);
+            target = state.redirect;
+            continue;
+          }
+          if ((err as Error).name === "TimeoutError") throw new ScraperError("TIMEOUT", [timeout, "page load"]);
+          throw this.navigationError(err as Error);
+        }
+      }
+      // Sub-resources that never finish do not fail the scrape: the DOM is there.
+      await page.waitForLoadState("load", { timeout: remaining() }).catch(() => {});
+      if (req.wait_after_load > 0) await page.waitForTimeout(req.wait_after_load);
+      if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
+      const screenshot = req.screenshot
+        ? (await page.screenshot({ type: "png", fullPage: req.full_page_screenshot, timeout: 30_000 })).toString(
+            "base64",
+          )
+        : null;
+      const content = await this.content(page);
+      const status = response?.status() ?? 200;
+      return {
+        content,
+        pageStatusCode: status,
+        pageError: status >= 400 ? (response?.statusText() ?? null) || `HTTP ${status}` : null,
+        finalUrl: page.url(),
+        contentType: state.mainContentType ?? null,
+        screenshot,
+        blockedRequests: state.blockedRequests,
+      };
+    } catch (err) {
+      if (controller.signal.aborted && !isScraperError(err)) throw this.abortError(controller.signal, timeout);
+      throw err;
+    } finally {
+      clearTimeout(watchdog);
+      outer?.removeEventListener("abort", onOuterAbort);
+      this.states.delete(context);
+      // Fetches the page still has in flight (a resource that never answers) end with the task.
+      if (!controller.signal.aborted) controller.abort(new ScraperError("TIMEOUT", [0, "scrape finished"]));
+    }
+  }
+
+  /** page.content() fails while a script is navigating the page; the load after it is waited for once. */
+  private async content(page: Page): Promise<string> {
+    try {
+      return await page.content();
+    } catch {
+      await page.waitForLoadState("load", { timeout: 5_000 }).catch(() => {});
+      return await page.content();
+    }
+  }
+
+  private abortError(signal: AbortSignal, timeout: number): ScraperError {
+    const reason = signal.reason as unknown;
+    return isScraperError(reason) ? reason : new ScraperError("TIMEOUT", [timeout, "cancelled"]);
+  }
+
+  private navigationError(err: Error): ScraperError {
+    const line = err.message.split("\n")[0] ?? err.message;
+    if (/Target (page, context or browser )?(has been )?closed|Browser closed|crash/i.test(line)) {
+      return new ScraperError("RENDERER_UNAVAILABLE", ["the page crashed or the browser went away"], {
+        retryAfter: 1,
+      });
+    }
+    const net = /net::(ERR_[A-Z_]+)/.exec(line)?.[1];
+    return new ScraperError("UNREACHABLE", [net ?? line.replace(/^page\.goto: /, "")]);
+  }
+}

@@ -1,0 +1,116 @@
+// buildApp(config, deps): the search service's Fastify app, apart from listen(), so tests drive
+// it with inject() or over loopback and production runs the same app (main.ts).
+import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
+import type { ResourceView } from "@capstan/shared/resource-view";
+import type { FastifyError, FastifyInstance } from "fastify";
+import { SearchKeyAuthenticator } from "./auth/search-keys.ts";
+import { type SearchConfig, type SearchConfigInput, searchConfigSchema } from "./config.ts";
+import { createEmbedders } from "./embedding/factory.ts";
+import type { Embedder } from "./embedding/provider.ts";
+import { errorEnvelope, SearchError } from "./errors.ts";
+import { Ingester } from "./ingest.ts";
+import { KnowledgeBases } from "./knowledge-bases.ts";
+import { searchMetrics } from "./metrics.ts";
+import { ExternalReranker } from "./rerank/external.ts";
+import { HybridReranker } from "./rerank/hybrid.ts";
+import type { Reranker } from "./rerank/types.ts";
+import { registerDocumentRoutes } from "./routes/documents.ts";
+import { registerSearchRoutes } from "./routes/search.ts";
+import { SearchEngine } from "./search-engine.ts";
+import { createStore } from "./store/factory.ts";
+import type { VectorStore } from "./store/types.ts";
+
+export interface SearchDeps {
+  /** The read-only resource view (SearchKey, KnowledgeBase) fed by a FileSource or KubeSource. */
+  view: ResourceView;
+  /** Default: Qdrant when config.qdrant.url is set, else the embedded store (config.dataDir or memory). */
+  store?: VectorStore;
+  /** Default: the local model (+ the OpenAI-compatible provider when configured). Not closed by the app. */
+  embedders?: Embedder[];
+  /** Default: the external reranker when configured, else the hybrid reranker. */
+  reranker?: Reranker;
+  registry?: Registry;
+  logger?: Logger;
+  /** Clock for key validity (tests). */
+  now?: () => number;
+}
+
+export async function buildApp(input: SearchConfigInput | SearchConfig, deps: SearchDeps): Promise<FastifyInstance> {
+  const config = searchConfigSchema.parse(input);
+  const logger = deps.logger ?? createLogger({ name: "search", level: config.logLevel });
+  const registry = deps.registry ?? createRegistry("search");
+  const metrics = searchMetrics(registry);
+
+  const ownsEmbedders = deps.embedders === undefined;
+  const embedderList = deps.embedders ?? (await createEmbedders(config, metrics));
+  const embedders = new Map(embedderList.map((e) => [e.name, e]));
+  const ownsStore = deps.store === undefined;
+  const store = deps.store ?? (await createStore(config, logger, metrics));
+
+  const hybrid = new HybridReranker(config.rerank.vectorWeight);
+  const external = config.rerank.external;
+  const reranker =
+    deps.reranker ??
+    (external ? new ExternalReranker({ ...external, metrics: metrics.outbound, maxRetries: 2 }) : hybrid);
+
+  const kbs = new KnowledgeBases(deps.view, store);
+  const auth = new SearchKeyAuthenticator({
+    view: deps.view,
+    internalToken: config.internalToken,
+    trustedProxies: config.trustedProxies,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  const engine = new SearchEngine({
+    kbs,
+    embedders,
+    store,
+    reranker,
+    fallbackReranker: hybrid,
+    metrics,
+    logger,
+    candidateFactor: config.search.candidateFactor,
+    minCandidates: config.search.minCandidates,
+  });
+  const ingester = new Ingester({ kbs, store, embedders, metrics, logger });
+
+  const app = buildBaseApp({
+    service: "search",
+    registry,
+    logger,
+    bodyLimit: 1024 * 1024,
+    notReady: () =>
+      deps.view.hasSynced("SearchKey", "KnowledgeBase") ? undefined : "resource view has not synced yet",
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    let e: SearchError;
+    if (err instanceof SearchError) e = err;
+    else if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      e = new SearchError("SEARCH_ERR_BODY_TOO_LARGE", { limit: req.routeOptions.bodyLimit ?? 1024 * 1024 });
+    } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") e = new SearchError("SEARCH_ERR_MEDIA_TYPE");
+    else if (err.statusCode === 400 || err.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+      e = new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: not valid JSON" });
+    } else {
+      req.log.error({ err }, "unhandled error");
+      e = new SearchError("SEARCH_ERR_INTERNAL");
+    }
+    metrics.errors.inc({ code: e.code });
+    return reply.code(e.status).header("x-capstan-error", e.code).send(errorEnvelope(e));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `${req.method} ${req.url.split("?")[0]}` });
+    metrics.errors.inc({ code: e.code });
+    return reply.code(404).header("x-capstan-error", e.code).send(errorEnvelope(e));
+  });
+
+  registerSearchRoutes(app, { config, auth, engine, metrics });
+  registerDocumentRoutes(app, { config, auth, ingester, store });
+
+  app.addHook("onClose", async () => {
+    auth.close();
+    kbs.close();
+    if (ownsStore) await store.close();
+    if (ownsEmbedders) await Promise.all(embedderList.map((e) => e.close()));
+  });
+  return app;
+}

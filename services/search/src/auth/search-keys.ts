@@ -1,0 +1,110 @@
+// Who is calling: a SearchKey from the resource view (matched by hashKey(bearer) against
+// status.keyHash and still-valid status.previousKeys), or the internal caller holding
+// CAPSTAN_INTERNAL_TOKEN (the gateway's RAG agents), which may search every knowledge base.
+import { timingSafeEqual } from "node:crypto";
+import { bearerToken, hashKey } from "@capstan/shared";
+import type { SearchKey } from "@capstan/shared/api";
+import type { ResourceView } from "@capstan/shared/resource-view";
+import { SearchError } from "../errors.ts";
+import { type Cidr, clientAddress, compileRanges, inRanges } from "./client-ip.ts";
+
+export type Caller =
+  | { kind: "internal" }
+  | { kind: "key"; name: string; namespace: string | undefined; knowledgeIds: ReadonlySet<string> };
+
+interface KeyEntry {
+  key: SearchKey;
+  /** Set for a previous key: accepted until this time. */
+  until?: number;
+  ranges: Cidr[] | undefined;
+}
+
+export function tokenEquals(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  // Compare equal-length buffers so the time does not depend on where they differ.
+  return timingSafeEqual(a.length === b.length ? a : b, b) && a.length === b.length;
+}
+
+const time = (t: string | undefined) => (t ? Date.parse(t) : undefined);
+
+export class SearchKeyAuthenticator {
+  private byHash: Map<string, KeyEntry> | undefined;
+  private readonly view: ResourceView;
+  private readonly internalToken: string | undefined;
+  private readonly trusted: Cidr[];
+  private readonly now: () => number;
+  private readonly unsubscribe: () => void;
+
+  constructor(opts: {
+    view: ResourceView;
+    internalToken?: string | undefined;
+    trustedProxies: string[];
+    now?: () => number;
+  }) {
+    this.view = opts.view;
+    this.internalToken = opts.internalToken;
+    this.trusted = compileRanges(opts.trustedProxies);
+    this.now = opts.now ?? Date.now;
+    this.unsubscribe = this.view.onChange((e) => {
+      if (e.type === "replace" ? e.kind === "SearchKey" : e.resource.kind === "SearchKey") this.byHash = undefined;
+    });
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  private index(): Map<string, KeyEntry> {
+    if (this.byHash) return this.byHash;
+    const map = new Map<string, KeyEntry>();
+    for (const key of this.view.list("SearchKey")) {
+      const ranges = key.spec.allowedCIDRs?.length ? compileRanges(key.spec.allowedCIDRs) : undefined;
+      for (const prev of key.status?.previousKeys ?? []) {
+        const until = Date.parse(prev.validUntil);
+        if (!Number.isNaN(until)) map.set(prev.keyHash, { key, until, ranges });
+      }
+      if (key.status?.keyHash) map.set(key.status.keyHash, { key, ranges });
+    }
+    this.byHash = map;
+    return map;
+  }
+
+  /** The caller of a request, or a SearchError (401 unknown/expired, 403 address not allowed). */
+  authenticate(
+    authorization: string | string[] | undefined,
+    socketAddress: string | undefined,
+    xff: string | string[] | undefined,
+  ): Caller {
+    const token = bearerToken(authorization);
+    if (!token) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
+    if (this.internalToken && tokenEquals(token, this.internalToken)) return { kind: "internal" };
+    const entry = this.index().get(hashKey(token));
+    if (!entry) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
+    const now = this.now();
+    const { spec, status } = entry.key;
+    if (entry.until !== undefined && now >= entry.until) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
+    const from = time(spec.validFrom);
+    if (from !== undefined && now < from) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
+    for (const end of [time(spec.validUntil), time(status?.expiresAt)]) {
+      if (end !== undefined && now >= end) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
+    }
+    if (entry.ranges) {
+      const addr = clientAddress(socketAddress, xff, this.trusted);
+      if (!addr || !inRanges(addr, entry.ranges)) throw new SearchError("SEARCH_ERR_IP_FORBIDDEN");
+    }
+    return {
+      kind: "key",
+      name: entry.key.metadata.name,
+      namespace: entry.key.metadata.namespace,
+      knowledgeIds: new Set(spec.knowledgeIds),
+    };
+  }
+
+  /** Guards the internal API: only the internal token. */
+  authenticateInternal(authorization: string | string[] | undefined): void {
+    if (!this.internalToken) throw new SearchError("SEARCH_ERR_INTERNAL_DISABLED");
+    const token = bearerToken(authorization);
+    if (!token || !tokenEquals(token, this.internalToken)) throw new SearchError("SEARCH_ERR_INTERNAL_AUTH");
+  }
+}

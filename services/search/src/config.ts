@@ -1,0 +1,144 @@
+// Search service configuration: code defaults here, then an optional file, then env, then one
+// parse (loadConfig from @capstan/shared) that names every bad field.
+import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { z } from "zod";
+import { isValidCidr } from "./auth/client-ip.ts";
+
+const cidr = z.string().refine(isValidCidr, { message: "not an IP address or CIDR" });
+
+export const searchConfigSchema = z.object({
+  port: z.int().min(0).max(65_535).default(8081),
+  host: z.string().min(1).default("0.0.0.0"),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Folders of YAML resources (standalone); else the Kubernetes API (kubeconfig or in-cluster). */
+  resourcesDirs: z.array(z.string().min(1)).default([]),
+  kubeconfig: z.string().optional(),
+  namespace: z.string().optional(),
+  /** Bearer token of service-to-service calls (documents API, gateway RAG). Absent: internal API off. */
+  internalToken: z.string().min(16, "must be at least 16 characters").optional(),
+  trustedProxies: z.array(cidr).default([]),
+  /** Embedded vector store folder; absent: in memory only. */
+  dataDir: z.string().optional(),
+  qdrant: z
+    .object({
+      url: z.string().url().optional(),
+      apiKey: z.string().optional(),
+      collectionPrefix: z
+        .string()
+        .regex(/^[a-z0-9_]+$/)
+        .default("capstan_chunks"),
+      timeoutMs: z.int().min(100).default(10_000),
+      hnsw: z
+        .object({ m: z.int().min(4).default(16), efConstruct: z.int().min(8).default(128) })
+        .default({ m: 16, efConstruct: 128 }),
+      searchEf: z.int().min(8).default(128),
+    })
+    .default({
+      collectionPrefix: "capstan_chunks",
+      timeoutMs: 10_000,
+      hnsw: { m: 16, efConstruct: 128 },
+      searchEf: 128,
+    }),
+  embedding: z
+    .object({
+      /** Folder with model.onnx and vocab.txt; absent: the pip packages of scripts/setup.d/40-search.sh. */
+      modelDir: z.string().optional(),
+      modelName: z.string().default("all-MiniLM-L6-v2"),
+      threads: z.int().min(1).max(64).default(1),
+      batchSize: z.int().min(1).max(256).default(32),
+      maxTokens: z.int().min(8).max(512).default(256),
+      cacheSize: z.int().min(0).default(2048),
+      openai: z
+        .object({
+          baseURL: z.string().url(),
+          model: z.string().min(1),
+          apiKey: z.string().optional(),
+          dimensions: z.int().min(1).max(8192),
+          timeoutMs: z.int().min(100).default(10_000),
+        })
+        .optional(),
+    })
+    .default({ modelName: "all-MiniLM-L6-v2", threads: 1, batchSize: 32, maxTokens: 256, cacheSize: 2048 }),
+  search: z
+    .object({
+      maxResultsLimit: z.int().min(1).max(1000).default(100),
+      maxTextLength: z.int().min(1).default(8192),
+      maxKnowledgeIds: z.int().min(1).max(256).default(64),
+      batchMaxQueries: z.int().min(1).max(256).default(32),
+      /** Vector candidates fetched for reranking: max(maxResults * factor, minCandidates). */
+      candidateFactor: z.int().min(1).default(3),
+      minCandidates: z.int().min(1).default(30),
+    })
+    .default({
+      maxResultsLimit: 100,
+      maxTextLength: 8192,
+      maxKnowledgeIds: 64,
+      batchMaxQueries: 32,
+      candidateFactor: 3,
+      minCandidates: 30,
+    }),
+  rerank: z
+    .object({
+      vectorWeight: z.number().min(0).max(1).default(0.8),
+      external: z
+        .object({
+          url: z.string().url(),
+          style: z.enum(["tei", "cohere"]).default("tei"),
+          model: z.string().optional(),
+          apiKey: z.string().optional(),
+          timeoutMs: z.int().min(100).default(5000),
+        })
+        .optional(),
+    })
+    .default({ vectorWeight: 0.8 }),
+  documents: z
+    .object({
+      /** Largest document accepted by the documents API, in bytes of JSON body. */
+      maxBodyBytes: z
+        .int()
+        .min(1024)
+        .default(16 * 1024 * 1024),
+    })
+    .default({ maxBodyBytes: 16 * 1024 * 1024 }),
+});
+
+export type SearchConfig = z.infer<typeof searchConfigSchema>;
+export type SearchConfigInput = z.input<typeof searchConfigSchema>;
+
+export const searchEnvMap: EnvMap = {
+  PORT: { path: "port", parse: envParsers.int },
+  HOST: "host",
+  LOG_LEVEL: "logLevel",
+  CAPSTAN_RESOURCES_DIR: { path: "resourcesDirs", parse: envParsers.list },
+  KUBECONFIG: "kubeconfig",
+  CAPSTAN_NAMESPACE: "namespace",
+  CAPSTAN_INTERNAL_TOKEN: "internalToken",
+  CAPSTAN_TRUSTED_PROXIES: { path: "trustedProxies", parse: envParsers.list },
+  CAPSTAN_DATA_DIR: "dataDir",
+  QDRANT_URL: "qdrant.url",
+  QDRANT_API_KEY: "qdrant.apiKey",
+  CAPSTAN_QDRANT_COLLECTION_PREFIX: "qdrant.collectionPrefix",
+  CAPSTAN_EMBEDDING_MODEL_DIR: "embedding.modelDir",
+  CAPSTAN_EMBEDDING_THREADS: { path: "embedding.threads", parse: envParsers.int },
+  CAPSTAN_EMBEDDING_OPENAI_BASE_URL: "embedding.openai.baseURL",
+  CAPSTAN_EMBEDDING_OPENAI_MODEL: "embedding.openai.model",
+  CAPSTAN_EMBEDDING_OPENAI_API_KEY: "embedding.openai.apiKey",
+  CAPSTAN_EMBEDDING_OPENAI_DIMENSIONS: { path: "embedding.openai.dimensions", parse: envParsers.int },
+  CAPSTAN_RERANK_URL: "rerank.external.url",
+  CAPSTAN_RERANK_STYLE: "rerank.external.style",
+  CAPSTAN_RERANK_MODEL: "rerank.external.model",
+  CAPSTAN_RERANK_API_KEY: "rerank.external.apiKey",
+};
+
+/** The configuration: defaults, then the file (CAPSTAN_SEARCH_CONFIG), then env, then overrides. */
+export function loadSearchConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides?: Record<string, unknown>,
+): SearchConfig {
+  return loadConfig(searchConfigSchema, {
+    env,
+    envMap: searchEnvMap,
+    file: env.CAPSTAN_SEARCH_CONFIG,
+    ...(overrides ? { overrides } : {}),
+  });
+}

@@ -1,0 +1,65 @@
+// The one error registry of the search service: each entry has a code, a message template and
+// the HTTP status. Every error response is the search envelope {code, message, data: null} with
+// code equal to the HTTP status; the registry code travels in the x-capstan-error header.
+
+export interface ErrorDef {
+  status: number;
+  message: string;
+}
+
+export const ERRORS = {
+  SEARCH_ERR_BODY_INVALID: { status: 400, message: "invalid request body: {detail}" },
+  SEARCH_ERR_KNOWLEDGE_ID: {
+    status: 400,
+    message: "knowledge id is invalid or permissions are insufficient: {knowledgeId}",
+  },
+  SEARCH_ERR_UNAUTHENTICATED: { status: 401, message: "authentication failed: key missing, invalid or expired" },
+  SEARCH_ERR_INTERNAL_AUTH: { status: 401, message: "authentication failed: internal token missing or invalid" },
+  SEARCH_ERR_INTERNAL_DISABLED: {
+    status: 401,
+    message: "internal API disabled: no internal token is configured (CAPSTAN_INTERNAL_TOKEN)",
+  },
+  SEARCH_ERR_IP_FORBIDDEN: { status: 403, message: "client address is not allowed to use this key" },
+  SEARCH_ERR_NOT_FOUND: { status: 404, message: "not found: {detail}" },
+  SEARCH_ERR_METHOD: { status: 405, message: "method not allowed" },
+  SEARCH_ERR_BODY_TOO_LARGE: { status: 413, message: "request body too large (limit {limit} bytes)" },
+  SEARCH_ERR_MEDIA_TYPE: { status: 415, message: "unsupported content type: send application/json" },
+  SEARCH_ERR_EMBEDDING: { status: 503, message: "embedding provider unavailable: {detail}" },
+  SEARCH_ERR_STORE: { status: 503, message: "vector store unavailable: {detail}" },
+  SEARCH_ERR_NOT_READY: { status: 503, message: "service not ready: {detail}" },
+  SEARCH_ERR_INTERNAL: { status: 500, message: "internal error" },
+} as const satisfies Record<string, ErrorDef>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+function render(template: string, params: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)\}/g, (_m, name: string) => String(params[name] ?? ""));
+}
+
+export class SearchError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+
+  constructor(code: ErrorCode, params: Record<string, string | number> = {}, options?: { cause?: unknown }) {
+    super(render(ERRORS[code].message, params), options);
+    this.name = "SearchError";
+    this.code = code;
+    this.status = ERRORS[code].status;
+  }
+}
+
+export interface Envelope<T> {
+  code: number;
+  message: string;
+  data: T | null;
+}
+
+export const SUCCESS_MESSAGE = "success";
+
+export function ok<T>(data: T, message = SUCCESS_MESSAGE): Envelope<T> {
+  return { code: 200, message, data };
+}
+
+export function errorEnvelope(err: SearchError): Envelope<never> {
+  return { code: err.status, message: err.message, data: null };
+}

@@ -1,0 +1,64 @@
+// The search process: config from env (and CAPSTAN_SEARCH_CONFIG), the resource view from YAML
+// folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
+
+import { ConfigError, createLogger, startTracing } from "@capstan/shared";
+import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import { KubeConfig } from "@kubernetes/client-node";
+import { buildApp } from "./app.ts";
+import { loadSearchConfig } from "./config.ts";
+
+async function main(): Promise<void> {
+  const tracing = startTracing("capstan-search");
+  let config: ReturnType<typeof loadSearchConfig>;
+  try {
+    config = loadSearchConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger({ name: "search", level: config.logLevel });
+  const view = new ResourceView();
+  let stopSource: () => void = () => {};
+  if (config.resourcesDirs.length > 0) {
+    const source = new FileSource(view, {
+      dirs: config.resourcesDirs,
+      onError: (err) => logger.error({ err: err.message }, "resource files"),
+    });
+    source.start();
+    stopSource = () => source.stop();
+    logger.info({ dirs: config.resourcesDirs }, "resources from files");
+  } else {
+    const kc = new KubeConfig();
+    if (config.kubeconfig) kc.loadFromFile(config.kubeconfig);
+    else kc.loadFromCluster();
+    const source = new KubeSource(view, kc, {
+      ...(config.namespace ? { namespace: config.namespace } : {}),
+      kinds: ["SearchKey", "KnowledgeBase"],
+      onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch"),
+    });
+    void source.start().then(() => logger.info("resource view synced"));
+    stopSource = () => source.stop();
+  }
+  if (!config.internalToken) logger.warn("CAPSTAN_INTERNAL_TOKEN not set: the internal documents API is disabled");
+
+  const app = await buildApp(config, { view, logger });
+  await app.listen({ port: config.port, host: config.host });
+
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, "shutting down");
+    stopSource();
+    await app.close();
+    await tracing.shutdown();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+void main().catch((err: unknown) => {
+  process.stderr.write(`search failed to start: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

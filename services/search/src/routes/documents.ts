@@ -1,0 +1,79 @@
+// The internal documents API used by ingestion (the operator, the standalone launcher), guarded
+// by the internal token. Responses use the same envelope as search.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
+import type { SearchConfig } from "../config.ts";
+import { ok, SearchError } from "../errors.ts";
+import type { Ingester } from "../ingest.ts";
+import { docsIdSchema, documentBodySchema, knowledgeIdParam, parseBody } from "../schemas.ts";
+import type { VectorStore } from "../store/types.ts";
+
+export interface DocumentRoutesDeps {
+  config: SearchConfig;
+  auth: SearchKeyAuthenticator;
+  ingester: Ingester;
+  store: VectorStore;
+}
+
+interface Params {
+  knowledgeId: string;
+  docsId?: string;
+}
+
+function params(req: FastifyRequest): { knowledgeId: string; docsId: string } {
+  const p = req.params as Params;
+  const kb = knowledgeIdParam.safeParse(p.knowledgeId);
+  if (!kb.success)
+    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `knowledgeId: ${kb.error.issues[0]?.message}` });
+  if (p.docsId === undefined) return { knowledgeId: kb.data, docsId: "" };
+  const doc = docsIdSchema.safeParse(p.docsId);
+  if (!doc.success)
+    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `docsId: ${doc.error.issues[0]?.message}` });
+  return { knowledgeId: kb.data, docsId: doc.data };
+}
+
+export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDeps): void {
+  const base = "/internal/v1/knowledge-bases/:knowledgeId";
+  const guard = async (req: FastifyRequest) => d.auth.authenticateInternal(req.headers.authorization);
+
+  app.put(base, { preHandler: guard }, async (req) => {
+    const { knowledgeId } = params(req);
+    const body = req.body ?? {};
+    if (typeof body !== "object" || Array.isArray(body)) {
+      throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: must be a JSON object" });
+    }
+    const info = await d.ingester.ensure(knowledgeId, body as Record<string, unknown>);
+    const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
+    return ok({ knowledgeId, model: info.model, dimensions: info.dimensions, chunking: info.chunking, ...stats });
+  });
+
+  app.get(base, { preHandler: guard }, async (req) => {
+    const { knowledgeId } = params(req);
+    const stats = await d.store.stats(knowledgeId);
+    if (!stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${knowledgeId}` });
+    return ok({ knowledgeId, ...stats });
+  });
+
+  app.delete(base, { preHandler: guard }, async (req) => {
+    const { knowledgeId } = params(req);
+    const deleted = await d.ingester.drop(knowledgeId);
+    return ok({ knowledgeId, deleted });
+  });
+
+  app.put(
+    `${base}/documents/:docsId`,
+    { preHandler: guard, bodyLimit: d.config.documents.maxBodyBytes },
+    async (req) => {
+      const { knowledgeId, docsId } = params(req);
+      const body = parseBody(documentBodySchema, req.body);
+      const chunks = await d.ingester.upsert(knowledgeId, docsId, body);
+      return ok({ knowledgeId, docsId, chunks });
+    },
+  );
+
+  app.delete(`${base}/documents/:docsId`, { preHandler: guard }, async (req) => {
+    const { knowledgeId, docsId } = params(req);
+    const deleted = await d.store.deleteDocument(knowledgeId, docsId);
+    return ok({ knowledgeId, docsId, deleted });
+  });
+}

@@ -1,0 +1,76 @@
+// POST /v1/rag/search and POST /v1/rag/search/batch (reference 4.2, 2.6-2.8, 7.2).
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
+import type { SearchConfig } from "../config.ts";
+import { type Envelope, errorEnvelope, ok, SearchError } from "../errors.ts";
+import type { SearchMetrics } from "../metrics.ts";
+import { batchRequestSchema, parseBody, searchRequestSchema } from "../schemas.ts";
+import type { SearchEngine, SearchRequest, SearchResult } from "../search-engine.ts";
+
+export interface SearchRoutesDeps {
+  config: SearchConfig;
+  auth: SearchKeyAuthenticator;
+  engine: SearchEngine;
+  metrics: SearchMetrics;
+}
+
+function caller(auth: SearchKeyAuthenticator, req: FastifyRequest) {
+  return auth.authenticate(req.headers.authorization, req.socket.remoteAddress, req.headers["x-forwarded-for"]);
+}
+
+export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps): void {
+  const single = searchRequestSchema(d.config.search);
+  const batch = batchRequestSchema(d.config.search);
+
+  app.post("/v1/rag/search", async (req) => {
+    try {
+      const who = caller(d.auth, req);
+      const body: SearchRequest = parseBody(single, req.body);
+      d.engine.checkAccess(who, body.knowledgeIds);
+      const results = await d.engine.search(body);
+      d.metrics.queries.inc({ endpoint: "search", outcome: "ok" });
+      req.log.debug(
+        {
+          caller: who.kind === "key" ? `${who.namespace ?? "default"}/${who.name}` : "internal",
+          kbs: body.knowledgeIds.length,
+          results: results.length,
+        },
+        "search",
+      );
+      return ok(results);
+    } catch (err) {
+      d.metrics.queries.inc({ endpoint: "search", outcome: err instanceof SearchError ? err.code : "internal" });
+      throw err;
+    }
+  });
+
+  app.post("/v1/rag/search/batch", async (req) => {
+    const who = caller(d.auth, req);
+    const { queries } = parseBody(batch, req.body);
+    // Validate and authorise each query on its own: a bad one gets its own error envelope.
+    const items: (SearchRequest | SearchError)[] = queries.map((q, i) => {
+      try {
+        const parsed: SearchRequest = parseBody(single, q, `queries[${i}]`);
+        d.engine.checkAccess(who, parsed.knowledgeIds);
+        return parsed;
+      } catch (err) {
+        if (err instanceof SearchError) return err;
+        throw err;
+      }
+    });
+    const valid = items.filter((x): x is SearchRequest => !(x instanceof SearchError));
+    const answers = valid.length > 0 ? await d.engine.searchMany(valid) : [];
+    let k = 0;
+    const data: Envelope<SearchResult[]>[] = items.map((item) => {
+      const out = item instanceof SearchError ? item : answers[k++];
+      if (out instanceof SearchError || out === undefined) {
+        const err = out ?? new SearchError("SEARCH_ERR_INTERNAL");
+        d.metrics.queries.inc({ endpoint: "batch", outcome: err.code });
+        return errorEnvelope(err);
+      }
+      d.metrics.queries.inc({ endpoint: "batch", outcome: "ok" });
+      return ok(out);
+    });
+    return ok(data);
+  });
+}

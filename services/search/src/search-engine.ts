@@ -1,0 +1,234 @@
+// The search flow of reference 4.2: embed the query, vector similarity across every listed
+// knowledge base, drop hits under minSimilarity, rerank, return at most maxResults. Batches
+// embed all their query texts in one model call per embedder and query the store in one call.
+import { type Logger, tracer, withSpan } from "@capstan/shared";
+import type { Caller } from "./auth/search-keys.ts";
+import type { Embedder } from "./embedding/provider.ts";
+import { SearchError } from "./errors.ts";
+import type { KnowledgeBases } from "./knowledge-bases.ts";
+import type { SearchMetrics } from "./metrics.ts";
+import type { Reranker } from "./rerank/types.ts";
+import type { VectorHit, VectorQuery, VectorStore } from "./store/types.ts";
+
+export interface SearchRequest {
+  knowledgeIds: string[];
+  text: string;
+  maxResults: number;
+  minSimilarity: number;
+}
+
+export interface SearchResult {
+  knowledgeId: string;
+  docsName: string;
+  docsId: string;
+  embeddingId: string;
+  text: string;
+  score: number;
+  rerankedScore: number;
+  source: "vector";
+  metadata: {
+    knowledgeId: string;
+    docsId: string;
+    docsName: string;
+    chunkIndex: number;
+    totalChunks: number;
+    [key: string]: string | number;
+  };
+}
+
+export interface SearchEngineDeps {
+  kbs: KnowledgeBases;
+  embedders: Map<string, Embedder>;
+  store: VectorStore;
+  reranker: Reranker;
+  /** Used when the reranker (an external one) fails. */
+  fallbackReranker: Reranker;
+  metrics: SearchMetrics;
+  logger: Logger;
+  candidateFactor: number;
+  minCandidates: number;
+}
+
+const round = (x: number) => Math.round(x * 1e6) / 1e6;
+const t = tracer("capstan-search");
+
+interface Plan {
+  req: SearchRequest;
+  /** Knowledge bases with a collection, by the embedder that filled them. */
+  groups: Map<string, string[]>;
+}
+
+export class SearchEngine {
+  private readonly d: SearchEngineDeps;
+
+  constructor(deps: SearchEngineDeps) {
+    this.d = deps;
+  }
+
+  /** 400 for the first listed knowledge base that does not exist or is outside the caller's scope. */
+  checkAccess(caller: Caller, knowledgeIds: string[]): void {
+    for (const id of knowledgeIds) {
+      const allowed = caller.kind === "internal" || caller.knowledgeIds.has(id);
+      if (!allowed || !this.d.kbs.exists(id)) throw new SearchError("SEARCH_ERR_KNOWLEDGE_ID", { knowledgeId: id });
+    }
+  }
+
+  private async plan(req: SearchRequest): Promise<Plan> {
+    const groups = new Map<string, string[]>();
+    for (const id of new Set(req.knowledgeIds)) {
+      const info = await this.d.kbs.collection(id);
+      if (!info) continue; // exists but nothing ingested yet: no hits
+      const list = groups.get(info.model);
+      if (list) list.push(id);
+      else groups.set(info.model, [id]);
+    }
+    for (const model of groups.keys()) {
+      if (!this.d.embedders.has(model)) {
+        throw new SearchError("SEARCH_ERR_EMBEDDING", { detail: `model ${model} is not configured` });
+      }
+    }
+    return { req, groups };
+  }
+
+  async search(req: SearchRequest): Promise<SearchResult[]> {
+    const [out] = await this.searchMany([req]);
+    if (out instanceof Error) throw out;
+    return out ?? [];
+  }
+
+  /** One result list or error per request, in order; one request's error does not fail the others. */
+  async searchMany(reqs: SearchRequest[]): Promise<(SearchResult[] | SearchError)[]> {
+    const plans = await Promise.all(
+      reqs.map((r) => this.plan(r).catch((err: unknown) => (err instanceof SearchError ? err : Promise.reject(err)))),
+    );
+    // Embed: the distinct texts of each embedder in one call.
+    const vectors = new Map<string, Map<string, Float32Array>>();
+    const embedErrors = new Map<string, SearchError>();
+    await withSpan(t, "search.embed", async (span) => {
+      const started = performance.now();
+      const textsBy = new Map<string, Set<string>>();
+      for (const p of plans) {
+        if (p instanceof SearchError) continue;
+        for (const model of p.groups.keys()) {
+          const set = textsBy.get(model) ?? new Set<string>();
+          set.add(p.req.text);
+          textsBy.set(model, set);
+        }
+      }
+      span.setAttribute(
+        "search.texts",
+        [...textsBy.values()].reduce((s, x) => s + x.size, 0),
+      );
+      await Promise.all(
+        [...textsBy].map(async ([model, set]) => {
+          const texts = [...set];
+          try {
+            const vs = await (this.d.embedders.get(model) as Embedder).embed(texts);
+            vectors.set(model, new Map(texts.map((x, i) => [x, vs[i] as Float32Array])));
+          } catch (err) {
+            this.d.logger.error({ err: (err as Error).message, model }, "query embedding failed");
+            embedErrors.set(model, new SearchError("SEARCH_ERR_EMBEDDING", { detail: (err as Error).message }));
+          }
+        }),
+      );
+      if (textsBy.size > 0) this.d.metrics.stage.observe({ stage: "embed" }, (performance.now() - started) / 1000);
+    });
+
+    // Vector query: every (request, embedder group) pair in one store call.
+    const queries: VectorQuery[] = [];
+    const owners: number[] = [];
+    const results: (SearchResult[] | SearchError)[] = plans.map((p) => (p instanceof SearchError ? p : []));
+    plans.forEach((p, i) => {
+      if (p instanceof SearchError) return;
+      for (const [model, ids] of p.groups) {
+        const err = embedErrors.get(model);
+        if (err) {
+          results[i] = err;
+          return;
+        }
+        const limit = Math.max(p.req.maxResults * this.d.candidateFactor, this.d.minCandidates);
+        queries.push({
+          knowledgeIds: ids,
+          vector: vectors.get(model)?.get(p.req.text) as Float32Array,
+          limit,
+          minScore: p.req.minSimilarity,
+        });
+        owners.push(i);
+      }
+    });
+    const hitsBy = new Map<number, VectorHit[]>();
+    if (queries.length > 0) {
+      const lists = await withSpan(t, "search.vector", async (span) => {
+        span.setAttribute("search.queries", queries.length);
+        const started = performance.now();
+        try {
+          return await this.d.store.queryBatch(queries);
+        } catch (err) {
+          this.d.logger.error({ err: (err as Error).message }, "vector query failed");
+          throw new SearchError("SEARCH_ERR_STORE", { detail: "query failed" }, { cause: err });
+        } finally {
+          this.d.metrics.stage.observe({ stage: "vector" }, (performance.now() - started) / 1000);
+        }
+      });
+      lists.forEach((hits, k) => {
+        const owner = owners[k] as number;
+        hitsBy.set(owner, [...(hitsBy.get(owner) ?? []), ...hits]);
+      });
+    }
+
+    // Rerank each request's candidates, order by rerankedScore, keep maxResults.
+    await withSpan(t, "search.rerank", async () => {
+      const started = performance.now();
+      await Promise.all(
+        plans.map(async (p, i) => {
+          if (p instanceof SearchError || results[i] instanceof SearchError) return;
+          const hits = hitsBy.get(i) ?? [];
+          results[i] = await this.rerank(p.req, hits);
+          this.d.metrics.results.observe((results[i] as SearchResult[]).length);
+        }),
+      );
+      this.d.metrics.stage.observe({ stage: "rerank" }, (performance.now() - started) / 1000);
+    });
+    return results;
+  }
+
+  private async rerank(req: SearchRequest, hits: VectorHit[]): Promise<SearchResult[]> {
+    if (hits.length === 0) return [];
+    const candidates = hits.map((h) => ({ text: h.record.text, score: h.score }));
+    let reranked: number[];
+    try {
+      reranked = await this.d.reranker.rerank(req.text, candidates);
+    } catch (err) {
+      this.d.metrics.rerankFallbacks.inc();
+      this.d.logger.warn({ err: (err as Error).message }, "reranker failed; using the hybrid reranker");
+      reranked = await this.d.fallbackReranker.rerank(req.text, candidates);
+    }
+    return hits
+      .map((h, i) => ({ h, r: reranked[i] ?? 0 }))
+      .sort((a, b) => b.r - a.r || b.h.score - a.h.score)
+      .slice(0, req.maxResults)
+      .map(({ h, r }) => toResult(h, r));
+  }
+}
+
+function toResult(hit: VectorHit, reranked: number): SearchResult {
+  const r = hit.record;
+  return {
+    knowledgeId: r.knowledgeId,
+    docsName: r.docsName,
+    docsId: r.docsId,
+    embeddingId: r.embeddingId,
+    text: r.text,
+    score: round(hit.score),
+    rerankedScore: round(reranked),
+    source: "vector",
+    metadata: {
+      ...(r.extra ?? {}),
+      knowledgeId: r.knowledgeId,
+      docsId: r.docsId,
+      docsName: r.docsName,
+      chunkIndex: r.chunkIndex,
+      totalChunks: r.totalChunks,
+    },
+  };
+}

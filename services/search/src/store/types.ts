@@ -1,0 +1,104 @@
+// One interface for vector stores (embedded.ts in-process, qdrant.ts for Qdrant), with one
+// contract suite (contract.ts) run on both. Scores are cosine similarity mapped to 0..1 the same
+// way everywhere: score = (cos + 1) / 2 (see cosineToScore).
+import { createHash } from "node:crypto";
+
+/** What a knowledge base's collection remembers: the model that filled it and its chunking. */
+export interface CollectionInfo {
+  knowledgeId: string;
+  model: string;
+  dimensions: number;
+  chunking: { size: number; overlap: number };
+}
+
+export interface ChunkRecord {
+  embeddingId: string;
+  knowledgeId: string;
+  docsId: string;
+  docsName: string;
+  chunkIndex: number;
+  totalChunks: number;
+  text: string;
+  /** Caller-supplied document metadata (string values), kept with every chunk. */
+  extra?: Record<string, string>;
+}
+
+export interface ChunkWithVector {
+  record: ChunkRecord;
+  vector: Float32Array;
+}
+
+export interface VectorHit {
+  record: ChunkRecord;
+  /** Cosine similarity mapped to 0..1. */
+  score: number;
+}
+
+export interface VectorQuery {
+  knowledgeIds: string[];
+  vector: Float32Array;
+  limit: number;
+  /** Hits scoring below this (0..1) are not returned. */
+  minScore: number;
+}
+
+export interface CollectionStats {
+  documents: number;
+  chunks: number;
+}
+
+export interface VectorStore {
+  readonly kind: "embedded" | "qdrant";
+  /** Creates the collection, or re-creates it empty when the model or dimensions changed. Idempotent. */
+  ensureCollection(info: CollectionInfo): Promise<void>;
+  getCollection(knowledgeId: string): Promise<CollectionInfo | undefined>;
+  /** Removes the collection and all its vectors; false when there was none. */
+  dropCollection(knowledgeId: string): Promise<boolean>;
+  /** Replaces every chunk of a document with these (none: deletes it). Idempotent. */
+  replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
+  /** Number of chunks removed. */
+  deleteDocument(knowledgeId: string, docsId: string): Promise<number>;
+  stats(knowledgeId: string): Promise<CollectionStats | undefined>;
+  /** Best hits across the listed knowledge bases, best first, at most limit. */
+  query(q: VectorQuery): Promise<VectorHit[]>;
+  /** Several queries in one call (Qdrant: one batch request). */
+  queryBatch(qs: VectorQuery[]): Promise<VectorHit[][]>;
+  close(): Promise<void>;
+}
+
+/** The one mapping of cosine similarity (-1..1) to a 0..1 score. */
+export function cosineToScore(cos: number): number {
+  return Math.min(1, Math.max(0, (cos + 1) / 2));
+}
+
+/** The inverse, for stores that filter on raw cosine (Qdrant's score_threshold). */
+export function scoreToCosine(score: number): number {
+  return score * 2 - 1;
+}
+
+/** emb_<32 hex>: stable for the same chunk of the same document, so re-ingesting is idempotent. */
+export function embeddingIdFor(knowledgeId: string, docsId: string, chunkIndex: number, text: string): string {
+  const h = createHash("sha256").update(`${knowledgeId}\0${docsId}\0${chunkIndex}\0${text}`).digest("hex");
+  return `emb_${h.slice(0, 32)}`;
+}
+
+/** The Qdrant point id (a UUID) of an embedding id. */
+export function pointIdOf(embeddingId: string): string {
+  const h = embeddingId.slice(4);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+export class StoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreError";
+  }
+}
+
+/** Merges per-collection hit lists: best first, at most limit. */
+export function mergeHits(lists: VectorHit[][], limit: number): VectorHit[] {
+  return lists
+    .flat()
+    .sort((a, b) => b.score - a.score || a.record.embeddingId.localeCompare(b.record.embeddingId))
+    .slice(0, limit);
+}

@@ -1,0 +1,204 @@
+// The platform's client of a scraper (knowledge ingestion, content refresh). Settings are the
+// platform configuration's "scraping" section (reference 8): enabled (default true), url
+// (default http://127.0.0.1:3002), timeout in seconds (default 30), max_retries (default 3),
+// api_key (Bearer, no default). Retries use exponential backoff with full jitter, honour
+// Retry-After, and happen only on timeouts, 5xx answers and refused/reset connections (a
+// scraper restarting); 4xx answers are final. Errors are typed by status family.
+import { Agent, type Dispatcher, fetch } from "undici";
+import { z } from "zod";
+import type { OutboundMetrics } from "../metrics.ts";
+
+export const scrapingSettingsSchema = z.object({
+  enabled: z.boolean().default(true),
+  url: z.url({ protocol: /^https?$/ }).default("http://127.0.0.1:3002"),
+  timeout: z.number().positive().max(600).default(30),
+  max_retries: z.int().min(0).max(10).default(3),
+  api_key: z.string().min(1).optional(),
+});
+export type ScrapingSettings = z.output<typeof scrapingSettingsSchema>;
+export type ScrapingSettingsInput = z.input<typeof scrapingSettingsSchema>;
+
+export interface ScrapePageOptions {
+  waitFor?: number;
+  screenshot?: boolean;
+  fullPageScreenshot?: boolean;
+  onlyMainContent?: boolean;
+  includeHtml?: boolean;
+  headers?: Record<string, string>;
+  timeout?: number;
+  blockMedia?: boolean;
+}
+
+export type ExtractorSpec = string | { selector: string; attribute?: string; all?: boolean };
+
+export interface ScrapedPage {
+  markdown: string;
+  html: string | null;
+  screenshot: string | null;
+  metadata: { title: string; description: string; sourceURL: string; url: string; statusCode: number } & Record<
+    string,
+    unknown
+  >;
+  extracted?: Record<string, string | string[] | null>;
+  llm_extraction?: unknown;
+}
+
+export type BulkResult =
+  | { url: string; success: true; data: ScrapedPage }
+  | { url: string; success: false; error: string; code: string; status: number };
+
+export class ScraperClientError extends Error {
+  readonly status: number | undefined;
+  readonly code: string;
+  constructor(message: string, code: string, status?: number) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+  }
+}
+export class ScraperDisabledError extends ScraperClientError {}
+export class ScraperBadRequestError extends ScraperClientError {}
+export class ScraperAuthError extends ScraperClientError {}
+export class ScraperBlockedError extends ScraperClientError {}
+export class ScraperTimeoutError extends ScraperClientError {}
+export class ScraperUnavailableError extends ScraperClientError {}
+
+function errorFor(status: number, code: string, message: string): ScraperClientError {
+  if (status === 400 || status === 413 || status === 415) return new ScraperBadRequestError(message, code, status);
+  if (status === 401) return new ScraperAuthError(message, code, status);
+  if (status === 403) return new ScraperBlockedError(message, code, status);
+  if (status === 504) return new ScraperTimeoutError(message, code, status);
+  if (status >= 500) return new ScraperUnavailableError(message, code, status);
+  return new ScraperClientError(message, code, status);
+}
+
+const RETRYABLE_NETWORK = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
+
+export interface ScraperClientOptions {
+  metrics?: OutboundMetrics;
+  dispatcher?: Dispatcher;
+  /** Backoff base in ms (default 500); the n-th retry waits up to base·2ⁿ, capped at 10 s. */
+  backoffBaseMs?: number;
+}
+
+export class ScraperClient {
+  readonly settings: ScrapingSettings;
+  private readonly opts: ScraperClientOptions;
+  private readonly dispatcher: Dispatcher;
+
+  constructor(settings: ScrapingSettingsInput = {}, opts: ScraperClientOptions = {}) {
+    this.settings = scrapingSettingsSchema.parse(settings);
+    this.opts = opts;
+    this.dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 32 });
+  }
+
+  scrape(
+    url: string,
+    options: { pageOptions?: ScrapePageOptions; extractors?: Record<string, ExtractorSpec>; signal?: AbortSignal } = {},
+  ): Promise<ScrapedPage> {
+    const body = {
+      url,
+      pageOptions: options.pageOptions ?? {},
+      ...(options.extractors ? { extractors: options.extractors } : {}),
+    };
+    return this.call<{ data: ScrapedPage }>("/scrape", body, options.signal).then((r) => r.data);
+  }
+
+  scrapeBulk(
+    urls: string[],
+    options: { pageOptions?: ScrapePageOptions; extractors?: Record<string, ExtractorSpec>; signal?: AbortSignal } = {},
+  ): Promise<BulkResult[]> {
+    const body = {
+      urls,
+      pageOptions: options.pageOptions ?? {},
+      ...(options.extractors ? { extractors: options.extractors } : {}),
+    };
+    return this.call<{ data: BulkResult[] }>("/scrape/bulk", body, options.signal).then((r) => r.data);
+  }
+
+  async health(signal?: AbortSignal): Promise<{ status: string } & Record<string, unknown>> {
+    return this.call("/health", undefined, signal);
+  }
+
+  async close(): Promise<void> {
+    if (!this.opts.dispatcher) await this.dispatcher.close();
+  }
+
+  private async call<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    const { settings } = this;
+    if (!settings.enabled) throw new ScraperDisabledError("the scraping component is disabled", "DISABLED");
+    const target = new URL(path, settings.url).href;
+    const started = performance.now();
+    let outcome = "ok";
+    try {
+      for (let attempt = 0; ; attempt++) {
+        let failure: ScraperClientError;
+        let retryAfterMs: number | undefined;
+        try {
+          return await this.attempt<T>(target, body, signal);
+        } catch (err) {
+          if (signal?.aborted) throw err;
+          if (!(err instanceof ScraperClientError)) throw err;
+          failure = err;
+          retryAfterMs = (err as ScraperClientError & { retryAfterMs?: number }).retryAfterMs;
+        }
+        const retryable =
+          failure instanceof ScraperTimeoutError ||
+          (failure.status !== undefined && failure.status >= 500) ||
+          (failure.status === undefined && RETRYABLE_NETWORK.has(failure.code));
+        if (!retryable || attempt >= settings.max_retries) throw failure;
+        this.opts.metrics?.retries.inc({ target: "scraper" });
+        const cap = Math.min(10_000, (this.opts.backoffBaseMs ?? 500) * 2 ** attempt);
+        await new Promise((r) => setTimeout(r, Math.max(retryAfterMs ?? 0, Math.random() * cap)));
+      }
+    } catch (err) {
+      outcome = err instanceof ScraperClientError ? err.code.toLowerCase() : "error";
+      throw err;
+    } finally {
+      this.opts.metrics?.calls.inc({ target: "scraper", outcome });
+      this.opts.metrics?.latency.observe({ target: "scraper" }, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async attempt<T>(target: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    const timeoutMs = this.settings.timeout * 1000;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.settings.api_key) headers.authorization = `Bearer ${this.settings.api_key}`;
+    let res: Awaited<ReturnType<typeof fetch>>;
+    let text: string;
+    try {
+      res = await fetch(target, {
+        method: body === undefined ? "GET" : "POST",
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        dispatcher: this.dispatcher,
+      });
+      text = await res.text();
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      if (timeout.aborted)
+        throw new ScraperTimeoutError(`no answer from the scraper within ${timeoutMs} ms`, "TIMEOUT");
+      const code = ((err as { cause?: { code?: string } }).cause?.code ?? "NETWORK") as string;
+      throw new ScraperClientError(`cannot reach the scraper: ${code}`, code);
+    }
+    let parsed: Record<string, unknown> | undefined;
+    try {
+      parsed = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      parsed = undefined;
+    }
+    if (res.ok && parsed) return parsed as T;
+    const code = typeof parsed?.code === "string" ? parsed.code : `HTTP_${res.status}`;
+    const message = typeof parsed?.error === "string" ? parsed.error : `scraper answered HTTP ${res.status}`;
+    const err = errorFor(res.ok ? 502 : res.status, code, message);
+    const retryAfter = Number(res.headers.get("retry-after"));
+    if (Number.isFinite(retryAfter) && retryAfter > 0) {
+      (err as ScraperClientError & { retryAfterMs?: number }).retryAfterMs = Math.min(retryAfter, 30) * 1000;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,169 @@
+// The gateway process (src/main.ts) as it is deployed: standalone from a folder of YAML with no
+// Redis (in-process limiter, said at start-up, hot reload of the files), and in "cluster" mode
+// reading AccessChannels and Agents from a real kube-apiserver through a read-only watch.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { generateKey, hashKey } from "@capstan/shared";
+import type { KubeClient } from "@capstan/shared/kube";
+import OpenAI from "openai";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { freePort } from "../ground/ports.ts";
+import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
+import { client } from "./helpers.ts";
+
+const MAIN = fileURLToPath(new URL("../../services/gateway/src/main.ts", import.meta.url));
+const running: ManagedProcess[] = [];
+const dirs: string[] = [];
+
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function startMain(env: Record<string, string>): Promise<{ url: string; proc: ManagedProcess }> {
+  const port = await freePort();
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && k !== "REDIS_URL" && k !== "KUBECONFIG"),
+  );
+  const proc = startProcess("gateway", process.execPath, [MAIN], {
+    ...clean,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    OTEL_SDK_DISABLED: "true",
+    ...env,
+  });
+  running.push(proc);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor("gateway ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+    timeoutMs: 60_000,
+    proc,
+  });
+  return { url, proc };
+}
+
+function channelYaml(name: string, key: string, qpm: number): string {
+  return `apiVersion: capstan.dev/v1alpha1
+kind: AccessChannel
+metadata:
+  name: ${name}
+  namespace: demo
+spec:
+  channelName: ${name}
+  agentRef:
+    name: offline
+  qpm: ${qpm}
+status:
+  keyHash: "${hashKey(key)}"
+`;
+}
+
+const AGENT_YAML = `apiVersion: capstan.dev/v1alpha1
+kind: Agent
+metadata:
+  name: offline
+  namespace: demo
+spec:
+  description: no provider, no knowledge
+`;
+
+describe("standalone process", () => {
+  it("serves from YAML files with the in-process limiter, says so at start-up, and reloads changed files", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-resources-"));
+    dirs.push(dir);
+    const key = generateKey("chat");
+    writeFileSync(join(dir, "agent.yaml"), AGENT_YAML);
+    writeFileSync(join(dir, "channel.yaml"), channelYaml("web", key, 1));
+    const { url, proc } = await startMain({ CAPSTAN_RESOURCES_DIR: dir });
+    // The child's log pipe may lag its HTTP answers: wait for the line rather than read it once.
+    await waitFor(
+      "start-up line about the limiter",
+      async () => /REDIS_URL not set: QPM limits are enforced in process/.test(proc.output()),
+      {
+        timeoutMs: 30_000,
+        proc,
+      },
+    );
+
+    const sdk = client(url, key);
+    const res = await sdk.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(res.choices[0]?.message.content).toMatch(/no knowledge bases configured/);
+    expect(
+      await sdk.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((e) => e),
+    ).toBeInstanceOf(OpenAI.RateLimitError);
+
+    // A second channel appears when its file is written.
+    const key2 = generateKey("chat");
+    writeFileSync(join(dir, "channel2.yaml"), channelYaml("app", key2, 5));
+    await waitFor(
+      "new channel loaded",
+      async () =>
+        (await fetch(`${url}/api/v1/models`, { headers: { authorization: `Bearer ${key2}` } })).status === 200,
+      { timeoutMs: 30_000, proc },
+    );
+    expect(proc.output()).not.toContain(key);
+    expect(proc.output()).not.toContain(key2);
+    await proc.stop();
+    expect(proc.child.exitCode).toBe(0);
+  });
+});
+
+describe("cluster mode (real kube-apiserver)", () => {
+  it("learns channels and agents from a read-only watch and follows changes (expiry → 401)", async () => {
+    const kube: KubeClient = harnessKubeClient();
+    await installCrds(kube);
+    const ns = `gw-${Date.now().toString(36)}`;
+    await ensureNamespace(kube, ns);
+    const base = `/apis/capstan.dev/v1alpha1/namespaces/${ns}`;
+    await kube.request(`${base}/agents`, {
+      method: "POST",
+      body: { apiVersion: "capstan.dev/v1alpha1", kind: "Agent", metadata: { name: "offline" }, spec: {} },
+    });
+    await kube.request(`${base}/accesschannels`, {
+      method: "POST",
+      body: {
+        apiVersion: "capstan.dev/v1alpha1",
+        kind: "AccessChannel",
+        metadata: { name: "web" },
+        spec: { channelName: "web", agentRef: { name: "offline" } },
+      },
+    });
+    // The operator would publish the key's hash in status; here the test does.
+    const key = generateKey("chat");
+    const setStatus = async (status: Record<string, unknown>) => {
+      const current = await kube.request<Record<string, unknown>>(`${base}/accesschannels/web`);
+      await kube.request(`${base}/accesschannels/web/status`, { method: "PUT", body: { ...current, status } });
+    };
+    await setStatus({ keyHash: hashKey(key) });
+
+    const { url, proc } = await startMain({
+      KUBECONFIG: inject("kubeconfig"),
+      CAPSTAN_NAMESPACE: ns,
+      REDIS_URL: inject("redisUrl"),
+    });
+    const sdk = client(url, key);
+    await waitFor(
+      "channel visible",
+      async () => (await fetch(`${url}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status === 200,
+      { timeoutMs: 30_000, proc },
+    );
+    const res = await sdk.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(res.object).toBe("chat.completion");
+    expect(res.model).toBe("offline");
+
+    await setStatus({ keyHash: hashKey(key), expiresAt: "2020-01-01T00:00:00Z" });
+    await waitFor(
+      "expiry seen",
+      async () => (await fetch(`${url}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status === 401,
+      { timeoutMs: 30_000, proc },
+    );
+    const err = await sdk.chat.completions
+      .create({ model: "m", messages: [{ role: "user", content: "hi" }] })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(err.code).toBe("expired_api_key");
+    await proc.stop();
+  });
+});

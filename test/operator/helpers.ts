@@ -1,0 +1,236 @@
+// Helpers of the operator's integration tests: an operator bound to one namespace of a real API
+// server, polling, object creation, and an in-memory stand-in for the search service's documents
+// API at the interface level (used where the real search service is not started).
+import { readFileSync } from "node:fs";
+import { createLogger, createRegistry } from "@capstan/shared";
+import { KubeApiError, type KubeClient } from "@capstan/shared/kube";
+import { KubeConfig } from "@kubernetes/client-node";
+import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
+import type {
+  DocumentInput,
+  KnowledgeBaseSettings,
+  SearchDocuments,
+} from "../../operator/src/ingest/search-documents.ts";
+import { kubeconfigAccess } from "../../operator/src/kube/access.ts";
+import { Operator, type OperatorDeps } from "../../operator/src/manager.ts";
+
+export function kubeConfigFrom(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(readFileSync(path, "utf8"));
+  return kc;
+}
+
+export function startOperatorFor(
+  kubeconfig: string,
+  namespace: string,
+  overrides: Record<string, unknown> = {},
+  deps: Partial<OperatorDeps> = {},
+): Operator {
+  const config = loadOperatorConfig({}, {
+    namespace,
+    watchNamespace: namespace,
+    metricsPort: 0,
+    healthPort: 0,
+    leaderElection: { enabled: false },
+    ...overrides,
+  } satisfies Partial<OperatorConfigInput> as Record<string, unknown>);
+  return new Operator(config, {
+    access: kubeconfigAccess(kubeconfig),
+    registry: createRegistry("capstan-operator-test", { defaultMetrics: false }),
+    logger: createLogger({ name: "operator-test", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
+    ...deps,
+  });
+}
+
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface Obj {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
+    deletionTimestamp?: string;
+  };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown> & {
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
+  data?: Record<string, string>;
+  [k: string]: unknown;
+}
+
+const PLURAL: Record<string, string> = {
+  Agent: "agents",
+  AccessChannel: "accesschannels",
+  SearchKey: "searchkeys",
+  KnowledgeBase: "knowledgebases",
+  Scraper: "scrapers",
+  Secret: "secrets",
+  ConfigMap: "configmaps",
+  Deployment: "deployments",
+  Service: "services",
+  Lease: "leases",
+  ServiceAccount: "serviceaccounts",
+};
+
+export function pathOf(apiVersion: string, kind: string, namespace: string, name?: string): string {
+  const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  return `${base}/namespaces/${namespace}/${PLURAL[kind]}${name ? `/${name}` : ""}`;
+}
+
+export async function create(client: KubeClient, obj: Obj): Promise<Obj> {
+  return client.request<Obj>(pathOf(obj.apiVersion, obj.kind, obj.metadata.namespace as string), {
+    method: "POST",
+    body: obj,
+  });
+}
+
+export async function get(
+  client: KubeClient,
+  apiVersion: string,
+  kind: string,
+  ns: string,
+  name: string,
+): Promise<Obj | undefined> {
+  try {
+    return await client.request<Obj>(pathOf(apiVersion, kind, ns, name));
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+export async function list(client: KubeClient, apiVersion: string, kind: string, ns: string): Promise<Obj[]> {
+  return (await client.request<{ items: Obj[] }>(pathOf(apiVersion, kind, ns))).items;
+}
+
+export async function remove(
+  client: KubeClient,
+  apiVersion: string,
+  kind: string,
+  ns: string,
+  name: string,
+): Promise<void> {
+  await client.request(pathOf(apiVersion, kind, ns, name), { method: "DELETE" });
+}
+
+export async function patch(
+  client: KubeClient,
+  obj: { apiVersion: string; kind: string; ns: string; name: string },
+  body: unknown,
+): Promise<Obj> {
+  return client.request<Obj>(pathOf(obj.apiVersion, obj.kind, obj.ns, obj.name), {
+    method: "PATCH",
+    body,
+    contentType: "application/merge-patch+json",
+  });
+}
+
+export const CAP = "capstan.dev/v1alpha1";
+
+export function condition(obj: Obj | undefined, type: string) {
+  return obj?.status?.conditions?.find((c) => c.type === type);
+}
+
+export async function whenCondition(
+  client: KubeClient,
+  kind: string,
+  ns: string,
+  name: string,
+  type: string,
+  status: string,
+  reason?: string,
+): Promise<Obj> {
+  return eventually(`${kind} ${name} ${type}=${status}${reason ? ` (${reason})` : ""}`, async () => {
+    const o = await get(client, CAP, kind, ns, name);
+    const c = condition(o, type);
+    return c && c.status === status && (!reason || c.reason === reason) ? o : undefined;
+  });
+}
+
+/** The documents API at the interface level, in memory: what the search service stores per knowledge base. */
+export class InMemorySearchDocuments implements SearchDocuments {
+  readonly kbs = new Map<
+    string,
+    { settings: KnowledgeBaseSettings; docs: Map<string, DocumentInput & { chunks: number }> }
+  >();
+  readonly deleted: string[] = [];
+  readonly calls: string[] = [];
+
+  async ensureKnowledgeBase(id: string, settings: KnowledgeBaseSettings) {
+    this.calls.push(`ensure ${id}`);
+    const kb = this.kbs.get(id);
+    if (kb) kb.settings = settings;
+    else this.kbs.set(id, { settings, docs: new Map() });
+    return { collection: `capstan_${id}` };
+  }
+  async deleteKnowledgeBase(id: string) {
+    this.calls.push(`delete ${id}`);
+    this.deleted.push(id);
+    this.kbs.delete(id);
+  }
+  async upsertDocument(id: string, docsId: string, doc: DocumentInput) {
+    const kb = this.kbs.get(id);
+    if (!kb) throw new Error(`knowledge base ${id} not found`);
+    const size = kb.settings.chunking?.size ?? 800;
+    const chunks = Math.max(1, Math.ceil(doc.text.length / size));
+    kb.docs.set(docsId, { ...doc, chunks });
+    return { docsId, chunks };
+  }
+  async deleteDocument(id: string, docsId: string) {
+    this.kbs.get(id)?.docs.delete(docsId);
+  }
+  async getKnowledgeBase(id: string) {
+    const kb = this.kbs.get(id);
+    if (!kb) return undefined;
+    let chunks = 0;
+    for (const d of kb.docs.values()) chunks += d.chunks;
+    return { knowledgeId: id, documents: kb.docs.size, chunks, collection: `capstan_${id}` };
+  }
+}
+
+/** Waits until no controller has work queued or in flight for a while. */
+export async function quiesce(op: Operator, quietMs = 1500): Promise<void> {
+  let lastCount = -1;
+  let since = Date.now();
+  await eventually(
+    "operator to go quiet",
+    () => {
+      const count = Object.values(op.controllers).reduce((n, c) => n + c.reconciles, 0) + op.http.writes;
+      const idle = Object.values(op.controllers).every((c) => c.queue.length === 0);
+      if (count !== lastCount || !idle) {
+        lastCount = count;
+        since = Date.now();
+        return false;
+      }
+      return Date.now() - since >= quietMs;
+    },
+    120_000,
+  );
+}

@@ -1,0 +1,455 @@
+// The operator against the real test API server: examples/ become Ready objects, keys land in
+// owner-referenced Secrets, the data plane is applied as specified, bad references and expiry
+// flip conditions, rotation overlaps, finalizers clean up, and a restart or a resync writes nothing.
+import { createHash } from "node:crypto";
+import { hasValidChecksum } from "@capstan/shared";
+import type { KubeClient } from "@capstan/shared/kube";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Operator } from "../../operator/src/manager.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
+import {
+  CAP,
+  condition,
+  create,
+  eventually,
+  get,
+  InMemorySearchDocuments,
+  list,
+  type Obj,
+  patch,
+  quiesce,
+  remove,
+  startOperatorFor,
+  whenCondition,
+} from "./helpers.ts";
+
+const ns = `op-${process.pid}-${Date.now().toString(36)}`;
+let client: KubeClient;
+let operator: Operator;
+const search = new InMemorySearchDocuments();
+const overrides = { redis: { url: "redis://redis.example:6379" }, qdrant: { url: "http://qdrant.example:6333" } };
+
+function decode(b64: string | undefined): string {
+  return Buffer.from(b64 ?? "", "base64").toString("utf8");
+}
+
+beforeAll(async () => {
+  client = harnessKubeClient();
+  await installCrds(client);
+  await ensureNamespace(client, ns);
+  operator = startOperatorFor(inject("kubeconfig"), ns, overrides, { search });
+  await operator.start();
+  for (const raw of rawExamples()) {
+    if (raw.kind === "Namespace") continue;
+    await create(client, { ...raw, metadata: { ...raw.metadata, namespace: ns } } as Obj);
+  }
+});
+
+afterAll(async () => {
+  await operator?.stop();
+});
+
+describe("examples/", () => {
+  it("every example becomes Ready", async () => {
+    for (const raw of rawExamples()) {
+      if (raw.kind === "Namespace") continue;
+      const o = await whenCondition(client, raw.kind, ns, raw.metadata.name, "Ready", "True");
+      expect(o.status?.observedGeneration).toBe(o.metadata.generation);
+    }
+  });
+
+  it("the AccessChannel's key is in an owner-referenced Secret and only its hash is in status", async () => {
+    const ch = await whenCondition(client, "AccessChannel", ns, "website-chat", "Ready", "True");
+    const status = ch.status as Record<string, string>;
+    expect(status.secretName).toBe("website-chat-chat-key");
+    const secret = (await get(client, "v1", "Secret", ns, status.secretName as string)) as Obj;
+    const key = decode(secret.data?.key);
+    expect(key).toMatch(/^cap_chat_/);
+    expect(hasValidChecksum(key)).toBe(true);
+    expect(status.keyHash).toBe(`sha256:${createHash("sha256").update(key).digest("hex")}`);
+    expect(status.keyPrefix).toBe(`${key.slice(0, 13)}…`);
+    expect(status.expiresAt).toBe("2027-12-31T23:59:59Z");
+    expect(status.endpoint).toBe(`http://capstan-gateway.${ns}.svc:80/api/v1`);
+    expect(JSON.stringify(ch.status)).not.toContain(key);
+    expect(secret.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: CAP,
+        kind: "AccessChannel",
+        name: "website-chat",
+        uid: ch.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+  });
+
+  it("the SearchKey has its key, validity and endpoint", async () => {
+    const sk = await whenCondition(client, "SearchKey", ns, "docs-search-backend", "Ready", "True");
+    const st = sk.status as Record<string, string>;
+    const secret = (await get(client, "v1", "Secret", ns, st.secretName as string)) as Obj;
+    expect(decode(secret.data?.key)).toMatch(/^cap_srch_/);
+    expect(secret.metadata.ownerReferences?.[0]?.uid).toBe(sk.metadata.uid);
+    expect(st.validFrom).toBe("2026-01-01T00:00:00Z");
+    expect(st.expiresAt).toBe("2027-12-31T00:00:00Z");
+    expect(st.endpoint).toBe(`http://capstan-search.${ns}.svc:80/v1/rag/search`);
+    expect(st.rotatedAt).toBeDefined();
+    expect(condition(sk, "ScopeResolved")?.status).toBe("True");
+  });
+
+  it("the Agent is extractive with its knowledge base resolved", async () => {
+    const agent = await whenCondition(client, "Agent", ns, "support-assistant", "Ready", "True");
+    expect(agent.status?.mode).toBe("extractive");
+    expect(condition(agent, "KnowledgeResolved")?.reason).toBe("KnowledgeBasesFound");
+  });
+
+  it("the KnowledgeBase ingests its inline sources; the unreachable page is counted as a failure", async () => {
+    const kb = await eventually("KnowledgeBase counts", async () => {
+      const o = await get(client, CAP, "KnowledgeBase", ns, "product-docs");
+      return o?.status?.lastRefreshTime ? o : undefined;
+    });
+    expect(kb.metadata.finalizers).toContain("capstan.dev/knowledge-base");
+    expect(kb.status).toMatchObject({
+      knowledgeId: "kb_product_docs",
+      collection: "capstan_kb_product_docs",
+      documents: 2,
+      failures: 1,
+      progress: "2/3 sources",
+    });
+    expect(kb.status?.chunks).toBeGreaterThanOrEqual(2);
+    expect(condition(kb, "Ready")).toMatchObject({ status: "True", reason: "PartiallyIngested" });
+    expect(condition(kb, "Ingested")?.status).toBe("False");
+    const stored = search.kbs.get("kb_product_docs");
+    expect([...(stored?.docs.values() ?? [])].map((d) => d.docsName).sort()).toEqual([
+      "Keys and expiry",
+      "Rate limits",
+    ]);
+    expect(stored?.settings).toEqual({
+      embedding: { provider: "local", model: "all-MiniLM-L6-v2" },
+      chunking: { size: 800, overlap: 100 },
+    });
+  });
+
+  it("the Scraper gets a Deployment (scraper + rendering service) and Service with the reference env", async () => {
+    const scraper = await whenCondition(client, "Scraper", ns, "web", "Ready", "True");
+    const dep = (await get(client, "apps/v1", "Deployment", ns, "web")) as Obj;
+    const svc = (await get(client, "v1", "Service", ns, "web")) as Obj;
+    expect(dep.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: "Scraper",
+      name: "web",
+      uid: scraper.metadata.uid,
+      controller: true,
+    });
+    expect(svc.metadata.ownerReferences?.[0]?.uid).toBe(scraper.metadata.uid);
+    const spec = dep.spec as {
+      replicas: number;
+      template: {
+        metadata: { annotations: Record<string, string> };
+        spec: {
+          containers: {
+            name: string;
+            env: { name: string; value?: string; valueFrom?: unknown }[];
+            ports: { containerPort: number }[];
+            readinessProbe: { httpGet: { path: string } };
+          }[];
+        };
+      };
+    };
+    expect(spec.replicas).toBe(2);
+    const [api, render] = spec.template.spec.containers;
+    expect(api?.name).toBe("scraper");
+    expect(render?.name).toBe("render");
+    expect(render?.ports[0]?.containerPort).toBe(3000);
+    expect(render?.readinessProbe.httpGet.path).toBe("/scrape");
+    const env = Object.fromEntries((api?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+    expect(env).toMatchObject({
+      PORT: "3002",
+      INTERNAL_PORT: "3002",
+      LOGGING_LEVEL: "info",
+      LLM_BASE_URL: "https://api.openai.com/v1",
+      MODEL_NAME: "gpt-4o-mini",
+      MODEL_EMBEDDING_NAME: "text-embedding-3-small",
+      SEARCH_ENGINES: "google,bing,duckduckgo",
+      SEARCH_CATEGORIES: "general",
+      BLOCK_MEDIA: "true",
+      MAX_CONCURRENT_REQUESTS: "10",
+      REQUEST_TIMEOUT: "30000",
+      WORKER_CONCURRENCY: "5",
+      TASK_TIMEOUT: "60000",
+      AUTH_ENABLED: "true",
+      RENDER_PORT: "3000",
+      RENDER_URL: "http://127.0.0.1:3000",
+      API_KEY: { secretKeyRef: { name: "web-scraper-key", key: "key" } },
+    });
+    const keySecret = (await get(client, "v1", "Secret", ns, "web-scraper-key")) as Obj;
+    expect(decode(keySecret.data?.key)).toMatch(/^cap_scr_/);
+    expect(scraper.status).toMatchObject({ endpoint: `http://web.${ns}.svc:3002`, replicas: 2, readyReplicas: 0 });
+    expect(scraper.status?.configHash).toBe(spec.template.metadata.annotations["capstan.dev/config-hash"]);
+    expect((svc.spec as { ports: unknown[] }).ports).toEqual([
+      { name: "http", port: 3002, targetPort: "http", protocol: "TCP" },
+    ]);
+
+    // A spec change rolls the pods: a new config hash on the pod template.
+    await patch(client, { apiVersion: CAP, kind: "Scraper", ns, name: "web" }, { spec: { logLevel: "debug" } });
+    const changed = await eventually("new config hash", async () => {
+      const d = (await get(client, "apps/v1", "Deployment", ns, "web")) as Obj;
+      const h = (d.spec as typeof spec).template.metadata.annotations["capstan.dev/config-hash"];
+      return h !== scraper.status?.configHash ? h : undefined;
+    });
+    await eventually(
+      "status config hash",
+      async () => (await get(client, CAP, "Scraper", ns, "web"))?.status?.configHash === changed,
+    );
+  });
+
+  it("the gateway and search Deployments and Services are applied as the config says", async () => {
+    const gw = await eventually("gateway", () => get(client, "apps/v1", "Deployment", ns, "capstan-gateway"));
+    const se = await eventually("search", () => get(client, "apps/v1", "Deployment", ns, "capstan-search"));
+    type Pod = {
+      replicas: number;
+      template: {
+        spec: {
+          serviceAccountName: string;
+          securityContext: Record<string, unknown>;
+          containers: {
+            image: string;
+            env: { name: string; value?: string; valueFrom?: unknown }[];
+            securityContext: Record<string, unknown>;
+            ports: { containerPort: number }[];
+          }[];
+        };
+      };
+    };
+    const g = gw.spec as Pod;
+    const s = se.spec as Pod;
+    expect(g.replicas).toBe(2);
+    expect(g.template.spec.serviceAccountName).toBe("capstan-data-plane");
+    expect(g.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(g.template.spec.containers[0]?.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(g.template.spec.containers[0]?.image).toBe("ghcr.io/capstan-dev/gateway:0.1.0");
+    expect(g.template.spec.containers[0]?.ports[0]?.containerPort).toBe(8080);
+    const genv = Object.fromEntries(
+      (g.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]),
+    );
+    expect(genv).toEqual({
+      PORT: "8080",
+      REDIS_URL: "redis://redis.example:6379",
+      CAPSTAN_NAMESPACE: ns,
+      CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
+      CAPSTAN_INTERNAL_TOKEN: { secretKeyRef: { name: "capstan-internal-token", key: "token" } },
+      CAPSTAN_SECRETS_DIR: "/var/run/capstan/secrets",
+    });
+    expect(s.replicas).toBe(1);
+    const senv = Object.fromEntries(
+      (s.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]),
+    );
+    expect(senv).toMatchObject({
+      PORT: "8081",
+      QDRANT_URL: "http://qdrant.example:6333",
+      CAPSTAN_DATA_DIR: "/var/lib/capstan",
+      CAPSTAN_NAMESPACE: ns,
+    });
+    for (const name of ["capstan-gateway", "capstan-search"]) {
+      const svc = (await get(client, "v1", "Service", ns, name)) as Obj;
+      expect((svc.spec as { ports: unknown[] }).ports).toEqual([
+        { name: "http", port: 80, targetPort: "http", protocol: "TCP" },
+      ]);
+    }
+    const token = (await get(client, "v1", "Secret", ns, "capstan-internal-token")) as Obj;
+    expect(decode(token.data?.token).length).toBeGreaterThanOrEqual(43);
+  });
+});
+
+describe("conditions", () => {
+  it("a missing Agent makes the channel Ready=False with AgentNotFound, and creating it fixes that", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "AccessChannel",
+      metadata: { name: "orphan", namespace: ns },
+      spec: { channelName: "Orphan", agentRef: { name: "later" } },
+    });
+    const ch = await whenCondition(client, "AccessChannel", ns, "orphan", "Ready", "False", "AgentNotFound");
+    expect(condition(ch, "Ready")?.message).toContain("later");
+    expect(ch.status?.keyHash).toMatch(/^sha256:/);
+    await create(client, {
+      apiVersion: CAP,
+      kind: "Agent",
+      metadata: { name: "later", namespace: ns },
+      spec: { provider: { baseURL: "https://llm.example/v1", model: "m" } },
+    });
+    await whenCondition(client, "AccessChannel", ns, "orphan", "Ready", "True");
+  });
+
+  it("expiry flips Expired and Ready on time", async () => {
+    const at = new Date(Date.now() + 5000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    await create(client, {
+      apiVersion: CAP,
+      kind: "AccessChannel",
+      metadata: { name: "short", namespace: ns },
+      spec: { channelName: "Short", agentRef: { name: "later" }, expiresAt: at },
+    });
+    const before = await whenCondition(client, "AccessChannel", ns, "short", "Ready", "True");
+    expect(condition(before, "Expired")?.status).toBe("False");
+    const after = await whenCondition(client, "AccessChannel", ns, "short", "Expired", "True", "Expired");
+    expect(condition(after, "Ready")).toMatchObject({ status: "False", reason: "Expired" });
+  });
+
+  it("a user-supplied key is hashed; a missing Secret is reported", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "AccessChannel",
+      metadata: { name: "byok", namespace: ns },
+      spec: { channelName: "BYOK", agentRef: { name: "later" }, keySecretRef: { name: "my-key", key: "value" } },
+    });
+    await whenCondition(client, "AccessChannel", ns, "byok", "Ready", "False", "SecretNotFound");
+    await create(client, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "my-key", namespace: ns },
+      data: { value: Buffer.from("my-own-secret-key").toString("base64") },
+    });
+    const ch = await whenCondition(client, "AccessChannel", ns, "byok", "Ready", "True");
+    expect(ch.status?.keyHash).toBe(`sha256:${createHash("sha256").update("my-own-secret-key").digest("hex")}`);
+    expect(condition(ch, "KeyIssued")?.reason).toBe("KeySupplied");
+  });
+
+  it("a SearchKey scoped to a missing knowledge base is not Ready (KnowledgeBaseNotFound)", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "SearchKey",
+      metadata: { name: "scoped", namespace: ns },
+      spec: { keyName: "Scoped", knowledgeIds: ["kb_product_docs", "kb_nowhere"] },
+    });
+    const sk = await whenCondition(client, "SearchKey", ns, "scoped", "Ready", "False", "KnowledgeBaseNotFound");
+    expect(condition(sk, "ScopeResolved")?.message).toContain("kb_nowhere");
+  });
+
+  it("an Agent referencing a missing provider key Secret is not Ready", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "Agent",
+      metadata: { name: "nokey", namespace: ns },
+      spec: {
+        provider: { baseURL: "https://llm.example/v1", model: "m", apiKeySecretRef: { name: "llm", key: "apiKey" } },
+      },
+    });
+    await whenCondition(client, "Agent", ns, "nokey", "Ready", "False", "SecretNotFound");
+    await create(client, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "llm", namespace: ns },
+      data: { apiKey: Buffer.from("sk-test").toString("base64") },
+    });
+    const agent = await whenCondition(client, "Agent", ns, "nokey", "Ready", "True");
+    expect(agent.status?.mode).toBe("llm");
+    // The gateway gets the provider key through the mirror Secret, mounted at <dir>/<ns>/<secret>/<key>.
+    const gw = await eventually("gateway mounts the provider key", async () => {
+      const d = await get(client, "apps/v1", "Deployment", ns, "capstan-gateway");
+      return JSON.stringify(d?.spec).includes(`${ns}/llm/apiKey`) ? d : undefined;
+    });
+    expect(JSON.stringify(gw.spec)).toContain("/var/run/capstan/secrets");
+    const mirror = (await get(client, "v1", "Secret", ns, "capstan-provider-keys")) as Obj;
+    expect(Object.values(mirror.data ?? {}).map(decode)).toEqual(["sk-test"]);
+  });
+});
+
+describe("rotation", () => {
+  it("keeps the previous key valid during the overlap and only the new one after", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "SearchKey",
+      metadata: { name: "rotating", namespace: ns },
+      spec: { keyName: "Rotating", knowledgeIds: ["kb_product_docs"], rotation: { every: "8s", overlap: "3s" } },
+    });
+    const first = await whenCondition(client, "SearchKey", ns, "rotating", "Ready", "True");
+    const h1 = first.status?.keyHash as string;
+    const rotated = await eventually("rotation", async () => {
+      const o = await get(client, CAP, "SearchKey", ns, "rotating");
+      return o?.status?.keyHash !== h1 ? o : undefined;
+    });
+    const st = rotated?.status as {
+      keyHash: string;
+      rotatedAt: string;
+      previousKeys?: { keyHash: string; validUntil: string }[];
+    };
+    expect(st.previousKeys).toEqual([
+      { keyHash: h1, validUntil: new Date(Date.parse(st.rotatedAt) + 3000).toISOString().replace(/\.\d{3}Z$/, "Z") },
+    ]);
+    const secret = (await get(client, "v1", "Secret", ns, "rotating-search-key")) as Obj;
+    expect(`sha256:${createHash("sha256").update(decode(secret.data?.key)).digest("hex")}`).toBe(st.keyHash);
+    const after = await eventually("overlap end", async () => {
+      const o = await get(client, CAP, "SearchKey", ns, "rotating");
+      const s = o?.status as typeof st;
+      return s.keyHash !== h1 && !(s.previousKeys ?? []).some((p) => p.keyHash === h1) ? s : undefined;
+    });
+    expect(after.keyHash).not.toBe(h1);
+    await remove(client, CAP, "SearchKey", ns, "rotating"); // it would keep rotating (and writing)
+  });
+});
+
+describe("deletion", () => {
+  it("a KnowledgeBase's finalizer removes its collection before the object goes", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "KnowledgeBase",
+      metadata: { name: "temp-kb", namespace: ns },
+      spec: { sources: [{ name: "one", text: "hello world" }] },
+    });
+    await whenCondition(client, "KnowledgeBase", ns, "temp-kb", "Ready", "True");
+    expect(search.kbs.has("kb_temp_kb")).toBe(true);
+    await remove(client, CAP, "KnowledgeBase", ns, "temp-kb");
+    await eventually(
+      "KnowledgeBase gone",
+      async () => (await get(client, CAP, "KnowledgeBase", ns, "temp-kb")) === undefined,
+    );
+    expect(search.deleted).toContain("kb_temp_kb");
+    expect(search.kbs.has("kb_temp_kb")).toBe(false);
+  });
+
+  it("dependents carry the owner reference the garbage collector follows", async () => {
+    const secrets = await list(client, "v1", "Secret", ns);
+    const owned = secrets.filter((s) => s.metadata.labels?.["capstan.dev/owner-kind"]);
+    expect(owned.length).toBeGreaterThanOrEqual(4);
+    for (const s of owned) {
+      const ref = s.metadata.ownerReferences?.[0];
+      const owner = await get(client, CAP, ref?.kind as string, ns, ref?.name as string);
+      // The test API server runs no garbage collector: the deleted SearchKey's Secret waits for it.
+      if (ref?.name === "rotating") expect(owner).toBeUndefined();
+      else expect(owner?.metadata.uid).toBe(ref?.uid);
+      expect(ref).toMatchObject({ controller: true, blockOwnerDeletion: true });
+    }
+  });
+});
+
+describe("steady state", () => {
+  it("a resync writes nothing; a restarted operator issues no second key and writes nothing", async () => {
+    await quiesce(operator);
+    const writes = operator.http.writes;
+    const seen: string[] = [];
+    operator.http.onWrite = (m, p) => seen.push(`${m} ${p}`);
+    for (const inf of Object.values(operator.informers)) inf.resync();
+    await quiesce(operator);
+    expect(seen).toEqual([]);
+    expect(operator.http.writes - writes).toBe(0);
+
+    const secretsBefore = (await list(client, "v1", "Secret", ns)).map((s) => [s.metadata.name, s.data?.key]);
+    const statusBefore = (await list(client, CAP, "AccessChannel", ns)).map((c) => [
+      c.metadata.name,
+      c.status?.keyHash,
+    ]);
+    await operator.stop();
+    operator = startOperatorFor(inject("kubeconfig"), ns, overrides, { search });
+    await operator.start();
+    await quiesce(operator);
+    const reconciled = Object.values(operator.controllers).reduce((n, c) => n + c.reconciles, 0);
+    expect(reconciled).toBeGreaterThan(0);
+    expect(operator.http.writes).toBe(0);
+    expect((await list(client, "v1", "Secret", ns)).map((s) => [s.metadata.name, s.data?.key])).toEqual(secretsBefore);
+    expect((await list(client, CAP, "AccessChannel", ns)).map((c) => [c.metadata.name, c.status?.keyHash])).toEqual(
+      statusBefore,
+    );
+  });
+});

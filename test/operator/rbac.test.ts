@@ -1,0 +1,144 @@
+// The chart's RBAC rules are enough and no more: the operator runs on the real API server (RBAC
+// authorization on) as a ServiceAccount bound only to files/rbac/*.yaml and brings examples/ to
+// Ready with leader election; the data plane's ServiceAccount can read the five kinds and not Secrets.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { createLogger, createRegistry } from "@capstan/shared";
+import { KubeApiError, KubeClient } from "@capstan/shared/kube";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { loadOperatorConfig } from "../../operator/src/config.ts";
+import { Operator } from "../../operator/src/manager.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
+import { CAP, create, InMemorySearchDocuments, type Obj, whenCondition } from "./helpers.ts";
+
+const ns = `rbac-${process.pid}-${Date.now().toString(36)}`;
+const rbacDir = fileURLToPath(new URL("../../charts/capstan/files/rbac/", import.meta.url));
+const rules = (f: string) => parse(readFileSync(rbacDir + f, "utf8"));
+let admin: KubeClient;
+let operator: Operator | undefined;
+
+async function serviceAccountClient(name: string, clusterRules: unknown, nsRules?: unknown): Promise<KubeClient> {
+  await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } } as Obj);
+  const subject = [{ kind: "ServiceAccount", name, namespace: ns }];
+  const roleName = `${ns}-${name}`;
+  await admin.request("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+    method: "POST",
+    body: {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: roleName },
+      rules: clusterRules,
+    },
+  });
+  await admin.request("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+    method: "POST",
+    body: {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: roleName },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName },
+      subjects: subject,
+    },
+  });
+  if (nsRules) {
+    await admin.request(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+      method: "POST",
+      body: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name }, rules: nsRules },
+    });
+    await admin.request(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      method: "POST",
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+        subjects: subject,
+      },
+    });
+  }
+  const tr = await admin.request<{ status: { token: string } }>(
+    `/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`,
+    {
+      method: "POST",
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
+    },
+  );
+  const adminKc = admin.config;
+  const cluster = adminKc.getCurrentCluster();
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: cluster?.server as string, caData: cluster?.caData }],
+    users: [{ name, token: tr.status.token }],
+    contexts: [{ name: "c", cluster: "c", user: name, namespace: ns }],
+    currentContext: "c",
+  });
+  return new KubeClient(kc);
+}
+
+beforeAll(async () => {
+  admin = harnessKubeClient();
+  await installCrds(admin);
+  await ensureNamespace(admin, ns);
+});
+
+afterAll(async () => {
+  await operator?.stop();
+});
+
+describe("RBAC from charts/capstan/files/rbac", () => {
+  it("the operator works with exactly its rules", async () => {
+    const sa = await serviceAccountClient(
+      "capstan-operator",
+      rules("operator-rules.yaml"),
+      rules("leader-election-rules.yaml"),
+    );
+    const config = loadOperatorConfig(
+      {},
+      { namespace: ns, watchNamespace: ns, instanceId: "rbac-test", leaderElection: { enabled: true } },
+    );
+    operator = new Operator(config, {
+      access: {
+        server: sa.config.getCurrentCluster()?.server as string,
+        ca: Buffer.from(sa.config.getCurrentCluster()?.caData as string, "base64"),
+        token: () => sa.config.getCurrentUser()?.token,
+      },
+      registry: createRegistry("capstan-operator-rbac", { defaultMetrics: false }),
+      logger: createLogger({ name: "operator-rbac", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
+      search: new InMemorySearchDocuments(),
+    });
+    await operator.start();
+    for (const raw of rawExamples()) {
+      if (raw.kind === "Namespace") continue;
+      await create(admin, { ...raw, metadata: { ...raw.metadata, namespace: ns } } as Obj);
+    }
+    for (const raw of rawExamples()) {
+      if (raw.kind === "Namespace") continue;
+      await whenCondition(admin, raw.kind, ns, raw.metadata.name, "Ready", "True");
+    }
+    expect(operator.isLeader).toBe(true);
+    const counts = await operator.registry.getSingleMetricAsString("rest_client_requests_total");
+    expect(counts).not.toMatch(/code="403"/);
+  });
+
+  it("the data plane can read the five kinds and nothing else", async () => {
+    const dp = await serviceAccountClient("capstan-data-plane", rules("data-plane-rules.yaml"));
+    for (const plural of ["agents", "accesschannels", "searchkeys", "knowledgebases", "scrapers"]) {
+      await expect(dp.request(`/apis/${CAP}/namespaces/${ns}/${plural}`)).resolves.toBeDefined();
+    }
+    const denied = async (path: string, method: "GET" | "POST" = "GET") => {
+      try {
+        await dp.request(path, {
+          method,
+          ...(method === "POST" ? { body: { apiVersion: CAP, kind: "Agent", metadata: { name: "x" }, spec: {} } } : {}),
+        });
+        return false;
+      } catch (err) {
+        return err instanceof KubeApiError && err.status === 403;
+      }
+    };
+    expect(await denied(`/api/v1/namespaces/${ns}/secrets`)).toBe(true);
+    expect(await denied(`/apis/${CAP}/namespaces/${ns}/agents`, "POST")).toBe(true);
+  });
+});

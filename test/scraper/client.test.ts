@@ -1,0 +1,142 @@
+// The platform-side scraper client against the real scraper: defaults, Bearer key, typed
+// errors without retries on 4xx, retries with backoff on 5xx and timeouts.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createRegistry, outboundMetrics } from "@capstan/shared";
+import {
+  ScraperAuthError,
+  ScraperBadRequestError,
+  ScraperBlockedError,
+  ScraperClient,
+  ScraperDisabledError,
+  ScraperTimeoutError,
+  ScraperUnavailableError,
+  scrapingSettingsSchema,
+} from "@capstan/shared/clients/scraper-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Scraper, type Site, startScraper, startSite } from "./helpers.ts";
+
+const KEY = "cap_scr_client-test-key-42";
+let site: Site;
+let scraper: Scraper;
+const servers: Server[] = [];
+const held: ServerResponse[] = [];
+
+/** A loopback front that answers `failures` 503s, then forwards to the scraper. */
+async function flakyFront(failures: number): Promise<{ url: string; attempts: () => number }> {
+  let attempts = 0;
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    attempts++;
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (attempts <= failures) {
+      res.writeHead(503, { "content-type": "application/json", "retry-after": "0" });
+      res.end(JSON.stringify({ success: false, error: "too many requests in flight", code: "QUEUE_FULL" }));
+      return;
+    }
+    const upstream = await fetch(`${scraper.url}${req.url}`, {
+      method: req.method ?? "GET",
+      headers: req.headers as Record<string, string>,
+      body: req.method === "POST" ? Buffer.concat(chunks) : undefined,
+    });
+    res.writeHead(upstream.status, { "content-type": "application/json" });
+    res.end(await upstream.text());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  servers.push(server);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, attempts: () => attempts };
+}
+
+beforeAll(async () => {
+  site = await startSite();
+  site.route("/doc", "<html><head><title>Doc</title></head><body><h1>Doc</h1><p>Body text.</p></body></html>");
+  scraper = await startScraper({ allowedHosts: [`127.0.0.1:${site.port}`], authEnabled: true, apiKey: KEY });
+});
+
+afterAll(async () => {
+  for (const res of held) res.destroy();
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+  await scraper?.close();
+  await site?.close();
+});
+
+describe("ScraperClient", () => {
+  it("has the platform's scraping defaults", () => {
+    expect(scrapingSettingsSchema.parse({})).toEqual({
+      enabled: true,
+      url: "http://127.0.0.1:3002",
+      timeout: 30,
+      max_retries: 3,
+    });
+  });
+
+  it("scrapes through the real scraper with the Bearer key", async () => {
+    const registry = createRegistry("client-test", { defaultMetrics: false });
+    const client = new ScraperClient({ url: scraper.url, api_key: KEY }, { metrics: outboundMetrics(registry, "t") });
+    const page = await client.scrape(`${site.origin}/doc`, { extractors: { h: "h1" } });
+    expect(page.metadata.title).toBe("Doc");
+    expect(page.markdown).toContain("Body text.");
+    expect(page.extracted).toEqual({ h: "Doc" });
+    const bulk = await client.scrapeBulk([`${site.origin}/doc`, "http://10.0.0.1/"]);
+    expect(bulk.map((b) => b.success)).toEqual([true, false]);
+    expect((await client.health()).status).toBe("ok");
+    const calls = await registry.getSingleMetric("t_outbound_requests_total")?.get();
+    expect(calls?.values.find((v) => v.labels.outcome === "ok")?.value).toBe(3);
+    await client.close();
+  });
+
+  it("maps 401, 403 and 400 to typed errors without retrying", async () => {
+    const front = await flakyFront(0);
+    const noKey = new ScraperClient({ url: front.url });
+    await expect(noKey.scrape(`${site.origin}/doc`)).rejects.toBeInstanceOf(ScraperAuthError);
+    expect(front.attempts()).toBe(1);
+    const client = new ScraperClient({ url: front.url, api_key: KEY });
+    await expect(client.scrape("http://169.254.169.254/")).rejects.toBeInstanceOf(ScraperBlockedError);
+    await expect(client.scrape("ftp://x/")).rejects.toBeInstanceOf(ScraperBadRequestError);
+    expect(front.attempts()).toBe(3);
+    await Promise.all([noKey.close(), client.close()]);
+  });
+
+  it("retries 5xx with backoff and succeeds", async () => {
+    const front = await flakyFront(2);
+    const client = new ScraperClient({ url: front.url, api_key: KEY, max_retries: 3 }, { backoffBaseMs: 20 });
+    const page = await client.scrape(`${site.origin}/doc`);
+    expect(page.metadata.title).toBe("Doc");
+    expect(front.attempts()).toBe(3);
+    await client.close();
+  });
+
+  it("gives up after max_retries on 5xx", async () => {
+    const front = await flakyFront(100);
+    const client = new ScraperClient({ url: front.url, max_retries: 2 }, { backoffBaseMs: 20 });
+    const err = await client.scrape(`${site.origin}/doc`).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ScraperUnavailableError);
+    expect((err as ScraperUnavailableError).status).toBe(503);
+    expect(front.attempts()).toBe(3);
+    await client.close();
+  });
+
+  it("times out each attempt and retries timeouts", async () => {
+    let attempts = 0;
+    const server = createServer((_req, res) => {
+      attempts++;
+      held.push(res);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    servers.push(server);
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = new ScraperClient({ url, timeout: 0.5, max_retries: 1 }, { backoffBaseMs: 20 });
+    await expect(client.scrape(`${site.origin}/doc`)).rejects.toBeInstanceOf(ScraperTimeoutError);
+    expect(attempts).toBe(2);
+    await client.close();
+  });
+
+  it("does nothing when disabled", async () => {
+    const client = new ScraperClient({ enabled: false, url: "http://127.0.0.1:9" });
+    await expect(client.scrape(`${site.origin}/doc`)).rejects.toBeInstanceOf(ScraperDisabledError);
+    await client.close();
+  });
+});

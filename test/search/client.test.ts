@@ -1,0 +1,137 @@
+// The typed search client's resilience against a real HTTP server that misbehaves on purpose:
+// bounded retries on 5xx and timeouts, none on 4xx, metric hooks, and no token in errors.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createRegistry, outboundMetrics } from "@capstan/shared";
+import { SearchApiError, type SearchCallInfo, SearchClient } from "@capstan/shared/clients/search-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+type Handler = (req: IncomingMessage, res: ServerResponse, n: number) => void;
+let server: Server;
+let url: string;
+let handler: Handler = () => {};
+let hits = 0;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits++;
+    req.resume();
+    req.on("end", () => handler(req, res, hits));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+function reply(res: ServerResponse, status: number, body: unknown, code?: string) {
+  res.writeHead(status, { "content-type": "application/json", ...(code ? { "x-capstan-error": code } : {}) });
+  res.end(JSON.stringify(body));
+}
+
+const TOKEN = "secret-token-never-in-errors";
+
+describe("SearchClient", () => {
+  it("retries 5xx a bounded number of times, then succeeds", async () => {
+    hits = 0;
+    handler = (_req, res, n) =>
+      n < 3
+        ? reply(res, 503, { code: 503, message: "busy", data: null })
+        : reply(res, 200, { code: 200, message: "success", data: [] });
+    const calls: SearchCallInfo[] = [];
+    const registry = createRegistry("test", { defaultMetrics: false });
+    const metrics = outboundMetrics(registry, "client_test");
+    const client = new SearchClient({
+      baseURL: url,
+      token: TOKEN,
+      retryBaseMs: 5,
+      onCall: (c) => calls.push(c),
+      metrics,
+    });
+    expect(await client.search({ knowledgeIds: ["kb_a"], text: "x" })).toEqual([]);
+    expect(hits).toBe(3);
+    expect(calls.map((c) => c.outcome)).toEqual([503, 503, 200]);
+    const text = await registry.metrics();
+    expect(text).toMatch(/client_test_outbound_retries_total\{target="search_search",service="test"\} 2/);
+  });
+
+  it("gives up after maxRetries with the last error", async () => {
+    hits = 0;
+    handler = (_req, res) => reply(res, 502, { code: 502, message: "bad gateway", data: null });
+    const client = new SearchClient({ baseURL: url, token: TOKEN, retryBaseMs: 5, maxRetries: 2 });
+    const err = (await client.search({ knowledgeIds: ["kb_a"], text: "x" }).catch((e: unknown) => e)) as SearchApiError;
+    expect(err).toBeInstanceOf(SearchApiError);
+    expect(err.status).toBe(502);
+    expect(hits).toBe(3);
+  });
+
+  it("does not retry a 4xx and carries the registry code", async () => {
+    hits = 0;
+    handler = (_req, res) =>
+      reply(
+        res,
+        400,
+        { code: 400, message: "knowledge id is invalid or permissions are insufficient: kb_a", data: null },
+        "SEARCH_ERR_KNOWLEDGE_ID",
+      );
+    const client = new SearchClient({ baseURL: url, token: TOKEN, retryBaseMs: 5 });
+    const err = (await client.search({ knowledgeIds: ["kb_a"], text: "x" }).catch((e: unknown) => e)) as SearchApiError;
+    expect(err.status).toBe(400);
+    expect(err.code).toBe("SEARCH_ERR_KNOWLEDGE_ID");
+    expect(err.message).toMatch(/permissions are insufficient/);
+    expect(hits).toBe(1);
+  });
+
+  it("times out a hanging call and retries it", async () => {
+    hits = 0;
+    handler = (_req, res, n) => {
+      if (n === 1) return; // never answers
+      reply(res, 200, { code: 200, message: "success", data: { knowledgeId: "kb_a", documents: 1, chunks: 2 } });
+    };
+    const calls: SearchCallInfo[] = [];
+    const client = new SearchClient({
+      baseURL: url,
+      token: TOKEN,
+      timeoutMs: 1500,
+      retryBaseMs: 5,
+      onCall: (c) => calls.push(c),
+    });
+    expect(await client.getKnowledgeBase("kb_a")).toEqual({ knowledgeId: "kb_a", documents: 1, chunks: 2 });
+    expect(calls[0]?.outcome).toBe("timeout");
+    expect(calls.at(-1)?.outcome).toBe(200);
+  });
+
+  it("reports an unreachable service without the token", async () => {
+    const client = new SearchClient({ baseURL: "http://127.0.0.1:1", token: TOKEN, retryBaseMs: 5, maxRetries: 1 });
+    const err = (await client.deleteDocument("kb_a", "d").catch((e: unknown) => e)) as SearchApiError;
+    expect(err.status).toBe(0);
+    expect(err.retryable).toBe(true);
+    expect(String(err.message)).not.toContain(TOKEN);
+  });
+
+  it("sends the bearer token and JSON, and splits batch answers per query", async () => {
+    let seen: { auth?: string; type?: string; path?: string } = {};
+    handler = (req, res) => {
+      seen = { auth: req.headers.authorization, type: req.headers["content-type"], path: req.url };
+      reply(res, 200, {
+        code: 200,
+        message: "success",
+        data: [
+          { code: 200, message: "success", data: [] },
+          { code: 400, message: "bad", data: null },
+        ],
+      });
+    };
+    const client = new SearchClient({ baseURL: `${url}/`, token: TOKEN });
+    const [a, b] = await client.searchBatch([
+      { knowledgeIds: ["kb_a"], text: "x" },
+      { knowledgeIds: [], text: "" },
+    ]);
+    expect(seen).toEqual({ auth: `Bearer ${TOKEN}`, type: "application/json", path: "/v1/rag/search/batch" });
+    expect(a).toEqual([]);
+    expect(b).toBeInstanceOf(SearchApiError);
+    expect((b as SearchApiError).status).toBe(400);
+  });
+});

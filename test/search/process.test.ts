@@ -1,0 +1,98 @@
+// The search process as deployed: `node services/search/src/main.ts` configured by env, resources
+// from a folder of YAML (standalone mode), the embedded store persisted in CAPSTAN_DATA_DIR,
+// SIGTERM shutdown; and a clear exit for bad configuration.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { hashKey } from "@capstan/shared";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../ground/ports.ts";
+import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
+import { HANDBOOK } from "./corpus.ts";
+import { call, INTERNAL_TOKEN, ingest } from "./helpers.ts";
+
+const MAIN = fileURLToPath(new URL("../../services/search/src/main.ts", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "capstan-search-proc-"));
+const resources = join(dir, "resources");
+let proc: ManagedProcess;
+let url: string;
+
+beforeAll(async () => {
+  spawnSync("mkdir", ["-p", resources]);
+  writeFileSync(
+    join(resources, "search.yaml"),
+    [
+      "apiVersion: capstan.dev/v1alpha1",
+      "kind: KnowledgeBase",
+      "metadata: {name: handbook, namespace: default}",
+      "spec: {}",
+      "---",
+      "apiVersion: capstan.dev/v1alpha1",
+      "kind: SearchKey",
+      "metadata: {name: reader, namespace: default}",
+      "spec: {keyName: reader, knowledgeIds: [kb_handbook], allowedCIDRs: [127.0.0.1/32, '::1/128']}",
+      `status: {keyHash: "${hashKey("proc-key")}"}`,
+      "",
+    ].join("\n"),
+  );
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  proc = startProcess("search", process.execPath, [MAIN], {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    CAPSTAN_RESOURCES_DIR: resources,
+    CAPSTAN_INTERNAL_TOKEN: INTERNAL_TOKEN,
+    CAPSTAN_DATA_DIR: join(dir, "data"),
+    LOG_LEVEL: "warn",
+    OTEL_SDK_DISABLED: "true",
+  });
+  await waitFor("search ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+    timeoutMs: 120_000,
+    proc,
+  });
+});
+afterAll(async () => {
+  await proc?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("search process", () => {
+  it("serves health, metrics, ingestion and search from env configuration", async () => {
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    await ingest(url, "kb_handbook", HANDBOOK.slice(0, 4));
+    const r = await call<{ docsId: string }[]>(url, "/v1/rag/search", {
+      token: "proc-key",
+      body: { knowledgeIds: ["kb_handbook"], text: "Will the company pay me back for my business trip costs?" },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.data?.[0]?.docsId).toBe("expense-claims");
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="embed"\} [1-9]/);
+    expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="vector"\} [1-9]/);
+    expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="rerank"\} [1-9]/);
+    expect(metrics).toMatch(/search_ingested_chunks_total\{service="search"\} 4/);
+  });
+
+  it("stops cleanly on SIGTERM", async () => {
+    await proc.stop();
+    expect(proc.child.exitCode).toBe(0);
+  });
+
+  it("exits with a message naming the bad setting", () => {
+    const out = spawnSync(process.execPath, [MAIN], {
+      env: {
+        ...process.env,
+        CAPSTAN_RESOURCES_DIR: resources,
+        CAPSTAN_TRUSTED_PROXIES: "not-a-cidr",
+        OTEL_SDK_DISABLED: "true",
+      },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(/trustedProxies/);
+  });
+});

@@ -1,0 +1,85 @@
+// The whole service on the Qdrant adapter (chosen by config.qdrant.url, as QDRANT_URL does):
+// ingestion, search, batch and counts — against a real Qdrant when QDRANT_URL is set, else the
+// loopback stand-in (this machine has no Qdrant server).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SearchResult } from "../../services/search/src/index.ts";
+import { HANDBOOK, SCIENCE } from "./corpus.ts";
+import { type FakeQdrant, startFakeQdrant } from "./fake-qdrant.ts";
+import { call, INTERNAL_TOKEN, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
+
+const KEY = "cap_srch_qdrant_app";
+let fake: FakeQdrant | undefined;
+let s: Running;
+
+beforeAll(async () => {
+  const real = process.env.QDRANT_URL;
+  if (!real) fake = await startFakeQdrant();
+  console.warn(
+    `[search] service on Qdrant: ${real ? `real server ${real}` : "loopback stand-in (QDRANT_URL not set)"}`,
+  );
+  s = await startSearch({
+    kbs: [knowledgeBase("handbook"), knowledgeBase("science")],
+    keys: [searchKey("q", KEY, { knowledgeIds: ["kb_handbook", "kb_science"] })],
+    config: {
+      qdrant: {
+        url: real ?? fake?.url,
+        apiKey: process.env.QDRANT_API_KEY,
+        collectionPrefix: `capstan_app_${process.pid}_${Date.now().toString(36)}`,
+      },
+    },
+  });
+  await ingest(s.url, "kb_handbook", HANDBOOK.slice(0, 6));
+  await ingest(s.url, "kb_science", SCIENCE.slice(0, 6));
+});
+afterAll(async () => {
+  for (const kb of ["kb_handbook", "kb_science"]) {
+    await call(s.url, `/internal/v1/knowledge-bases/${kb}`, { method: "DELETE", token: INTERNAL_TOKEN }).catch(
+      () => {},
+    );
+  }
+  await s?.close();
+  await fake?.close();
+});
+
+describe("search on the Qdrant adapter", () => {
+  it("finds paraphrases across two knowledge bases with the same scores semantics", async () => {
+    const r = await call<SearchResult[]>(s.url, "/v1/rag/search", {
+      token: KEY,
+      body: {
+        knowledgeIds: ["kb_handbook", "kb_science"],
+        text: "How do green plants make food from light?",
+        minSimilarity: 0.6,
+      },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.data?.[0]).toMatchObject({ knowledgeId: "kb_science", docsId: "photosynthesis", source: "vector" });
+    expect(r.body.data?.every((x) => x.score >= 0.6 && x.score <= 1)).toBe(true);
+    const unrelated = await call<SearchResult[]>(s.url, "/v1/rag/search", {
+      token: KEY,
+      body: { knowledgeIds: ["kb_handbook", "kb_science"], text: "Which football club won the most championships?" },
+    });
+    expect(unrelated.body.data).toEqual([]);
+  });
+
+  it("answers a batch and reports counts", async () => {
+    const r = await call<{ code: number; data: SearchResult[] | null }[]>(s.url, "/v1/rag/search/batch", {
+      token: KEY,
+      body: {
+        queries: [
+          {
+            knowledgeIds: ["kb_handbook"],
+            text: "Will the company pay me back for my business trip costs?",
+            minSimilarity: 0.6,
+          },
+          { knowledgeIds: ["kb_science"], text: "How do bees produce honey?", minSimilarity: 0.6, maxResults: 1 },
+        ],
+      },
+    });
+    expect(r.body.data?.map((x) => x.data?.[0]?.docsId)).toEqual(["expense-claims", "honeybees"]);
+    const info = await call(s.url, "/internal/v1/knowledge-bases/kb_handbook", {
+      method: "GET",
+      token: INTERNAL_TOKEN,
+    });
+    expect(info.body.data).toEqual({ knowledgeId: "kb_handbook", documents: 6, chunks: 6 });
+  });
+});

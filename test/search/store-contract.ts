@@ -1,0 +1,192 @@
+// The one contract every VectorStore adapter passes (embedded and Qdrant), on small synthetic
+// vectors so the expected scores are known exactly: score = (cos + 1) / 2.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ChunkWithVector,
+  type CollectionInfo,
+  embeddingIdFor,
+  type VectorStore,
+} from "../../services/search/src/store/types.ts";
+
+const DIM = 8;
+
+/** A unit vector along axis i, optionally tilted toward axis j. */
+export function unit(i: number, j?: number, tilt = 0): Float32Array {
+  const v = new Float32Array(DIM);
+  v[i] = 1;
+  if (j !== undefined) v[j] = tilt;
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+}
+
+export function chunk(
+  knowledgeId: string,
+  docsId: string,
+  chunkIndex: number,
+  total: number,
+  vector: Float32Array,
+  text = `${docsId} #${chunkIndex}`,
+): ChunkWithVector {
+  return {
+    vector,
+    record: {
+      embeddingId: embeddingIdFor(knowledgeId, docsId, chunkIndex, text),
+      knowledgeId,
+      docsId,
+      docsName: `${docsId} name`,
+      chunkIndex,
+      totalChunks: total,
+      text,
+      extra: { source: "contract" },
+    },
+  };
+}
+
+const info = (knowledgeId: string, model = "test:model", dimensions = DIM): CollectionInfo => ({
+  knowledgeId,
+  model,
+  dimensions,
+  chunking: { size: 800, overlap: 100 },
+});
+
+export function storeContract(name: string, make: () => Promise<{ store: VectorStore; cleanup: () => Promise<void> }>) {
+  describe(`VectorStore contract: ${name}`, () => {
+    let store: VectorStore;
+    let cleanup: () => Promise<void>;
+    const kb = (s: string) => `kb_contract_${s}`;
+
+    beforeAll(async () => {
+      ({ store, cleanup } = await make());
+    });
+    afterAll(async () => {
+      await store?.close();
+      await cleanup?.();
+    });
+
+    it("creates a collection idempotently and remembers its settings", async () => {
+      expect(await store.getCollection(kb("a"))).toBeUndefined();
+      await store.ensureCollection(info(kb("a")));
+      await store.ensureCollection(info(kb("a")));
+      expect(await store.getCollection(kb("a"))).toEqual(info(kb("a")));
+      expect(await store.stats(kb("a"))).toEqual({ documents: 0, chunks: 0 });
+      expect(await store.stats(kb("never"))).toBeUndefined();
+    });
+
+    it("maps cosine to 0..1 the same way: identical 1, orthogonal 0.5, opposite 0", async () => {
+      await store.ensureCollection(info(kb("score")));
+      const opposite = unit(0).map((x) => -x);
+      await store.replaceDocument(kb("score"), "d", [
+        chunk(kb("score"), "d", 0, 3, unit(0)),
+        chunk(kb("score"), "d", 1, 3, unit(1)),
+        chunk(kb("score"), "d", 2, 3, opposite),
+      ]);
+      const hits = await store.query({ knowledgeIds: [kb("score")], vector: unit(0), limit: 10, minScore: 0 });
+      expect(hits.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2]);
+      expect(hits[0]?.score).toBeCloseTo(1, 4);
+      expect(hits[1]?.score).toBeCloseTo(0.5, 4);
+      expect(hits[2]?.score).toBeCloseTo(0, 4);
+      const tilted = await store.query({ knowledgeIds: [kb("score")], vector: unit(0, 1, 1), limit: 1, minScore: 0 });
+      expect(tilted[0]?.score).toBeCloseTo((Math.SQRT1_2 + 1) / 2, 4);
+    });
+
+    it("stores and returns the chunk payload", async () => {
+      const [hit] = await store.query({ knowledgeIds: [kb("score")], vector: unit(1), limit: 1, minScore: 0 });
+      expect(hit?.record).toEqual(chunk(kb("score"), "d", 1, 3, unit(1)).record);
+    });
+
+    it("orders best first, honours limit and minScore", async () => {
+      await store.ensureCollection(info(kb("rank")));
+      const tilts = [0.1, 0.5, 1, 2, 4];
+      await store.replaceDocument(
+        kb("rank"),
+        "d",
+        tilts.map((t, i) => chunk(kb("rank"), "d", i, tilts.length, unit(0, 1, t))),
+      );
+      const all = await store.query({ knowledgeIds: [kb("rank")], vector: unit(0), limit: 10, minScore: 0 });
+      expect(all.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2, 3, 4]);
+      const two = await store.query({ knowledgeIds: [kb("rank")], vector: unit(0), limit: 2, minScore: 0 });
+      expect(two.map((h) => h.record.chunkIndex)).toEqual([0, 1]);
+      const min = (all[2]?.score as number) - 1e-4;
+      const above = await store.query({ knowledgeIds: [kb("rank")], vector: unit(0), limit: 10, minScore: min });
+      expect(above.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2]);
+    });
+
+    it("replaces a document's chunks without orphans, idempotently", async () => {
+      await store.ensureCollection(info(kb("docs")));
+      const v1 = [0, 1, 2, 3].map((i) => chunk(kb("docs"), "doc", i, 4, unit(i)));
+      await store.replaceDocument(kb("docs"), "doc", v1);
+      await store.replaceDocument(kb("docs"), "doc", v1);
+      await store.replaceDocument(kb("docs"), "other", [chunk(kb("docs"), "other", 0, 1, unit(5))]);
+      expect(await store.stats(kb("docs"))).toEqual({ documents: 2, chunks: 5 });
+      const v2 = [0, 1].map((i) => chunk(kb("docs"), "doc", i, 2, unit(i + 6), `new text ${i}`));
+      await store.replaceDocument(kb("docs"), "doc", v2);
+      expect(await store.stats(kb("docs"))).toEqual({ documents: 2, chunks: 3 });
+      const hits = await store.query({ knowledgeIds: [kb("docs")], vector: unit(2), limit: 10, minScore: 0 });
+      expect(
+        hits
+          .filter((h) => h.record.docsId === "doc")
+          .map((h) => h.record.text)
+          .sort(),
+      ).toEqual(["new text 0", "new text 1"]);
+      await store.replaceDocument(kb("docs"), "doc", []);
+      expect(await store.stats(kb("docs"))).toEqual({ documents: 1, chunks: 1 });
+    });
+
+    it("deletes documents and counts what went", async () => {
+      expect(await store.deleteDocument(kb("docs"), "other")).toBe(1);
+      expect(await store.deleteDocument(kb("docs"), "other")).toBe(0);
+      expect(await store.deleteDocument(kb("never"), "x")).toBe(0);
+      expect(await store.stats(kb("docs"))).toEqual({ documents: 0, chunks: 0 });
+    });
+
+    it("keeps knowledge bases apart and merges them when several are listed", async () => {
+      await store.ensureCollection(info(kb("x")));
+      await store.ensureCollection(info(kb("y")));
+      await store.replaceDocument(kb("x"), "dx", [chunk(kb("x"), "dx", 0, 1, unit(0, 1, 0.2))]);
+      await store.replaceDocument(kb("y"), "dy", [chunk(kb("y"), "dy", 0, 1, unit(0, 1, 0.1))]);
+      const onlyX = await store.query({ knowledgeIds: [kb("x")], vector: unit(0), limit: 10, minScore: 0 });
+      expect(onlyX.map((h) => h.record.knowledgeId)).toEqual([kb("x")]);
+      const both = await store.query({ knowledgeIds: [kb("x"), kb("y")], vector: unit(0), limit: 10, minScore: 0 });
+      expect(both.map((h) => h.record.docsId)).toEqual(["dy", "dx"]);
+      const missing = await store.query({
+        knowledgeIds: [kb("x"), kb("never")],
+        vector: unit(0),
+        limit: 10,
+        minScore: 0,
+      });
+      expect(missing).toHaveLength(1);
+    });
+
+    it("answers a batch of queries in order", async () => {
+      const lists = await store.queryBatch([
+        { knowledgeIds: [kb("score")], vector: unit(1), limit: 1, minScore: 0 },
+        { knowledgeIds: [kb("x"), kb("y")], vector: unit(0), limit: 2, minScore: 0 },
+        { knowledgeIds: [kb("never")], vector: unit(0), limit: 2, minScore: 0 },
+      ]);
+      expect(lists.map((l) => l.map((h) => h.record.docsId))).toEqual([["d"], ["dy", "dx"], []]);
+    });
+
+    it("updates chunking in place but re-creates the collection empty for another model", async () => {
+      await store.ensureCollection({ ...info(kb("x")), chunking: { size: 400, overlap: 50 } });
+      expect((await store.getCollection(kb("x")))?.chunking).toEqual({ size: 400, overlap: 50 });
+      expect((await store.stats(kb("x")))?.chunks).toBe(1);
+      await store.ensureCollection(info(kb("x"), "test:other-model", 4));
+      expect(await store.getCollection(kb("x"))).toEqual(info(kb("x"), "test:other-model", 4));
+      expect(await store.stats(kb("x"))).toEqual({ documents: 0, chunks: 0 });
+    });
+
+    it("rejects vectors of the wrong size", async () => {
+      await expect(
+        store.replaceDocument(kb("y"), "bad", [chunk(kb("y"), "bad", 0, 1, new Float32Array(3))]),
+      ).rejects.toThrow(/dimensions/);
+      await expect(store.replaceDocument(kb("never"), "d", [])).rejects.toThrow(/no collection/);
+    });
+
+    it("drops a collection and everything in it", async () => {
+      expect(await store.dropCollection(kb("y"))).toBe(true);
+      expect(await store.dropCollection(kb("y"))).toBe(false);
+      expect(await store.getCollection(kb("y"))).toBeUndefined();
+      expect(await store.query({ knowledgeIds: [kb("y")], vector: unit(0), limit: 5, minScore: 0 })).toEqual([]);
+    });
+  });
+}
