@@ -13,6 +13,10 @@ export const OFFLINE_FLAGS = [
   "--disable-sync",
   "--disable-default-apps",
   "--disable-dev-shm-usage",
+  // Debian's Chromium still calls update and safe-browsing hosts despite the flags above. All
+  // non-loopback traffic goes to a proxy address where nothing listens, so nothing leaves the
+  // machine; loopback stays direct (Chromium's implicit proxy bypass).
+  "--proxy-server=http://127.0.0.1:9",
 ];
 
 export async function launchChromium(): Promise<Browser> {
