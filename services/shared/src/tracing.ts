@@ -4,6 +4,7 @@
 // but not exported. W3C trace context is the propagator.
 import { type Span, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
 import { NodeSDK } from "@opentelemetry/sdk-node";
+import { NoopSpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 let sdk: NodeSDK | undefined;
 
@@ -15,12 +16,18 @@ export interface TracingHandle {
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): TracingHandle {
   if (sdk || env.OTEL_SDK_DISABLED === "true") return { shutdown: async () => {} };
   if (!env.OTEL_SERVICE_NAME) process.env.OTEL_SERVICE_NAME = serviceName;
-  if (!env.OTEL_TRACES_EXPORTER && !env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
-    process.env.OTEL_TRACES_EXPORTER = "none";
-  }
+  const exporting = Boolean(
+    (env.OTEL_TRACES_EXPORTER && env.OTEL_TRACES_EXPORTER !== "none") ||
+      env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+      env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+  );
   process.env.OTEL_METRICS_EXPORTER ??= "none";
   process.env.OTEL_LOGS_EXPORTER ??= "none";
-  sdk = new NodeSDK({ serviceName });
+  // The SDK registers no tracer provider when nothing exports; a no-op processor keeps real
+  // spans (and so trace ids in logs and traceparent propagation) without exporting them.
+  sdk = exporting
+    ? new NodeSDK({ serviceName })
+    : new NodeSDK({ serviceName, spanProcessors: [new NoopSpanProcessor()] });
   sdk.start();
   const current = sdk;
   return {

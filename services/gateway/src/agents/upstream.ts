@@ -4,7 +4,7 @@
 // traceparent of the current span, and provider statuses mapped to gateway errors
 // (429 → 429, 400/422 → 400, timeout → 504, anything else → 502). Once a stream has started it is
 // never retried: the client already has part of the answer.
-import { context, propagation, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { Agent as Dispatcher, request } from "undici";
 import { GatewayError } from "../errors.ts";
 import { parseSse } from "../http/sse.ts";
@@ -83,7 +83,6 @@ export function mapUpstreamStatus(status: number, text: string, headers: Record<
     );
   }
   if (status === 400 || status === 422) return new GatewayError("upstream_bad_request", { detail });
-  if (status === 408 || status === 504) return new GatewayError("upstream_error", { detail });
   return new GatewayError("upstream_error", { detail });
 }
 
@@ -127,7 +126,7 @@ export class UpstreamClient {
     span.setAttribute("server.address", new URL(call.baseURL).host);
     span.setAttribute("gen_ai.request.model", String(call.body.model));
     return context
-      .with(trace.setSpan(context.active(), span), () => this.attempts(call, span))
+      .with(trace.setSpan(context.active(), span), () => this.attempts(call))
       .then(
         (res) => {
           span.setAttribute("capstan.upstream.attempts", res.attempts);
@@ -142,7 +141,7 @@ export class UpstreamClient {
       );
   }
 
-  private async attempts(call: UpstreamCall, _span: Span): Promise<UpstreamResponse> {
+  private async attempts(call: UpstreamCall): Promise<UpstreamResponse> {
     const { metrics } = this.opts;
     const url = `${call.baseURL.replace(/\/+$/, "")}/chat/completions`;
     const headers: Record<string, string> = {

@@ -184,8 +184,11 @@ export class BrowserPool {
       healthy = true;
       return result;
     } catch (err) {
-      // The task's own errors (timeouts, blocked targets) leave a page whose state is unknown.
-      throw this.translate(err);
+      const error = this.translate(err);
+      // A refused or unreachable target leaves the page idle; a timeout or a crash leaves it in
+      // an unknown state, so it is replaced.
+      healthy = error instanceof ScraperError && !["TIMEOUT", "RENDERER_UNAVAILABLE", "INTERNAL"].includes(error.code);
+      throw error;
     } finally {
       this.inUse--;
       this.opts.onPagesInUse?.(this.inUse);
