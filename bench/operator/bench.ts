@@ -4,10 +4,11 @@
 //   node bench/operator/bench.ts            (CHANNELS=1000 TOTAL=10000 by default)
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import { KubeClient } from "@capstan/shared/kube";
+import { kubeconfigAccess } from "../../operator/src/kube/access.ts";
+import { KubeHttp } from "../../operator/src/kube/http.ts";
 import { startKube } from "../../test/ground/kube.ts";
-import { kubeConfigFrom } from "../../test/operator/helpers.ts";
 
 const CHANNELS = Number(process.env.CHANNELS ?? 1000);
 const TOTAL = Number(process.env.TOTAL ?? 10_000);
@@ -23,10 +24,10 @@ async function pool<T>(items: T[], width: number, fn: (t: T) => Promise<void>): 
   );
 }
 
-async function createChannels(client: KubeClient, from: number, to: number): Promise<void> {
+async function createChannels(client: KubeHttp, from: number, to: number): Promise<void> {
   const names = Array.from({ length: to - from }, (_, k) => `ch-${from + k}`);
   await pool(names, 32, async (name) => {
-    await client.request(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/accesschannels`, {
+    await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/accesschannels`, {
       method: "POST",
       body: {
         apiVersion: "capstan.dev/v1alpha1",
@@ -115,13 +116,13 @@ async function quiesce(op: OperatorHandle): Promise<Stats> {
   return s as Stats;
 }
 
-async function installCrds(client: KubeClient): Promise<void> {
+async function installCrds(client: KubeHttp): Promise<void> {
   const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-  for (const { crd } of allCrds()) await client.request(base, { method: "POST", body: crd });
+  for (const { crd } of allCrds()) await client.json(base, { method: "POST", body: crd });
   for (const { crd } of allCrds()) {
     const name = (crd.metadata as { name: string }).name;
     for (;;) {
-      const got = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>(
+      const got = await client.json<{ status?: { conditions?: { type: string; status: string }[] } }>(
         `${base}/${name}`,
       );
       if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
@@ -130,8 +131,8 @@ async function installCrds(client: KubeClient): Promise<void> {
   }
 }
 
-async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
-  await client.request("/api/v1/namespaces", {
+async function ensureNamespace(client: KubeHttp, name: string): Promise<void> {
+  await client.json("/api/v1/namespaces", {
     method: "POST",
     body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
   });
@@ -139,10 +140,14 @@ async function ensureNamespace(client: KubeClient, name: string): Promise<void> 
 
 const kube = await startKube();
 try {
-  const client = new KubeClient(kubeConfigFrom(kube.kubeconfig));
+  // A pooled client (keep-alive), so creating the objects is not the bottleneck being measured.
+  const client = new KubeHttp(
+    kubeconfigAccess(kube.kubeconfig),
+    createRegistry("bench-client", { defaultMetrics: false }),
+  );
   await installCrds(client);
   await ensureNamespace(client, ns);
-  await client.request(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
+  await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
     method: "POST",
     body: {
       apiVersion: "capstan.dev/v1alpha1",

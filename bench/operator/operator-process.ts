@@ -8,7 +8,13 @@ import { Operator } from "../../operator/src/manager.ts";
 const ns = process.env.BENCH_NAMESPACE as string;
 const config = loadOperatorConfig(
   {},
-  { namespace: ns, watchNamespace: ns, leaderElection: { enabled: false }, resyncSeconds: 0 },
+  {
+    namespace: ns,
+    watchNamespace: ns,
+    leaderElection: { enabled: false },
+    resyncSeconds: 0,
+    ...(process.env.WORKERS ? { maxConcurrentReconciles: Number(process.env.WORKERS) } : {}),
+  },
 );
 const op = new Operator(config, {
   access: kubeconfigAccess(process.env.KUBECONFIG as string),

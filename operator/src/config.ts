@@ -99,7 +99,10 @@ export const operatorConfigSchema = z.object({
   healthPort: z.int().min(0).max(65535).default(8081),
   /** Every cached object is reconciled again this often (0: never). */
   resyncSeconds: z.int().min(0).default(600),
-  maxConcurrentReconciles: z.int().min(1).max(64).default(4),
+  /** Workers per controller: reconciles mostly wait on the API server, so more workers mean more throughput. */
+  maxConcurrentReconciles: z.int().min(1).max(64).default(16),
+  /** KnowledgeBases refreshing at once (each ingestion keeps a worker busy and loads the search service). */
+  knowledgeBaseConcurrency: z.int().min(1).max(16).default(2),
   /** Timeout of one call to the API server. */
   apiTimeoutSeconds: z.int().min(1).max(300).default(30),
 });

@@ -125,11 +125,11 @@ export class Operator {
       scrape: deps.scrape ?? new ClientScrape(outbound),
     };
     const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };
-    const make = (name: string, reconcile: Reconcile) =>
+    const make = (name: string, reconcile: Reconcile, workers = config.maxConcurrentReconciles) =>
       new Controller({
         name,
         reconcile,
-        maxConcurrentReconciles: config.maxConcurrentReconciles,
+        maxConcurrentReconciles: workers,
         metrics,
         logger: this.logger,
       });
@@ -138,7 +138,7 @@ export class Operator {
       searchKey: make("searchkey", searchKeyReconciler(this.context)),
       agent: make("agent", agentReconciler(this.context)),
       scraper: make("scraper", scraperReconciler(this.context)),
-      knowledgeBase: make("knowledgebase", knowledgeBaseReconciler(this.context)),
+      knowledgeBase: make("knowledgebase", knowledgeBaseReconciler(this.context), config.knowledgeBaseConcurrency),
       platform: new Controller({
         name: "dataplane",
         reconcile: platformReconciler(this.context),

@@ -284,7 +284,7 @@ describe("conditions", () => {
   });
 
   it("expiry flips Expired and Ready on time", async () => {
-    const at = new Date(Date.now() + 5000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const at = new Date(Date.now() + 10_000).toISOString().replace(/\.\d{3}Z$/, "Z");
     await create(client, {
       apiVersion: CAP,
       kind: "AccessChannel",
@@ -362,7 +362,7 @@ describe("rotation", () => {
       apiVersion: CAP,
       kind: "SearchKey",
       metadata: { name: "rotating", namespace: ns },
-      spec: { keyName: "Rotating", knowledgeIds: ["kb_product_docs"], rotation: { every: "8s", overlap: "3s" } },
+      spec: { keyName: "Rotating", knowledgeIds: ["kb_product_docs"], rotation: { every: "12s", overlap: "3s" } },
     });
     const first = await whenCondition(client, "SearchKey", ns, "rotating", "Ready", "True");
     const h1 = first.status?.keyHash as string;
