@@ -6,8 +6,7 @@ import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import { kubeconfigAccess } from "../../operator/src/kube/access.ts";
-import { KubeHttp } from "../../operator/src/kube/http.ts";
+import { KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
 import { startKube } from "../../test/ground/kube.ts";
 
 const CHANNELS = Number(process.env.CHANNELS ?? 1000);

@@ -1,8 +1,8 @@
 // The operator under benchmark, alone in its own process so its RSS is its own. Driven by
 // bench.ts over IPC: "stats" answers counts, "resync" re-delivers every cached object.
 import { createLogger, createRegistry } from "@capstan/shared";
+import { kubeconfigAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "../../operator/src/config.ts";
-import { kubeconfigAccess } from "../../operator/src/kube/access.ts";
 import { Operator } from "../../operator/src/manager.ts";
 
 const ns = process.env.BENCH_NAMESPACE as string;

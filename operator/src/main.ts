@@ -1,8 +1,8 @@
 // Starts the operator from its config file and environment; SIGTERM finishes in-flight
 // reconciles and releases the Lease so a standby takes over at once.
 import { ConfigError } from "@capstan/shared";
+import { loadKubeAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "./config.ts";
-import { loadKubeAccess } from "./kube/access.ts";
 import { Operator } from "./manager.ts";
 import { buildHealthApp, buildMetricsApp } from "./server.ts";
 

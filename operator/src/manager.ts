@@ -4,18 +4,17 @@
 // instance runs the controllers. Caches run on every instance so a standby takes over warm.
 import { createLogger, createRegistry, type Logger, outboundMetrics, type Registry } from "@capstan/shared";
 import { knowledgeIdOf } from "@capstan/shared/api";
+import type { KubeAccess } from "@capstan/shared/kube";
+import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
 import { searchInternalUrl } from "./config.ts";
 import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
 import { ClientScrape, type Scrape } from "./ingest/scrape.ts";
 import { type SearchDocuments, TokenSearchDocuments } from "./ingest/search-documents.ts";
-import type { KubeAccess } from "./kube/access.ts";
 import { ObjectClient } from "./kube/client.ts";
 import { EventRecorder } from "./kube/events.ts";
-import { KubeHttp } from "./kube/http.ts";
 import { Informer, stripManagedFields } from "./kube/informer.ts";
-import { DEPLOYMENT, type KubeObject, SECRET, SERVICE } from "./kube/objects.ts";
 import { LeaderElector } from "./leader/lease.ts";
 import { accessChannelReconciler } from "./reconcilers/access-channel.ts";
 import { agentReconciler } from "./reconcilers/agent.ts";

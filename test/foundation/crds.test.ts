@@ -1,12 +1,12 @@
 // The generated CRDs on a real kube-apiserver: every example is accepted, and the API server
 // itself (structural schema + CEL) rejects invalid objects with its own messages.
 import { API_VERSION, KINDS, type KindName } from "@capstan/shared/api";
-import { collectionPath, KubeApiError, type KubeClient } from "@capstan/shared/kube";
+import { collectionPath, KubeApiError, type KubeHttp } from "@capstan/shared/kube";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
 
 const NS = "crd-validation";
-let client: KubeClient;
+let client: KubeHttp;
 
 beforeAll(async () => {
   client = harnessKubeClient();
@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 
 function create(kind: KindName, name: string, spec: unknown, namespace = NS) {
-  return client.request(collectionPath(API_VERSION, KINDS[kind].plural, namespace), {
+  return client.json(collectionPath(API_VERSION, KINDS[kind].plural, namespace), {
     method: "POST",
     query: { fieldValidation: "Strict" },
     body: { apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec },
@@ -39,17 +39,17 @@ describe("CRDs on a real API server", () => {
     const examples = rawExamples();
     expect(new Set(examples.map((o) => o.kind))).toEqual(new Set([...Object.keys(KINDS), "Namespace"]));
     for (const obj of examples.filter((o) => o.kind !== "Namespace")) {
-      await client.request(collectionPath(API_VERSION, KINDS[obj.kind as KindName].plural, obj.metadata.namespace), {
+      await client.json(collectionPath(API_VERSION, KINDS[obj.kind as KindName].plural, obj.metadata.namespace), {
         method: "POST",
         query: { fieldValidation: "Strict" },
         body: obj,
       });
     }
-    const channel = await client.request<{ spec: { qpm: number; keepHistory: boolean } }>(
+    const channel = await client.json<{ spec: { qpm: number; keepHistory: boolean } }>(
       `${collectionPath(API_VERSION, "accesschannels", "capstan-demo")}/website-chat`,
     );
     expect(channel.spec.qpm).toBe(100);
-    const scraper = await client.request<{
+    const scraper = await client.json<{
       spec: { port: number; client: { timeoutSeconds: number; maxRetries: number } };
     }>(`${collectionPath(API_VERSION, "scrapers", "capstan-demo")}/web`);
     expect(scraper.spec.port).toBe(3002); // defaulted by the API server
@@ -58,7 +58,7 @@ describe("CRDs on a real API server", () => {
 
   it("defaults qpm to 100 when absent", async () => {
     await create("AccessChannel", "defaults", { channelName: "x", agentRef: { name: "a" } });
-    const got = await client.request<{ spec: { qpm: number; keepHistory: boolean } }>(
+    const got = await client.json<{ spec: { qpm: number; keepHistory: boolean } }>(
       `${collectionPath(API_VERSION, "accesschannels", NS)}/defaults`,
     );
     expect(got.spec).toMatchObject({ qpm: 100, keepHistory: false });

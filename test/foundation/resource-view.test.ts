@@ -1,17 +1,15 @@
 // The data plane's read-only view fed by a real API server: it lists, follows changes (spec and
 // status), and keeps its last state through an API server restart, then resumes by itself.
-import { readFileSync } from "node:fs";
 import { API_VERSION } from "@capstan/shared/api";
-import { collectionPath, KubeClient } from "@capstan/shared/kube";
+import { collectionPath, type KubeHttp } from "@capstan/shared/kube";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
-import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KubeControlPlane, startKube } from "../ground/kube.ts";
-import { ensureNamespace, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, installCrds, kubeHttpFrom } from "../ground/kube-client.ts";
 
 const NS = "view";
 let kube: KubeControlPlane;
-let client: KubeClient;
+let client: KubeHttp;
 let view: ResourceView;
 let source: KubeSource;
 
@@ -28,12 +26,10 @@ const channels = () => collectionPath(API_VERSION, "accesschannels", NS);
 beforeAll(async () => {
   // A private control plane: this test restarts its API server.
   kube = await startKube();
-  const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(kube.kubeconfig, "utf8"));
-  client = new KubeClient(kc);
+  client = kubeHttpFrom(kube.kubeconfig);
   await installCrds(client);
   await ensureNamespace(client, NS);
-  await client.request(channels(), {
+  await client.json(channels(), {
     method: "POST",
     body: {
       apiVersion: API_VERSION,
@@ -43,7 +39,7 @@ beforeAll(async () => {
     },
   });
   view = new ResourceView();
-  source = new KubeSource(view, kc, { kinds: ["AccessChannel", "Agent"] });
+  source = new KubeSource(view, client, { kinds: ["AccessChannel", "Agent"] });
   await source.start();
 });
 
@@ -59,7 +55,7 @@ describe("KubeSource", () => {
   });
 
   it("follows creates, status updates and deletes", async () => {
-    await client.request(channels(), {
+    await client.json(channels(), {
       method: "POST",
       body: {
         apiVersion: API_VERSION,
@@ -71,14 +67,14 @@ describe("KubeSource", () => {
     await until(() => view.get("AccessChannel", NS, "second")?.spec.qpm === 7, "the created channel");
 
     const hash = `sha256:${"a".repeat(64)}`;
-    await client.request(`${channels()}/second/status`, {
+    await client.json(`${channels()}/second/status`, {
       method: "PATCH",
       contentType: "application/merge-patch+json",
       body: { status: { keyHash: hash } },
     });
     await until(() => view.get("AccessChannel", NS, "second")?.status?.keyHash === hash, "the status update");
 
-    await client.request(`${channels()}/second`, { method: "DELETE" });
+    await client.json(`${channels()}/second`, { method: "DELETE" });
     await until(() => view.get("AccessChannel", NS, "second") === undefined, "the delete");
   });
 
@@ -87,7 +83,7 @@ describe("KubeSource", () => {
     // While the API server is down the view still answers from memory.
     expect(view.get("AccessChannel", NS, "first")?.spec.channelName).toBe("First");
     await restarted;
-    await client.request(channels(), {
+    await client.json(channels(), {
       method: "POST",
       body: {
         apiVersion: API_VERSION,

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateKey, hashKey } from "@capstan/shared";
-import type { KubeClient } from "@capstan/shared/kube";
+import type { KubeHttp } from "@capstan/shared/kube";
 import OpenAI from "openai";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
@@ -112,16 +112,16 @@ describe("standalone process", () => {
 
 describe("cluster mode (real kube-apiserver)", () => {
   it("learns channels and agents from a read-only watch and follows changes (expiry → 401)", async () => {
-    const kube: KubeClient = harnessKubeClient();
+    const kube: KubeHttp = harnessKubeClient();
     await installCrds(kube);
     const ns = `gw-${Date.now().toString(36)}`;
     await ensureNamespace(kube, ns);
     const base = `/apis/capstan.dev/v1alpha1/namespaces/${ns}`;
-    await kube.request(`${base}/agents`, {
+    await kube.json(`${base}/agents`, {
       method: "POST",
       body: { apiVersion: "capstan.dev/v1alpha1", kind: "Agent", metadata: { name: "offline" }, spec: {} },
     });
-    await kube.request(`${base}/accesschannels`, {
+    await kube.json(`${base}/accesschannels`, {
       method: "POST",
       body: {
         apiVersion: "capstan.dev/v1alpha1",
@@ -133,8 +133,8 @@ describe("cluster mode (real kube-apiserver)", () => {
     // The operator would publish the key's hash in status; here the test does.
     const key = generateKey("chat");
     const setStatus = async (status: Record<string, unknown>) => {
-      const current = await kube.request<Record<string, unknown>>(`${base}/accesschannels/web`);
-      await kube.request(`${base}/accesschannels/web/status`, { method: "PUT", body: { ...current, status } });
+      const current = await kube.json<Record<string, unknown>>(`${base}/accesschannels/web`);
+      await kube.json(`${base}/accesschannels/web/status`, { method: "PUT", body: { ...current, status } });
     };
     await setStatus({ keyHash: hashKey(key) });
 

@@ -1,33 +1,37 @@
-// Test helpers over the shared KubeClient: a client for the harness API server, CRD install,
+// Test helpers over the shared KubeHttp: a client for the harness API server, CRD install,
 // and apply of the YAML files in examples/.
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import { KubeApiError, KubeClient } from "@capstan/shared/kube";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeApiError, KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
 import { inject } from "vitest";
 import { parseAllDocuments } from "yaml";
 
-export function harnessKubeClient(): KubeClient {
+/** A client of the API server behind an admin kubeconfig file. */
+export function kubeHttpFrom(kubeconfig: string): KubeHttp {
+  return new KubeHttp(kubeconfigAccess(kubeconfig), createRegistry("test", { defaultMetrics: false }));
+}
+
+/** A client of the shared test API server (admin). */
+export function harnessKubeClient(): KubeHttp {
   const path = inject("kubeconfig");
   if (!path)
     throw new Error("the test API server is not running: build it with `bash test/scripts/build-kube-binaries.sh`");
-  const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(path, "utf8"));
-  return new KubeClient(kc);
+  return kubeHttpFrom(path);
 }
 
 /** Creates or replaces every generated CRD and waits until each is Established. */
-export async function installCrds(client: KubeClient): Promise<void> {
+export async function installCrds(client: KubeHttp): Promise<void> {
   const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   for (const { crd } of allCrds()) {
     const name = (crd.metadata as { name: string }).name;
     try {
-      await client.request(base, { method: "POST", body: crd });
+      await client.json(base, { method: "POST", body: crd });
     } catch (err) {
       if (!(err instanceof KubeApiError) || err.status !== 409) throw err;
-      const current = await client.request<{ metadata: { resourceVersion: string } }>(`${base}/${name}`);
-      await client.request(`${base}/${name}`, {
+      const current = await client.json<{ metadata: { resourceVersion: string } }>(`${base}/${name}`);
+      await client.json(`${base}/${name}`, {
         method: "PUT",
         body: { ...crd, metadata: { ...(crd.metadata as object), resourceVersion: current.metadata.resourceVersion } },
       });
@@ -37,7 +41,7 @@ export async function installCrds(client: KubeClient): Promise<void> {
     const name = (crd.metadata as { name: string }).name;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const got = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>(
+      const got = await client.json<{ status?: { conditions?: { type: string; status: string }[] } }>(
         `${base}/${name}`,
       );
       if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
@@ -47,9 +51,9 @@ export async function installCrds(client: KubeClient): Promise<void> {
   }
 }
 
-export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+export async function ensureNamespace(client: KubeHttp, name: string): Promise<void> {
   try {
-    await client.request("/api/v1/namespaces", {
+    await client.json("/api/v1/namespaces", {
       method: "POST",
       body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
     });

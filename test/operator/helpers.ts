@@ -1,24 +1,15 @@
 // Helpers of the operator's integration tests: an operator bound to one namespace of a real API
 // server, polling, object creation, and an in-memory stand-in for the search service's documents
 // API at the interface level (used where the real search service is not started).
-import { readFileSync } from "node:fs";
 import { createLogger, createRegistry } from "@capstan/shared";
-import { KubeApiError, type KubeClient } from "@capstan/shared/kube";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeApiError, type KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
 import type {
   DocumentInput,
   KnowledgeBaseSettings,
   SearchDocuments,
 } from "../../operator/src/ingest/search-documents.ts";
-import { kubeconfigAccess } from "../../operator/src/kube/access.ts";
 import { Operator, type OperatorDeps } from "../../operator/src/manager.ts";
-
-export function kubeConfigFrom(path: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(path, "utf8"));
-  return kc;
-}
 
 export function startOperatorFor(
   kubeconfig: string,
@@ -104,48 +95,48 @@ export function pathOf(apiVersion: string, kind: string, namespace: string, name
   return `${base}/namespaces/${namespace}/${PLURAL[kind]}${name ? `/${name}` : ""}`;
 }
 
-export async function create(client: KubeClient, obj: Obj): Promise<Obj> {
-  return client.request<Obj>(pathOf(obj.apiVersion, obj.kind, obj.metadata.namespace as string), {
+export async function create(client: KubeHttp, obj: Obj): Promise<Obj> {
+  return client.json<Obj>(pathOf(obj.apiVersion, obj.kind, obj.metadata.namespace as string), {
     method: "POST",
     body: obj,
   });
 }
 
 export async function get(
-  client: KubeClient,
+  client: KubeHttp,
   apiVersion: string,
   kind: string,
   ns: string,
   name: string,
 ): Promise<Obj | undefined> {
   try {
-    return await client.request<Obj>(pathOf(apiVersion, kind, ns, name));
+    return await client.json<Obj>(pathOf(apiVersion, kind, ns, name));
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) return undefined;
     throw err;
   }
 }
 
-export async function list(client: KubeClient, apiVersion: string, kind: string, ns: string): Promise<Obj[]> {
-  return (await client.request<{ items: Obj[] }>(pathOf(apiVersion, kind, ns))).items;
+export async function list(client: KubeHttp, apiVersion: string, kind: string, ns: string): Promise<Obj[]> {
+  return (await client.json<{ items: Obj[] }>(pathOf(apiVersion, kind, ns))).items;
 }
 
 export async function remove(
-  client: KubeClient,
+  client: KubeHttp,
   apiVersion: string,
   kind: string,
   ns: string,
   name: string,
 ): Promise<void> {
-  await client.request(pathOf(apiVersion, kind, ns, name), { method: "DELETE" });
+  await client.json(pathOf(apiVersion, kind, ns, name), { method: "DELETE" });
 }
 
 export async function patch(
-  client: KubeClient,
+  client: KubeHttp,
   obj: { apiVersion: string; kind: string; ns: string; name: string },
   body: unknown,
 ): Promise<Obj> {
-  return client.request<Obj>(pathOf(obj.apiVersion, obj.kind, obj.ns, obj.name), {
+  return client.json<Obj>(pathOf(obj.apiVersion, obj.kind, obj.ns, obj.name), {
     method: "PATCH",
     body,
     contentType: "application/merge-patch+json",
@@ -159,7 +150,7 @@ export function condition(obj: Obj | undefined, type: string) {
 }
 
 export async function whenCondition(
-  client: KubeClient,
+  client: KubeHttp,
   kind: string,
   ns: string,
   name: string,

@@ -4,7 +4,7 @@
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { parseResource } from "@capstan/shared/api";
 import { SearchClient } from "@capstan/shared/clients/search-client";
-import type { KubeClient } from "@capstan/shared/kube";
+import type { KubeHttp } from "@capstan/shared/kube";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
@@ -13,7 +13,7 @@ import { CAP, condition, create, eventually, get, patch, remove, startOperatorFo
 
 const ns = `ingest-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "operator-ingestion-test-token-0123456789";
-let client: KubeClient;
+let client: KubeHttp;
 let operator: Operator;
 let search: Awaited<ReturnType<typeof buildSearch>>;
 let searchClient: SearchClient;

@@ -3,7 +3,7 @@
 // flip conditions, rotation overlaps, finalizers clean up, and a restart or a resync writes nothing.
 import { createHash } from "node:crypto";
 import { hasValidChecksum } from "@capstan/shared";
-import type { KubeClient } from "@capstan/shared/kube";
+import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
@@ -24,7 +24,7 @@ import {
 } from "./helpers.ts";
 
 const ns = `op-${process.pid}-${Date.now().toString(36)}`;
-let client: KubeClient;
+let client: KubeHttp;
 let operator: Operator;
 const search = new InMemorySearchDocuments();
 const overrides = { redis: { url: "redis://redis.example:6379" }, qdrant: { url: "http://qdrant.example:6333" } };

@@ -4,8 +4,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createLogger, createRegistry } from "@capstan/shared";
-import { KubeApiError, KubeClient } from "@capstan/shared/kube";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeApiError, KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadOperatorConfig } from "../../operator/src/config.ts";
@@ -16,14 +15,14 @@ import { CAP, create, InMemorySearchDocuments, type Obj, whenCondition } from ".
 const ns = `rbac-${process.pid}-${Date.now().toString(36)}`;
 const rbacDir = fileURLToPath(new URL("../../charts/capstan/files/rbac/", import.meta.url));
 const rules = (f: string) => parse(readFileSync(rbacDir + f, "utf8"));
-let admin: KubeClient;
+let admin: KubeHttp;
 let operator: Operator | undefined;
 
-async function serviceAccountClient(name: string, clusterRules: unknown, nsRules?: unknown): Promise<KubeClient> {
+async function serviceAccountClient(name: string, clusterRules: unknown, nsRules?: unknown): Promise<KubeHttp> {
   await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } } as Obj);
   const subject = [{ kind: "ServiceAccount", name, namespace: ns }];
   const roleName = `${ns}-${name}`;
-  await admin.request("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+  await admin.json("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
     method: "POST",
     body: {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -32,7 +31,7 @@ async function serviceAccountClient(name: string, clusterRules: unknown, nsRules
       rules: clusterRules,
     },
   });
-  await admin.request("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+  await admin.json("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
     method: "POST",
     body: {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -43,11 +42,11 @@ async function serviceAccountClient(name: string, clusterRules: unknown, nsRules
     },
   });
   if (nsRules) {
-    await admin.request(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+    await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
       method: "POST",
       body: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name }, rules: nsRules },
     });
-    await admin.request(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+    await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
       method: "POST",
       body: {
         apiVersion: "rbac.authorization.k8s.io/v1",
@@ -58,23 +57,13 @@ async function serviceAccountClient(name: string, clusterRules: unknown, nsRules
       },
     });
   }
-  const tr = await admin.request<{ status: { token: string } }>(
-    `/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`,
-    {
-      method: "POST",
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-    },
-  );
-  const adminKc = admin.config;
-  const cluster = adminKc.getCurrentCluster();
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "c", server: cluster?.server as string, caData: cluster?.caData }],
-    users: [{ name, token: tr.status.token }],
-    contexts: [{ name: "c", cluster: "c", user: name, namespace: ns }],
-    currentContext: "c",
+  const tr = await admin.json<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`, {
+    method: "POST",
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
   });
-  return new KubeClient(kc);
+  // The admin's server and CA, the ServiceAccount's token: no client certificate.
+  const access = { server: admin.access.server, ca: admin.access.ca, token: () => tr.status.token, namespace: ns };
+  return new KubeHttp(access, createRegistry(`sa-${name}`, { defaultMetrics: false }));
 }
 
 beforeAll(async () => {
@@ -99,11 +88,7 @@ describe("RBAC from charts/capstan/files/rbac", () => {
       { namespace: ns, watchNamespace: ns, instanceId: "rbac-test", leaderElection: { enabled: true } },
     );
     operator = new Operator(config, {
-      access: {
-        server: sa.config.getCurrentCluster()?.server as string,
-        ca: Buffer.from(sa.config.getCurrentCluster()?.caData as string, "base64"),
-        token: () => sa.config.getCurrentUser()?.token,
-      },
+      access: sa.access,
       registry: createRegistry("capstan-operator-rbac", { defaultMetrics: false }),
       logger: createLogger({ name: "operator-rbac", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
       search: new InMemorySearchDocuments(),
@@ -125,11 +110,11 @@ describe("RBAC from charts/capstan/files/rbac", () => {
   it("the data plane can read the five kinds and nothing else", async () => {
     const dp = await serviceAccountClient("capstan-data-plane", rules("data-plane-rules.yaml"));
     for (const plural of ["agents", "accesschannels", "searchkeys", "knowledgebases", "scrapers"]) {
-      await expect(dp.request(`/apis/${CAP}/namespaces/${ns}/${plural}`)).resolves.toBeDefined();
+      await expect(dp.json(`/apis/${CAP}/namespaces/${ns}/${plural}`)).resolves.toBeDefined();
     }
     const denied = async (path: string, method: "GET" | "POST" = "GET") => {
       try {
-        await dp.request(path, {
+        await dp.json(path, {
           method,
           ...(method === "POST" ? { body: { apiVersion: CAP, kind: "Agent", metadata: { name: "x" }, spec: {} } } : {}),
         });

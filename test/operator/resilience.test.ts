@@ -1,23 +1,13 @@
 // Leader election and API-server restarts, on a private control plane (this file restarts it).
-import { KubeClient } from "@capstan/shared/kube";
+import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { type KubeControlPlane, startKube } from "../ground/kube.ts";
-import { ensureNamespace, installCrds } from "../ground/kube-client.ts";
-import {
-  CAP,
-  create,
-  eventually,
-  get,
-  kubeConfigFrom,
-  type Obj,
-  patch,
-  startOperatorFor,
-  whenCondition,
-} from "./helpers.ts";
+import { ensureNamespace, installCrds, kubeHttpFrom } from "../ground/kube-client.ts";
+import { CAP, create, eventually, get, type Obj, patch, startOperatorFor, whenCondition } from "./helpers.ts";
 
 let kube: KubeControlPlane;
-let client: KubeClient;
+let client: KubeHttp;
 const ns = "resilience";
 const running: Operator[] = [];
 
@@ -43,7 +33,7 @@ const channel = (name: string): Obj => ({
 
 beforeAll(async () => {
   kube = await startKube();
-  client = new KubeClient(kubeConfigFrom(kube.kubeconfig));
+  client = kubeHttpFrom(kube.kubeconfig);
   await installCrds(client);
   await ensureNamespace(client, ns);
   await create(client, {
@@ -94,7 +84,7 @@ describe("leader election", () => {
   it("a candidate waits out a lease its holder stopped renewing, then takes it", async () => {
     const l = (await get(client, "coordination.k8s.io/v1", "Lease", ns, "capstan-operator")) as Obj;
     const now = new Date().toISOString().replace("Z", "000Z");
-    await client.request(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/capstan-operator`, {
+    await client.json(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/capstan-operator`, {
       method: "PUT",
       body: {
         ...l,

@@ -26,7 +26,7 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
 }
 
 async function setKeyStatus(name: string, status: Record<string, unknown>): Promise<void> {
-  await client.request(`${API}/searchkeys/${name}/status`, {
+  await client.json(`${API}/searchkeys/${name}/status`, {
     method: "PATCH",
     contentType: "application/merge-patch+json",
     body: { status },
@@ -39,11 +39,11 @@ const status = async (token: string) => (await call(url, "/v1/rag/search", { tok
 beforeAll(async () => {
   await installCrds(client);
   await ensureNamespace(client, NS);
-  await client.request(`${API}/knowledgebases`, {
+  await client.json(`${API}/knowledgebases`, {
     method: "POST",
     body: { apiVersion: "capstan.dev/v1alpha1", kind: "KnowledgeBase", metadata: { name: "handbook" }, spec: {} },
   });
-  await client.request(`${API}/searchkeys`, {
+  await client.json(`${API}/searchkeys`, {
     method: "POST",
     body: {
       apiVersion: "capstan.dev/v1alpha1",
@@ -55,7 +55,7 @@ beforeAll(async () => {
   await setKeyStatus("reader", { keyHash: hashKey("kube-key-one") });
 
   const view = new ResourceView();
-  source = new KubeSource(view, client.config, { namespace: NS, kinds: ["SearchKey", "KnowledgeBase"] });
+  source = new KubeSource(view, client, { namespace: NS, kinds: ["SearchKey", "KnowledgeBase"] });
   await source.start();
   app = await buildApp(
     { internalToken: INTERNAL_TOKEN, logLevel: "warn" },
@@ -68,7 +68,7 @@ beforeAll(async () => {
 afterAll(async () => {
   source?.stop();
   await app?.close();
-  await client.request(`/api/v1/namespaces/${NS}`, { method: "DELETE" }).catch(() => {});
+  await client.json(`/api/v1/namespaces/${NS}`, { method: "DELETE" }).catch(() => {});
 });
 
 describe("search with resources from the API server", () => {
@@ -94,7 +94,7 @@ describe("search with resources from the API server", () => {
   });
 
   it("narrows the scope and revokes the key when the resource changes or goes", async () => {
-    await client.request(`${API}/knowledgebases`, {
+    await client.json(`${API}/knowledgebases`, {
       method: "POST",
       body: { apiVersion: "capstan.dev/v1alpha1", kind: "KnowledgeBase", metadata: { name: "payroll" }, spec: {} },
     });
@@ -110,7 +110,7 @@ describe("search with resources from the API server", () => {
       body: { ...body, knowledgeIds: ["kb_payroll"] },
     });
     expect(outside.status).toBe(400);
-    await client.request(`${API}/searchkeys/reader`, { method: "DELETE" });
+    await client.json(`${API}/searchkeys/reader`, { method: "DELETE" });
     await until("the deleted key to be refused", async () => (await status("kube-key-two")) === 401);
   });
 });

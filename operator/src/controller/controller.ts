@@ -3,8 +3,8 @@
 // the key with per-key exponential backoff, a result with requeueAfter re-queues it after that
 // delay, success forgets its failures. A key is never reconciled by two workers at once.
 import type { Logger } from "@capstan/shared";
+import { controllerOf, type KubeObject, objectKey } from "@capstan/shared/kube";
 import type { Informer } from "../kube/informer.ts";
-import { controllerOf, type KubeObject, objectKey } from "../kube/objects.ts";
 import { type QueueMetrics, WorkQueue } from "../workqueue/queue.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "../workqueue/rate-limiter.ts";
 import type { ControllerMetrics } from "./metrics.ts";

@@ -1,8 +1,7 @@
 // Typed reads and writes over KubeHttp: get, create, server-side apply (one field manager,
 // forced, as controller-runtime's client.Apply), status apply through the status subresource,
 // JSON merge patch (finalizers, with optimistic locking) and delete.
-import { isStatus, type KubeHttp } from "./http.ts";
-import { type KubeObject, type ResourceType, resourcePath } from "./objects.ts";
+import { isStatus, type KubeHttp, type KubeObject, type ResourceType, resourcePath } from "@capstan/shared/kube";
 
 export const FIELD_MANAGER = "capstan-operator";
 

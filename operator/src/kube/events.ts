@@ -4,8 +4,8 @@
 // at most a few are sent at once and a burst beyond the backlog is dropped (client-go's broadcaster
 // drops too), so 10,000 new objects do not mean 10,000 requests in flight.
 import type { Logger } from "@capstan/shared";
+import { EVENT, type KubeObject, resourcePath } from "@capstan/shared/kube";
 import type { ObjectClient } from "./client.ts";
-import { EVENT, type KubeObject, resourcePath } from "./objects.ts";
 
 export type EventType = "Normal" | "Warning";
 

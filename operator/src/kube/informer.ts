@@ -3,9 +3,15 @@
 // the adds, updates and deletes it implies; a periodic resync re-delivers every object as an
 // update (client-go semantics) so level-triggered reconcilers converge even after a missed event.
 import type { Logger } from "@capstan/shared";
-import type { KubeHttp } from "./http.ts";
-import { type KubeObject, objectKey, type ResourceType, resourcePath } from "./objects.ts";
-import { Reflector, type ReflectorOptions } from "./reflector.ts";
+import type { KubeHttp } from "@capstan/shared/kube";
+import {
+  type KubeObject,
+  objectKey,
+  Reflector,
+  type ReflectorOptions,
+  type ResourceType,
+  resourcePath,
+} from "@capstan/shared/kube";
 
 export interface InformerHandlers<T> {
   add?(obj: T): void;

@@ -6,9 +6,8 @@
 // at once. Writes use the Lease's resourceVersion, so two candidates never both win.
 import type { Logger } from "@capstan/shared";
 import { Gauge, type Registry } from "@capstan/shared";
+import { isStatus, type KubeObject, LEASE, resourcePath } from "@capstan/shared/kube";
 import type { ObjectClient } from "../kube/client.ts";
-import { isStatus } from "../kube/http.ts";
-import { type KubeObject, LEASE, resourcePath } from "../kube/objects.ts";
 
 export interface LeaderElectionOptions {
   client: ObjectClient;

@@ -2,10 +2,10 @@
 // its hash, display prefix, expiry and endpoint in status, Ready only with an existing Agent and
 // an unexpired key, and a requeue at the expiry so the Expired condition flips on time.
 import type { AccessChannel } from "@capstan/shared/api";
+import type { KubeObject } from "@capstan/shared/kube";
 import { gatewayUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import type { KubeObject } from "../kube/objects.ts";
 import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
 import { generatedKey, suppliedKey } from "./key-secret.ts";

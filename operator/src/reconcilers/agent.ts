@@ -1,8 +1,8 @@
 // Agent: validates the provider key reference and the knowledge references; Ready when usable.
 import type { Agent } from "@capstan/shared/api";
+import type { KubeObject } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import type { KubeObject } from "../kube/objects.ts";
 import { agentStatus, type SecretCheck } from "../translate/agent.ts";
 import { AGENT, type OperatorContext } from "./context.ts";
 import { missingKnowledgeIds } from "./search-key.ts";

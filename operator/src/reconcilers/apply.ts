@@ -1,6 +1,7 @@
 // Applies desired objects with server-side apply, skipping those the cache shows up to date.
+
+import type { KubeObject, ResourceType } from "@capstan/shared/kube";
 import type { Informer } from "../kube/informer.ts";
-import type { KubeObject, ResourceType } from "../kube/objects.ts";
 import { upToDate } from "../translate/common.ts";
 import type { OperatorContext } from "./context.ts";
 

@@ -2,13 +2,13 @@
 // a logger and a clock. Reconcilers read from the cache and write through the client.
 import type { Logger } from "@capstan/shared";
 import type { AccessChannel, Agent, KnowledgeBase, Scraper, SearchKey } from "@capstan/shared/api";
+import type { KubeObject, ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import type { Scrape } from "../ingest/scrape.ts";
 import type { SearchDocuments } from "../ingest/search-documents.ts";
 import type { ObjectClient } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Informer } from "../kube/informer.ts";
-import type { KubeObject, ResourceType } from "../kube/objects.ts";
 
 export const GROUP_VERSION = "capstan.dev/v1alpha1";
 export const AGENT: ResourceType = { apiVersion: GROUP_VERSION, kind: "Agent", plural: "agents" };

@@ -2,11 +2,10 @@
 // with it), created once and never overwritten except by a rotation; or a user-supplied key
 // the operator only reads and hashes. Plaintext never leaves the Secret except as a hash.
 import { generateKey, type KeyKind } from "@capstan/shared";
+import { controllerRef, isStatus, type KubeObject, type ResourceType, SECRET } from "@capstan/shared/kube";
 import { kubeTime } from "../controller/conditions.ts";
 import type { ObjectClient } from "../kube/client.ts";
-import { isStatus } from "../kube/http.ts";
 import type { Informer } from "../kube/informer.ts";
-import { controllerRef, type KubeObject, type ResourceType, SECRET } from "../kube/objects.ts";
 import { ISSUED_AT, PART_OF } from "../translate/common.ts";
 import type { KeyMaterial } from "../translate/keys.ts";
 

@@ -4,12 +4,12 @@
 // documents API when the spec changes and every refreshInterval; counts and progress in status.
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
+import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
 import type { ScrapeTarget } from "../ingest/scrape.ts";
 import type { DocumentInput } from "../ingest/search-documents.ts";
-import { CONFIG_MAP, type KubeObject } from "../kube/objects.ts";
 import {
   DOCUMENTS_ANNOTATION,
   docsIdFor,

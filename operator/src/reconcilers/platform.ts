@@ -3,10 +3,9 @@
 // One work-queue key, PLATFORM_KEY, enqueued at start and by every event that changes its inputs.
 import { randomBytes } from "node:crypto";
 import type { Agent } from "@capstan/shared/api";
+import { DEPLOYMENT, isStatus, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import { jsonEqual } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { isStatus } from "../kube/http.ts";
-import { DEPLOYMENT, type KubeObject, SECRET, SERVICE } from "../kube/objects.ts";
 import { PART_OF } from "../translate/common.ts";
 import {
   gatewayObjects,

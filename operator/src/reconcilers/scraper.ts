@@ -1,9 +1,9 @@
 // Scraper: its Deployment (scraper + rendering service) and Service, a generated API key when
 // auth is on without a key Secret, and status: endpoint, replicas, ready replicas, config hash.
 import type { Scraper } from "@capstan/shared/api";
+import { DEPLOYMENT, type KubeObject, SERVICE } from "@capstan/shared/kube";
 import { type ConditionInput, compact, findCondition, setConditions } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { DEPLOYMENT, type KubeObject, SERVICE } from "../kube/objects.ts";
 import {
   configHashOf,
   scraperEndpoint,

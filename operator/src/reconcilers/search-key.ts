@@ -3,10 +3,10 @@
 // status.previousKeys until `rotation.overlap` has passed.
 import type { SearchKey } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
+import type { KubeObject } from "@capstan/shared/kube";
 import { searchUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import type { KubeObject } from "../kube/objects.ts";
 import { type KeyMaterial, rotationDue, searchKeyStatus } from "../translate/keys.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { type OperatorContext, SEARCH_KEY } from "./context.ts";

@@ -1,9 +1,10 @@
 // Status writes: only when the computed status differs from the cached one, through the status
 // subresource with server-side apply. A resync that finds nothing new writes nothing.
+
+import type { KubeObject, ResourceType } from "@capstan/shared/kube";
+import { isStatus } from "@capstan/shared/kube";
 import { compact, jsonEqual } from "../controller/conditions.ts";
 import type { ObjectClient } from "../kube/client.ts";
-import { isStatus } from "../kube/http.ts";
-import type { KubeObject, ResourceType } from "../kube/objects.ts";
 
 export async function writeStatus(
   client: ObjectClient,

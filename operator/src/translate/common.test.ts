@@ -1,5 +1,5 @@
+import type { KubeObject } from "@capstan/shared/kube";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../kube/objects.ts";
 import { APPLIED_HASH, isSubset, stableStringify, upToDate, withAppliedHash } from "./common.ts";
 import { parseDuration } from "./duration.ts";
 

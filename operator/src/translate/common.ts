@@ -1,7 +1,7 @@
 // What every object the operator creates carries: labels, the applied-hash annotation that lets a
 // reconcile skip an unchanged apply (zero writes in steady state), and secure pod defaults.
 import { createHash } from "node:crypto";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "@capstan/shared/kube";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "capstan-operator";

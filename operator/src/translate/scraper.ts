@@ -2,8 +2,8 @@
 // two containers picked by SCRAPER_ROLE) and Service. Every variable of the reference's section 8
 // comes from the spec; keys come from Secrets through secretKeyRef, never as literal values.
 import type { Scraper } from "@capstan/shared/api";
+import { controllerRef, type KubeObject } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
-import { controllerRef, type KubeObject } from "../kube/objects.ts";
 import {
   CONFIG_HASH,
   CONTAINER_SECURITY,

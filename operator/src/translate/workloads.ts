@@ -1,7 +1,8 @@
 // Pure translation of the operator's config into the shared data plane: the gateway and search
 // Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
+
+import type { KubeObject } from "@capstan/shared/kube";
 import { GATEWAY_NAME, type OperatorConfig, SEARCH_NAME, searchInternalUrl } from "../config.ts";
-import type { KubeObject } from "../kube/objects.ts";
 import {
   CONFIG_HASH,
   CONTAINER_SECURITY,

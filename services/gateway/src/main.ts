@@ -1,6 +1,7 @@
 // The gateway process: config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
 // or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
-import { ConfigError, createLogger, startTracing } from "@capstan/shared";
+import { ConfigError, createLogger, createRegistry, startTracing } from "@capstan/shared";
+import { KubeHttp, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
@@ -19,6 +20,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ name: "gateway", level: config.logLevel });
   const view = new ResourceView();
+  const registry = createRegistry("gateway");
   let stopSource: () => void;
   if (config.resourcesDirs.length > 0) {
     const source = new FileSource(view, {
@@ -29,15 +31,16 @@ async function main(): Promise<void> {
     stopSource = () => source.stop();
     logger.info({ dirs: config.resourcesDirs }, "resources read from files");
   } else {
-    const { KubeConfig } = await import("@kubernetes/client-node");
-    const kc = new KubeConfig();
-    kc.loadFromDefault();
-    const source = new KubeSource(view, kc, {
+    const kube = new KubeHttp(loadKubeAccess(), registry);
+    const source = new KubeSource(view, kube, {
       ...(config.namespace ? { namespace: config.namespace } : {}),
       kinds: ["AccessChannel", "Agent"],
       onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch error; serving the last state"),
     });
-    stopSource = () => source.stop();
+    stopSource = () => {
+      source.stop();
+      void kube.close();
+    };
     source.start().then(
       () => logger.info({ namespace: config.namespace ?? "(all)" }, "resources synced from the API server"),
       (err: Error) => logger.error({ err: err.message }, "resource watch failed to start"),
@@ -49,7 +52,7 @@ async function main(): Promise<void> {
       ? "QPM limits shared through Redis"
       : "REDIS_URL not set: QPM limits are enforced in process, per replica",
   );
-  const app = buildApp(config, { view, logger });
+  const app = buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
 
   let closing = false;

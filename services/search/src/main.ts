@@ -1,9 +1,9 @@
 // The search process: config from env (and CAPSTAN_SEARCH_CONFIG), the resource view from YAML
 // folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
 
-import { ConfigError, createLogger, startTracing } from "@capstan/shared";
+import { ConfigError, createLogger, createRegistry, startTracing } from "@capstan/shared";
+import { KubeHttp, kubeconfigAccess, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
-import { KubeConfig } from "@kubernetes/client-node";
 import { buildApp } from "./app.ts";
 import { loadSearchConfig } from "./config.ts";
 
@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ name: "search", level: config.logLevel });
   const view = new ResourceView();
+  const registry = createRegistry("search");
   let stopSource: () => void = () => {};
   if (config.resourcesDirs.length > 0) {
     const source = new FileSource(view, {
@@ -31,20 +32,21 @@ async function main(): Promise<void> {
     stopSource = () => source.stop();
     logger.info({ dirs: config.resourcesDirs }, "resources from files");
   } else {
-    const kc = new KubeConfig();
-    if (config.kubeconfig) kc.loadFromFile(config.kubeconfig);
-    else kc.loadFromCluster();
-    const source = new KubeSource(view, kc, {
+    const kube = new KubeHttp(config.kubeconfig ? kubeconfigAccess(config.kubeconfig) : loadKubeAccess(), registry);
+    const source = new KubeSource(view, kube, {
       ...(config.namespace ? { namespace: config.namespace } : {}),
       kinds: ["SearchKey", "KnowledgeBase"],
       onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch"),
     });
     void source.start().then(() => logger.info("resource view synced"));
-    stopSource = () => source.stop();
+    stopSource = () => {
+      source.stop();
+      void kube.close();
+    };
   }
   if (!config.internalToken) logger.warn("CAPSTAN_INTERNAL_TOKEN not set: the internal documents API is disabled");
 
-  const app = await buildApp(config, { view, logger });
+  const app = await buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
 
   const shutdown = async (signal: string) => {

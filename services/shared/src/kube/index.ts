@@ -1,2 +1,4 @@
-export * from "./client.ts";
+export * from "./access.ts";
+export * from "./http.ts";
+export * from "./objects.ts";
 export * from "./reflector.ts";

@@ -2,8 +2,9 @@
 // from a KubeAccess (client certificates, bearer tokens including rotated in-cluster tokens), a
 // timeout on every call and controller-runtime's rest_client metrics. Writes are counted, which
 // the steady-state tests and the benchmark use.
-import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "@capstan/shared";
+
 import { Agent, type Dispatcher, fetch, type Response } from "undici";
+import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "../metrics.ts";
 import type { KubeAccess } from "./access.ts";
 
 export interface JsonRequest {
@@ -32,7 +33,8 @@ export class KubeHttp {
   writes = 0;
   /** Observes every write (method and path, never the body): tests and benchmarks count them. */
   onWrite: ((method: string, path: string) => void) | undefined;
-  private readonly access: KubeAccess;
+  /** Where and as whom this client talks (server, CA, credentials). */
+  readonly access: KubeAccess;
   private readonly dispatcher: Dispatcher;
   private readonly requests: Counter<"code" | "method">;
   private readonly latency: Histogram<"verb">;

@@ -1,4 +1,4 @@
-// Types and helpers for Kubernetes objects as the operator handles them: any object with metadata,
+// Types and helpers for Kubernetes objects as the operator and the data plane handle them: any object with metadata,
 // resource types (group/version/plural), object keys (namespace/name) and owner references.
 
 export interface OwnerReference {
@@ -77,4 +77,9 @@ export function controllerRef(obj: { metadata: { name: string; uid?: string } },
 
 export function controllerOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata.ownerReferences?.find((r) => r.controller);
+}
+
+/** The collection path of a resource by apiVersion and plural, e.g. for the capstan.dev kinds. */
+export function collectionPath(apiVersion: string, plural: string, namespace?: string): string {
+  return resourcePath({ apiVersion, kind: "", plural }, namespace);
 }
