@@ -2,7 +2,7 @@ import { generateKey, hashKey } from "@capstan/shared";
 import { parseResource } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { describe, expect, it } from "vitest";
-import { ChannelDirectory } from "./channels.ts";
+import { ChannelDirectory, keyHashOf } from "./channels.ts";
 import { GatewayError } from "./errors.ts";
 
 function channel(name: string, key: string, spec: Record<string, unknown> = {}, status: Record<string, unknown> = {}) {
@@ -27,6 +27,10 @@ function codeOf(fn: () => unknown): string {
 describe("ChannelDirectory", () => {
   const key = generateKey("chat");
   const now = Date.parse("2026-06-01T00:00:00Z");
+
+  it("hashes keys exactly as hashKey from @capstan/shared does", () => {
+    for (const k of [key, generateKey("chat"), "x", "ünïcode-key"]) expect(keyHashOf(k)).toBe(hashKey(k));
+  });
 
   it("finds the channel of a key by its hash, with the spec defaults", () => {
     const view = new ResourceView();

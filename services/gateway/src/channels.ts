@@ -2,7 +2,8 @@
 // status.keyHash, rebuilt from the read-only ResourceView on every change. Expiry is checked at
 // request time against spec.expiresAt (and status.expiresAt, whichever is earlier), so a key stops
 // working the moment it expires, whether or not the operator has reconciled yet.
-import { bearerToken, hashKey } from "@capstan/shared";
+import { hash } from "node:crypto";
+import { bearerToken } from "@capstan/shared";
 import type { AccessChannel, Agent } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import { GatewayError } from "./errors.ts";
@@ -21,6 +22,22 @@ export interface ResolvedChannel {
   expiresAtMs: number | undefined;
 }
 
+/**
+ * The same value as hashKey() from @capstan/shared (`sha256:<hex>`), with Node's one-shot hash:
+ * no Hash object per request.
+ */
+export function keyHashOf(key: string): string {
+  return `sha256:${hash("sha256", key, "hex")}`;
+}
+
+/** What a request needs of a channel, derived once per channel object (the view replaces objects on change). */
+interface ChannelFacts {
+  id: string;
+  namespace: string;
+  agentName: string;
+  expiresAtMs: number | undefined;
+}
+
 function expiryOf(channel: AccessChannel): number | undefined {
   const times = [channel.spec.expiresAt, channel.status?.expiresAt]
     .filter((t): t is string => typeof t === "string")
@@ -31,6 +48,7 @@ function expiryOf(channel: AccessChannel): number | undefined {
 
 export class ChannelDirectory {
   private byHash = new Map<string, AccessChannel>();
+  private facts = new WeakMap<AccessChannel, ChannelFacts>();
   private readonly view: ResourceView;
   private readonly unsubscribe: () => void;
 
@@ -60,20 +78,30 @@ export class ChannelDirectory {
       if (hash) next.set(hash, channel);
     }
     this.byHash = next;
+    this.facts = new WeakMap();
   }
 
   /** The channel of an Authorization header, or a 401 GatewayError. */
   authenticate(authorization: string | string[] | undefined, now: number): ResolvedChannel {
     const key = bearerToken(authorization);
     if (!key) throw new GatewayError("missing_api_key");
-    const channel = this.byHash.get(hashKey(key));
+    const channel = this.byHash.get(keyHashOf(key));
     if (!channel) throw new GatewayError("invalid_api_key");
-    const expiresAtMs = expiryOf(channel);
+    let facts = this.facts.get(channel);
+    if (!facts) {
+      const namespace = channel.metadata.namespace ?? "default";
+      facts = {
+        id: `${namespace}/${channel.metadata.name}`,
+        namespace,
+        agentName: channel.spec.agentRef.name,
+        expiresAtMs: expiryOf(channel),
+      };
+      this.facts.set(channel, facts);
+    }
+    const { id, namespace, agentName, expiresAtMs } = facts;
     if (expiresAtMs !== undefined && now >= expiresAtMs) throw new GatewayError("expired_api_key");
-    const namespace = channel.metadata.namespace ?? "default";
-    const agentName = channel.spec.agentRef.name;
     return {
-      id: `${namespace}/${channel.metadata.name}`,
+      id,
       namespace,
       name: channel.metadata.name,
       channel,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lastUserText, paramOf, parseChatRequest, textOf } from "./chat-request.ts";
+import { chatRequest, isCommonChatRequest, lastUserText, paramOf, parseChatRequest, textOf } from "./chat-request.ts";
 import { GatewayError } from "./errors.ts";
 
 const ok = { model: "m", messages: [{ role: "user", content: "hi" }] };
@@ -50,6 +50,51 @@ describe("parseChatRequest", () => {
 
   it("says which param is wrong in the message", () => {
     expect(() => parseChatRequest({ ...ok, temperature: "hot" })).toThrow(/'temperature'/);
+  });
+});
+
+describe("the fast path for common requests", () => {
+  const common = [
+    ok,
+    { ...ok, stream: true, stream_options: { include_usage: true }, temperature: 0, top_p: 1, max_tokens: 5 },
+    { ...ok, stream: null, temperature: null, n: 2, seed: -3, user: "u", logprobs: false, parallel_tool_calls: true },
+    { ...ok, presence_penalty: -2, frequency_penalty: 2, max_completion_tokens: 9, stream_options: null },
+    {
+      model: "m",
+      messages: [
+        { role: "system", content: "s" },
+        { role: "developer", content: "d", name: "dev" },
+        { role: "user", content: "" },
+        { role: "assistant", content: "a" },
+      ],
+    },
+  ];
+
+  it("takes only bodies the schema returns unchanged, and returns what the schema would", () => {
+    for (const body of common) {
+      expect(isCommonChatRequest(body)).toBe(true);
+      expect(parseChatRequest(body)).toEqual(chatRequest.parse(body));
+    }
+  });
+
+  it("leaves everything else to the schema", () => {
+    const others: Record<string, unknown>[] = [
+      { ...ok, some_new_field: 1 },
+      { ...ok, stream_options: { include_usage: true, extra: 1 } },
+      { ...ok, temperature: 3 },
+      { ...ok, max_tokens: 1.5 },
+      { ...ok, n: 0 },
+      { ...ok, user: null },
+      { ...ok, model: "" },
+      { model: "m", messages: [] },
+      { model: "m", messages: [{ role: "user", content: "hi", extra: 1 }] },
+      { model: "m", messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }] },
+      { model: "m", messages: [{ role: "tool", content: "x", tool_call_id: "1" }] },
+      { model: "m", messages: [{ role: "user", content: "hi", name: "" }] },
+      { ...ok, constructor: 1 },
+      { ...ok, tools: [] },
+    ];
+    for (const body of others) expect(isCommonChatRequest(body)).toBe(false);
   });
 });
 

@@ -116,11 +116,73 @@ export function paramOf(path: readonly PropertyKey[]): string | null {
   return path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".");
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+const optNullable = (v: unknown, ok: (v: unknown) => boolean) => v === undefined || v === null || ok(v);
+const inRange = (min: number, max: number) => (v: unknown) => typeof v === "number" && v >= min && v <= max;
+const safeInt = (min: number, max: number) => (v: unknown) =>
+  Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+const isBoolean = (v: unknown) => typeof v === "boolean";
+
+/** Top-level fields the fast path checks itself (the same rules as the schema); any other key goes to zod. */
+const FAST_FIELDS: Record<string, (v: unknown) => boolean> = {
+  model: (v) => typeof v === "string" && v.length > 0,
+  messages: (v) => Array.isArray(v) && v.length >= 1 && v.length <= 4096 && v.every(isPlainTextMessage),
+  stream: (v) => optNullable(v, isBoolean),
+  stream_options: (v) =>
+    optNullable(
+      v,
+      (o) =>
+        isObject(o) &&
+        Object.keys(o).every((k) => k === "include_usage") &&
+        (o.include_usage === undefined || typeof o.include_usage === "boolean"),
+    ),
+  temperature: (v) => optNullable(v, inRange(0, 2)),
+  top_p: (v) => optNullable(v, inRange(0, 1)),
+  n: (v) => optNullable(v, safeInt(1, 128)),
+  max_tokens: (v) => optNullable(v, safeInt(1, Number.MAX_SAFE_INTEGER)),
+  max_completion_tokens: (v) => optNullable(v, safeInt(1, Number.MAX_SAFE_INTEGER)),
+  presence_penalty: (v) => optNullable(v, inRange(-2, 2)),
+  frequency_penalty: (v) => optNullable(v, inRange(-2, 2)),
+  logprobs: (v) => optNullable(v, isBoolean),
+  seed: (v) => optNullable(v, safeInt(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)),
+  user: (v) => v === undefined || (typeof v === "string" && v.length <= 512),
+  parallel_tool_calls: (v) => v === undefined || typeof v === "boolean",
+};
+const TEXT_ROLES = new Set(["system", "developer", "user", "assistant"]);
+
+/** {role: system|developer|user|assistant, content: string, name?}: the common message, and nothing else. */
+function isPlainTextMessage(m: unknown): boolean {
+  if (!isObject(m) || typeof m.content !== "string" || !TEXT_ROLES.has(m.role as string)) return false;
+  for (const k in m) {
+    if (k === "role" || k === "content") continue;
+    if (k !== "name") return false;
+    const name = m.name;
+    if (name !== undefined && (typeof name !== "string" || name.length < 1 || name.length > 256)) return false;
+  }
+  return true;
+}
+
+/**
+ * The common request (text messages, the usual sampling fields) checked by hand, without zod:
+ * true only when the schema would accept the body and return it unchanged (no unknown key to
+ * strip, no default to add). Anything else, valid or not, is left to the schema, so its output
+ * and its error messages are the schema's.
+ */
+export function isCommonChatRequest(body: Record<string, unknown>): boolean {
+  if (typeof body.model !== "string" || !Array.isArray(body.messages)) return false;
+  for (const k in body) {
+    const check = FAST_FIELDS[k];
+    if (check === undefined || !Object.hasOwn(FAST_FIELDS, k) || !check(body[k])) return false;
+  }
+  return true;
+}
+
 /** Parses a request body, or throws a 400 naming the first bad param. */
 export function parseChatRequest(body: unknown): ChatRequest {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw new GatewayError("invalid_request", { detail: "The request body must be a JSON object." });
   }
+  if (isCommonChatRequest(body as Record<string, unknown>)) return body as ChatRequest;
   const result = chatRequest.safeParse(body);
   if (result.success) return result.data;
   const issue = deepestIssue(result.error.issues);

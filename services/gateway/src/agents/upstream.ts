@@ -5,10 +5,11 @@
 // (429 → 429, 400/422 → 400, timeout → 504, anything else → 502). Once a stream has started it is
 // never retried: the client already has part of the answer.
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import { Agent as Dispatcher, request } from "undici";
+import { Agent as Dispatcher } from "undici";
 import { GatewayError } from "../errors.ts";
 import { parseSse } from "../http/sse.ts";
 import type { GatewayMetrics } from "../metrics.ts";
+import { tracerOf } from "../tracer.ts";
 
 export interface UpstreamCall {
   baseURL: string;
@@ -59,6 +60,94 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * The abort signal of one attempt: the client going away, or the attempt's timeout (the whole
+ * call, to the last byte). One controller and one timer, cleared as soon as a non-stream answer
+ * is read (AbortSignal.any + AbortSignal.timeout cost a composite signal and a timer that lives
+ * for the full timeout on every request). A stream's stays armed until the stream ends.
+ */
+class AttemptTimeout {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly parent: AbortSignal;
+  private readonly onParentAbort: () => void;
+  aborted = false;
+
+  constructor(parent: AbortSignal, ms: number) {
+    this.parent = parent;
+    this.onParentAbort = () => this.controller.abort(parent.reason);
+    this.timer = setTimeout(() => {
+      this.aborted = true;
+      this.controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+    }, ms);
+    // Like AbortSignal.timeout's, the timer does not keep the process alive.
+    this.timer.unref();
+    if (parent.aborted) this.controller.abort(parent.reason);
+    else parent.addEventListener("abort", this.onParentAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.parent.removeEventListener("abort", this.onParentAbort);
+  }
+}
+
+interface BufferedResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/**
+ * A non-stream call through undici's dispatch API, the body collected in memory: no response
+ * stream (BodyReadable) per call, which is most of what undici's request() costs on top of the
+ * HTTP exchange itself. Same outcomes as request() + body.text(): rejects on connect errors,
+ * timeouts and aborts (with the signal's reason); a non-200 answer whose body breaks off resolves
+ * with the text received so far ("" in practice), as body.text().catch(() => "") did.
+ */
+function bufferedRequest(
+  dispatcher: Dispatcher,
+  opts: Dispatcher.DispatchOptions,
+  signal: AbortSignal,
+): Promise<BufferedResponse> {
+  return new Promise((resolve, reject) => {
+    let controller: { abort(reason: Error): void } | undefined;
+    let statusCode = 0;
+    let headers: BufferedResponse["headers"] = {};
+    const chunks: Buffer[] = [];
+    const onAbort = () => controller?.abort(signal.reason);
+    const settle = () => signal.removeEventListener("abort", onAbort);
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    dispatcher.dispatch(opts, {
+      onRequestStart(c) {
+        controller = c;
+        if (signal.aborted) c.abort(signal.reason);
+      },
+      onResponseStart(_c, status, h) {
+        statusCode = status;
+        headers = h as BufferedResponse["headers"];
+      },
+      onResponseData(_c, chunk) {
+        chunks.push(chunk);
+      },
+      onResponseEnd() {
+        settle();
+        resolve({ statusCode, headers, text: Buffer.concat(chunks).toString("utf8") });
+      },
+      onResponseError(_c, err) {
+        settle();
+        if (statusCode !== 0 && statusCode !== 200) resolve({ statusCode, headers, text: "" });
+        else reject(err);
+      },
+    });
+  });
+}
+
 /** Provider error text, trimmed; never includes our request (which may carry a key). */
 function upstreamMessage(status: number, text: string): string {
   try {
@@ -100,9 +189,17 @@ export interface UpstreamResponse {
   attempts: number;
 }
 
+/** Where a provider's chat completions are, parsed once per base URL (not per request). */
+interface Endpoint {
+  origin: string;
+  path: string;
+  host: string;
+}
+
 export class UpstreamClient {
   private readonly dispatcher: Dispatcher;
   private readonly opts: UpstreamOptions;
+  private readonly endpoints = new Map<string, Endpoint>();
 
   constructor(opts: UpstreamOptions) {
     this.opts = opts;
@@ -120,10 +217,21 @@ export class UpstreamClient {
     return Math.min(this.opts.retryMaxMs, hinted ?? jittered);
   }
 
+  private endpoint(baseURL: string): Endpoint {
+    let e = this.endpoints.get(baseURL);
+    if (!e) {
+      const url = new URL(`${baseURL.replace(/\/+$/, "")}/chat/completions`);
+      e = { origin: url.origin, path: `${url.pathname}${url.search}`, host: url.host };
+      if (this.endpoints.size >= 1024) this.endpoints.clear();
+      this.endpoints.set(baseURL, e);
+    }
+    return e;
+  }
+
   /** One provider call in an "upstream" client span (to the last byte, or to the first for streams). */
   call(call: UpstreamCall): Promise<UpstreamResponse> {
-    const span = trace.getTracer("capstan-gateway").startSpan("upstream", { kind: SpanKind.CLIENT });
-    span.setAttribute("server.address", new URL(call.baseURL).host);
+    const span = tracerOf().startSpan("upstream", { kind: SpanKind.CLIENT });
+    span.setAttribute("server.address", this.endpoint(call.baseURL).host);
     span.setAttribute("gen_ai.request.model", String(call.body.model));
     return context
       .with(trace.setSpan(context.active(), span), () => this.attempts(call))
@@ -143,7 +251,7 @@ export class UpstreamClient {
 
   private async attempts(call: UpstreamCall): Promise<UpstreamResponse> {
     const { metrics } = this.opts;
-    const url = `${call.baseURL.replace(/\/+$/, "")}/chat/completions`;
+    const { origin, path } = this.endpoint(call.baseURL);
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: call.stream ? "text/event-stream" : "application/json",
@@ -155,39 +263,53 @@ export class UpstreamClient {
     for (let attempt = 0; attempt <= call.maxRetries; attempt++) {
       if (attempt > 0) metrics.outbound.retries.inc({ target: "llm" });
       const started = performance.now();
-      const timeout = AbortSignal.timeout(call.timeoutMs);
-      const signal = AbortSignal.any([call.signal, timeout]);
+      const timeout = new AttemptTimeout(call.signal, call.timeoutMs);
       let retryAfter: string | undefined;
       try {
-        const res = await request(url, {
-          method: "POST",
+        const opts = {
+          origin,
+          path,
+          method: "POST" as const,
           headers,
           body: payload,
-          signal,
-          dispatcher: this.dispatcher,
           headersTimeout: call.timeoutMs,
           bodyTimeout: call.timeoutMs,
-        });
-        const resHeaders = headerRecord(res.headers);
-        if (res.statusCode === 200) {
-          if (!call.stream) {
-            const json = (await res.body.json()) as Record<string, unknown>;
+        };
+        let status: number;
+        let resHeaders: Record<string, string>;
+        let text: string;
+        if (!call.stream) {
+          const res = await bufferedRequest(this.dispatcher, opts, timeout.signal);
+          if (res.statusCode === 200) {
+            const json = JSON.parse(res.text) as Record<string, unknown>;
+            timeout.clear();
             const seconds = (performance.now() - started) / 1000;
             metrics.outbound.calls.inc({ target: "llm", outcome: "ok" });
             metrics.outbound.latency.observe({ target: "llm" }, seconds);
             metrics.upstreamLatency.observe({ agent: call.agent, outcome: "ok" }, seconds);
             return { json, attempts: attempt + 1 };
           }
-          metrics.outbound.calls.inc({ target: "llm", outcome: "ok" });
-          return { events: this.events(res.body, call, started, timeout), attempts: attempt + 1 };
+          status = res.statusCode;
+          resHeaders = headerRecord(res.headers);
+          text = res.text;
+        } else {
+          const res = await this.dispatcher.request({ ...opts, signal: timeout.signal });
+          if (res.statusCode === 200) {
+            metrics.outbound.calls.inc({ target: "llm", outcome: "ok" });
+            return { events: this.events(res.body, call, started, timeout), attempts: attempt + 1 };
+          }
+          status = res.statusCode;
+          resHeaders = headerRecord(res.headers);
+          text = await res.body.text().catch(() => "");
         }
-        const text = await res.body.text().catch(() => "");
-        metrics.outbound.calls.inc({ target: "llm", outcome: `http_${res.statusCode}` });
+        timeout.clear();
+        metrics.outbound.calls.inc({ target: "llm", outcome: `http_${status}` });
         metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
-        lastError = mapUpstreamStatus(res.statusCode, text, resHeaders);
-        if (!RETRY_STATUSES.has(res.statusCode)) throw lastError;
+        lastError = mapUpstreamStatus(status, text, resHeaders);
+        if (!RETRY_STATUSES.has(status)) throw lastError;
         retryAfter = resHeaders["retry-after"];
       } catch (err) {
+        timeout.clear();
         if (err instanceof GatewayError) throw err;
         if (call.signal.aborted) throw new ClientGone();
         const timedOut = isTimeout(err) || timeout.aborted;
@@ -206,7 +328,7 @@ export class UpstreamClient {
     body: AsyncIterable<Uint8Array>,
     call: UpstreamCall,
     started: number,
-    timeout: AbortSignal,
+    timeout: AttemptTimeout,
   ): AsyncGenerator<string> {
     let outcome = "ok";
     try {
@@ -223,6 +345,7 @@ export class UpstreamClient {
       if (isTimeout(err) || timeout.aborted) throw new GatewayError("upstream_timeout", { timeoutMs: call.timeoutMs });
       throw new GatewayError("upstream_error", { detail: `stream broken: ${(err as Error).message}` });
     } finally {
+      timeout.clear();
       const seconds = (performance.now() - started) / 1000;
       this.opts.metrics.outbound.latency.observe({ target: "llm" }, seconds);
       this.opts.metrics.upstreamLatency.observe({ agent: call.agent, outcome }, seconds);

@@ -18,6 +18,7 @@ import type { Gateway } from "../app.ts";
 import type { ResolvedChannel } from "../channels.ts";
 import { GatewayError } from "../errors.ts";
 import { type LimitDecision, rateLimitHeaders, retryAfterSeconds } from "../limiter/decision.ts";
+import { tracerOf } from "../tracer.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -27,7 +28,7 @@ declare module "fastify" {
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export const tracerOf = () => trace.getTracer("capstan-gateway");
+export { tracerOf };
 
 /** Runs fn inside the request's trace context (so logs and child spans carry its trace id). */
 export function inRequestContext<T>(req: FastifyRequest, fn: () => T): T {

@@ -3,6 +3,7 @@
 // script reads Redis' own clock (TIME), so replicas with skewed clocks still agree, and Redis runs
 // scripts one at a time, so no two replicas can both take the last slot: at most `limit` requests
 // are accepted in any window, however many replicas share the Redis.
+import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
 import type { LimitDecision } from "./decision.ts";
 
@@ -38,6 +39,7 @@ export class RedisLimiter {
   private readonly instance = Math.random().toString(36).slice(2, 10);
   private seq = 0;
   private everReady: boolean;
+  private corked = false;
   private readonly run: ScriptRunner;
 
   constructor(redis: Redis, opts: { windowMs: number; keyPrefix: string }) {
@@ -88,7 +90,26 @@ export class RedisLimiter {
     return `${this.prefix}${channelId}`;
   }
 
+  /**
+   * Limiter calls issued in the same tick leave in one socket write: the socket is corked at the
+   * first and uncorked on the next tick. This is what ioredis' enableAutoPipelining does for
+   * concurrent requests, without its cost on every single call (a Pipeline object per command:
+   * ~30 µs of CPU per request at low concurrency). Only when the client does not auto-pipeline.
+   */
+  private cork(): void {
+    if (this.corked || this.redis.options.enableAutoPipelining) return;
+    const stream = (this.redis as unknown as { stream?: Socket }).stream;
+    if (!stream?.writable) return;
+    this.corked = true;
+    stream.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork();
+    });
+  }
+
   async check(channelId: string, limit: number): Promise<LimitDecision> {
+    this.cork();
     this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER;
     const [allowed, remaining, resetMs] = await this.run(
       this.keyOf(channelId),
