@@ -159,4 +159,22 @@ describe("POST /scrape", () => {
     expect(res.status).toBe(200);
     expect((res.body.data as Json).metadata).toMatchObject({ statusCode: 404, title: "Not found" });
   });
+
+  it("loads the page again on a reused page when only the fragment differs", async () => {
+    // Pooled pages keep the previous scrape's document: the same URL with a fragment must not
+    // become a same-document navigation that returns the old DOM.
+    let visits = 0;
+    site.route("/visit", (_req, res) => {
+      visits++;
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end(`<html><body><h1>Visit ${visits}</h1></body></html>`);
+    });
+    const first = await post(scraper.url, "/scrape", { url: `${site.origin}/visit` });
+    expect((first.body.data as Json).markdown).toBe("# Visit 1");
+    await new Promise((r) => setTimeout(r, 300)); // the page is back in the pool
+    const second = await post(scraper.url, "/scrape", { url: `${site.origin}/visit#part` });
+    expect((second.body.data as Json).markdown).toBe("# Visit 2");
+    const third = await post(scraper.url, "/scrape", { url: `${site.origin}/visit#part` });
+    expect((third.body.data as Json).markdown).toBe("# Visit 3");
+  });
 });

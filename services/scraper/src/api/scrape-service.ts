@@ -150,14 +150,16 @@ export class ScrapeService {
       contentType: rendered.contentType,
       error: rendered.pageError,
     });
-    const markdown = htmlToMarkdown(rendered.content, rendered.finalUrl, { onlyMainContent: po.onlyMainContent });
+    // One parse per page: extractors read the document before markdown conversion cleans it in place.
+    const extracted = input.extractors ? runExtractors($, input.extractors, rendered.finalUrl) : undefined;
+    const markdown = htmlToMarkdown($, rendered.finalUrl, { onlyMainContent: po.onlyMainContent });
     const data: ScrapeData = {
       markdown,
       html: po.includeHtml ? rendered.content : null,
       screenshot: rendered.screenshot,
       metadata,
     };
-    if (input.extractors) data.extracted = runExtractors($, input.extractors, rendered.finalUrl);
+    if (extracted) data.extracted = extracted;
     if (input.extractorOptions?.mode === "llm-extraction") {
       data.llm_extraction = await this.deps.llm.extract(
         {

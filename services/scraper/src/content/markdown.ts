@@ -92,9 +92,12 @@ function absolutise($: CheerioAPI, baseUrl: string): void {
   });
 }
 
-/** The HTML that becomes markdown (also useful to callers that want cleaned HTML). */
-export function cleanHtml(html: string, baseUrl: string, onlyMainContent: boolean): string {
-  const $ = load(html);
+/**
+ * The HTML that becomes markdown (also useful to callers that want cleaned HTML). Given an
+ * already parsed document, it works on that document (and changes it) instead of parsing again.
+ */
+export function cleanHtml(html: string | CheerioAPI, baseUrl: string, onlyMainContent: boolean): string {
+  const $ = typeof html === "string" ? load(html) : html;
   $(ALWAYS_REMOVE).remove();
   let root: Cheerio<AnyNode> = $("body");
   if (onlyMainContent) {
@@ -148,7 +151,15 @@ function createTurndown(): TurndownService {
 
 let turndown: TurndownService | undefined;
 
-export function htmlToMarkdown(html: string, baseUrl: string, opts: { onlyMainContent?: boolean } = {}): string {
+/**
+ * Markdown of a page. `html` may be the document already parsed with cheerio (the API parses
+ * each page once for metadata, extractors and markdown); that document is changed.
+ */
+export function htmlToMarkdown(
+  html: string | CheerioAPI,
+  baseUrl: string,
+  opts: { onlyMainContent?: boolean } = {},
+): string {
   turndown ??= createTurndown();
   const cleaned = cleanHtml(html, baseUrl, opts.onlyMainContent ?? false);
   return turndown

@@ -1,6 +1,7 @@
 // A bounded pool of Chromium pages. One browser process; each slot is a page in its own
 // browser context (cookies and storage isolated from the other slots), reused across scrapes
-// because opening a page costs far more than navigating one, and replaced after
+// because opening a page costs far more than navigating one (cookies are cleared in between;
+// the next scrape's navigation replaces the document), and replaced after
 // `recycleAfter` scrapes or after any failure. A browser that dies is relaunched; scrapes in
 // flight on it fail with RENDERER_UNAVAILABLE and the next ones get fresh pages.
 import { createServer, type Server } from "node:net";
@@ -214,7 +215,9 @@ export class BrowserPool {
       this.idle.length < this.opts.size;
     if (reusable) {
       try {
-        await slot.page.goto("about:blank", { timeout: 5_000 });
+        // No navigation to about:blank here: it cost Chromium as much CPU as the scrape's own
+        // navigation. The next scrape navigates the page away (Renderer.renderOn), and until
+        // then every request the idle page makes is refused by the interception (no task).
         await slot.context.clearCookies();
         this.idle.push(slot);
         return;

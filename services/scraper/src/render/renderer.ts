@@ -1,7 +1,7 @@
 // Renders one URL on a pooled page: guarded navigation (redirects followed hop by hop, each
 // checked by the guard), the load event, an optional wait, a screenshot, the serialised DOM.
 import type { Logger } from "@capstan/shared";
-import type { BrowserContext, Page, Response } from "playwright-core";
+import type { BrowserContext, CDPSession, Page, Response } from "playwright-core";
 import type { Dispatcher } from "undici";
 import type { ScraperConfig } from "../config.ts";
 import { isScraperError, ScraperError } from "../errors.ts";
@@ -14,6 +14,27 @@ import type { ParsedRenderRequest, RenderResponse } from "./wire.ts";
 
 const MAX_NAV_REDIRECTS = 10;
 const FORBIDDEN_HEADERS = new Set(["host", "content-length", "connection", "transfer-encoding", "cookie"]);
+/** What page.content() returns (doctype + documentElement.outerHTML), evaluated in an isolated world. */
+const SERIALISE_DOCUMENT = `(() => {
+  const d = document;
+  const doctype = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : "";
+  return doctype + (d.documentElement ? d.documentElement.outerHTML : "");
+})()`;
+
+function withoutFragment(raw: string): string {
+  const hash = raw.indexOf("#");
+  return hash < 0 ? raw : raw.slice(0, hash);
+}
+
+/** True when navigating from `current` to `target` would not load a new document. */
+function sameDocument(current: string, target: string): boolean {
+  if (current === "about:blank") return false;
+  try {
+    return withoutFragment(new URL(current).href) === withoutFragment(new URL(target).href);
+  } catch {
+    return false;
+  }
+}
 
 export interface RendererDeps {
   logger: Logger;
@@ -27,6 +48,8 @@ export class Renderer {
   readonly guard: SsrfGuard;
   private readonly dispatcher: Dispatcher;
   private readonly states = new WeakMap<BrowserContext, TaskState>();
+  /** One DevTools session per pooled page, for serialising the DOM (see content()). */
+  private readonly sessions = new WeakMap<Page, Promise<CDPSession>>();
   private readonly config: ScraperConfig;
   private readonly deps: RendererDeps;
 
@@ -127,6 +150,9 @@ export class Renderer {
         state.redirect = undefined;
         state.mainError = undefined;
         try {
+          // A pooled page still shows the previous scrape's document. A URL that differs from it
+          // only by the fragment would be a same-document navigation (no load, the old DOM).
+          if (sameDocument(page.url(), target)) await page.goto("about:blank", { timeout: remaining() });
           response = await page.goto(target, { waitUntil: "domcontentloaded", timeout: remaining() });
           break;
         } catch (err) {
@@ -173,14 +199,49 @@ export class Renderer {
     }
   }
 
-  /** page.content() fails while a script is navigating the page; the load after it is waited for once. */
+  /**
+   * The serialised DOM, as page.content() gives it. page.content() injects Playwright's whole
+   * injected script (hundreds of KiB, compiled by Chromium) into every new document, which was
+   * the largest single cost per scrape; a DevTools isolated world gives the same string, safe
+   * from the page's own scripts in the same way, for three small messages. page.content() stays
+   * the fallback, and it fails while a script is navigating the page: the load after it is
+   * waited for once.
+   */
   private async content(page: Page): Promise<string> {
+    try {
+      return await this.serialise(page);
+    } catch {
+      // fall back to Playwright's own serialisation
+    }
     try {
       return await page.content();
     } catch {
       await page.waitForLoadState("load", { timeout: 5_000 }).catch(() => {});
       return await page.content();
     }
+  }
+
+  private async serialise(page: Page): Promise<string> {
+    let pending = this.sessions.get(page);
+    if (!pending) {
+      pending = page.context().newCDPSession(page);
+      this.sessions.set(page, pending);
+      pending.catch(() => this.sessions.delete(page));
+    }
+    const session = await pending;
+    const { frameTree } = await session.send("Page.getFrameTree");
+    const { executionContextId } = await session.send("Page.createIsolatedWorld", {
+      frameId: frameTree.frame.id,
+      worldName: "capstan-serialise",
+      grantUniveralAccess: false,
+    });
+    const { result, exceptionDetails } = await session.send("Runtime.evaluate", {
+      expression: SERIALISE_DOCUMENT,
+      contextId: executionContextId,
+      returnByValue: true,
+    });
+    if (exceptionDetails || typeof result.value !== "string") throw new Error("cannot serialise the document");
+    return result.value;
   }
 
   private abortError(signal: AbortSignal, timeout: number): ScraperError {
