@@ -1,6 +1,7 @@
 // Building blocks shared by the five capstan.dev kinds. Each schema here is used three ways:
 // runtime validation (zod), TypeScript types (z.infer) and the CRD's OpenAPI v3 schema.
 import { z } from "zod";
+import type { Meta } from "../kube/objects.ts";
 
 export const GROUP = "capstan.dev";
 export const VERSION = "v1alpha1";
@@ -75,19 +76,8 @@ export const keyStatus = {
   endpoint: z.string().optional().describe("URL clients call with this key"),
 };
 
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  uid?: string;
-  generation?: number;
-  resourceVersion?: string;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: unknown[];
-}
+/** Object metadata, as the Kubernetes layer defines it. */
+export type ObjectMeta = Meta;
 
 /** A resource of one of the five kinds, as stored in the API server. */
 export interface Resource<K extends string, Spec, Status> {
