@@ -19,7 +19,7 @@ build() { # name module-dir package
   fi
   local start=$SECONDS
   echo "$name: building $pkg (this takes several minutes on 2 cores the first time)"
-  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out/$name.tmp" "$pkg")
+  (cd "$dir" && CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags '-s -w' -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo "$name: built in $((SECONDS - start)) s -> $out/$name"
 }
