@@ -1,21 +1,12 @@
 // Starts the operator from its config file and environment; SIGTERM finishes in-flight
 // reconciles and releases the Lease so a standby takes over at once.
-import { ConfigError } from "@capstan/shared";
+import { loadConfigOrExit } from "@capstan/shared";
 import { loadKubeAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "./config.ts";
 import { Operator } from "./manager.ts";
 import { buildHealthApp, buildMetricsApp } from "./server.ts";
 
-let config: ReturnType<typeof loadOperatorConfig>;
-try {
-  config = loadOperatorConfig(process.env);
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(err.message);
-    process.exit(2);
-  }
-  throw err;
-}
+const config = loadConfigOrExit(() => loadOperatorConfig(process.env));
 
 let access: ReturnType<typeof loadKubeAccess>;
 try {

@@ -1,6 +1,6 @@
 // The gateway process: config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
 // or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
-import { ConfigError, createLogger, createRegistry, startTracing } from "@capstan/shared";
+import { createLogger, createRegistry, loadConfigOrExit, startTracing } from "@capstan/shared";
 import { KubeHttp, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
@@ -8,16 +8,7 @@ import { loadGatewayConfig } from "./config.ts";
 
 async function main(): Promise<void> {
   const tracing = startTracing("capstan-gateway");
-  let config: ReturnType<typeof loadGatewayConfig>;
-  try {
-    config = loadGatewayConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`gateway: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit(() => loadGatewayConfig(), "gateway: ");
   const logger = createLogger({ name: "gateway", level: config.logLevel });
   const view = new ResourceView();
   const registry = createRegistry("gateway");

@@ -1,7 +1,7 @@
 // Starts the scraper from the environment. SCRAPER_ROLE picks what this process runs:
 // "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
 // of the operator's pod).
-import { ConfigError, startTracing } from "@capstan/shared";
+import { loadConfigOrExit, startTracing } from "@capstan/shared";
 import { buildApp } from "./api/app.ts";
 import { loadScraperConfig } from "./config.ts";
 import { buildRenderService } from "./render/app.ts";
@@ -12,16 +12,7 @@ if (!["all", "api", "render"].includes(role)) {
   process.exit(2);
 }
 
-let config: ReturnType<typeof loadScraperConfig>;
-try {
-  config = loadScraperConfig(process.env);
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(err.message);
-    process.exit(2);
-  }
-  throw err;
-}
+let config = loadConfigOrExit(() => loadScraperConfig(process.env));
 
 const tracing = startTracing("capstan-scraper");
 const closers: (() => Promise<void>)[] = [];

@@ -1,7 +1,7 @@
 // The search process: config from env (and CAPSTAN_SEARCH_CONFIG), the resource view from YAML
 // folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
 
-import { ConfigError, createLogger, createRegistry, startTracing } from "@capstan/shared";
+import { createLogger, createRegistry, loadConfigOrExit, startTracing } from "@capstan/shared";
 import { KubeHttp, kubeconfigAccess, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
@@ -9,16 +9,7 @@ import { loadSearchConfig } from "./config.ts";
 
 async function main(): Promise<void> {
   const tracing = startTracing("capstan-search");
-  let config: ReturnType<typeof loadSearchConfig>;
-  try {
-    config = loadSearchConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit(() => loadSearchConfig());
   const logger = createLogger({ name: "search", level: config.logLevel });
   const view = new ResourceView();
   const registry = createRegistry("search");

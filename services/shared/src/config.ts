@@ -93,3 +93,17 @@ export function loadConfig<S extends z.ZodType>(schema: S, opts: LoadConfigOptio
   }
   return result.data;
 }
+
+/**
+ * For a process's main: the loaded config, or, on a ConfigError, its message on stderr and exit
+ * code 2 (a configuration mistake, not a crash). Any other error propagates.
+ */
+export function loadConfigOrExit<T>(load: () => T, prefix = ""): T {
+  try {
+    return load();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${prefix}${err.message}\n`);
+    process.exit(2);
+  }
+}
