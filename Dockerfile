@@ -31,8 +31,8 @@ EXPOSE 8081
 CMD ["node", "services/search/src/main.ts"]
 
 FROM base AS scraper
-RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-liberation && rm -rf /var/lib/apt/lists/*
-ENV CHROMIUM_PATH=/usr/bin/chromium
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium-headless-shell fonts-liberation && rm -rf /var/lib/apt/lists/*
+ENV CHROMIUM_PATH=/usr/bin/chromium-headless-shell
 COPY services/scraper services/scraper
 USER node
 EXPOSE 3002 3000

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything Capstan's tests and standalone mode need on a fresh Debian 12 machine,
-# idempotently: Debian packages (redis-server, chromium, openssl), npm dependencies (which bring
+# idempotently: Debian packages (redis-server, chromium-headless-shell, openssl), npm dependencies (which bring
 # Node 24 as the `node` package), etcd + kube-apiserver built from the Go module proxy, and each
 # service's own needs (scripts/setup.d/*.sh). Safe to run again; quick when nothing is missing.
 set -euo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 start=$SECONDS
 log() { printf '[setup] %s\n' "$*"; }
 
-apt_packages=(redis-server chromium openssl)
+apt_packages=(redis-server chromium-headless-shell openssl)
 missing=()
 for p in "${apt_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -33,11 +33,8 @@ function page(i: number): string {
     <footer>footer</footer></body></html>`;
 }
 
-/**
- * Memory in MiB of this process and every descendant (the Chromium processes): the sum of
- * PSS (proportional set size), so pages shared between Chromium's processes count once.
- */
-function treeRssMiB(): number {
+/** This process and every descendant (the Chromium processes), from /proc. */
+function processTree(): number[] {
   const children = new Map<number, number[]>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -49,19 +46,53 @@ function treeRssMiB(): number {
       // process gone
     }
   }
-  let kib = 0;
+  const tree: number[] = [];
   const stack = [process.pid];
   while (stack.length) {
     const pid = stack.pop() as number;
+    tree.push(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return tree;
+}
+
+/**
+ * Memory in MiB of the process tree: the sum of PSS (proportional set size), so pages shared
+ * between Chromium's processes count once.
+ */
+function treeRssMiB(): number {
+  let kib = 0;
+  for (const pid of processTree()) {
     try {
       const m = /^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
       kib += Number(m?.[1] ?? 0);
     } catch {
       // process gone
     }
-    stack.push(...(children.get(pid) ?? []));
   }
   return kib / 1024;
+}
+
+/**
+ * CPU time in ms used so far by this Node process (API, rendering service, this client and the
+ * site) and by Chromium (every descendant, with the children it has reaped).
+ */
+function treeCpuMs(): { node: number; chromium: number } {
+  const tick = 10; // USER_HZ is 100 on Linux
+  let node = 0;
+  let chromium = 0;
+  for (const pid of processTree()) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ms = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * tick;
+      if (pid === process.pid) node += ms;
+      else chromium += ms;
+    } catch {
+      // process gone
+    }
+  }
+  return { node, chromium };
 }
 
 const site = createServer((req, res) => {
@@ -129,8 +160,14 @@ console.log(`scraper bench: node ${process.version}, ${config.workerConcurrency}
 await run(4, 40); // warm-up
 const rates: Record<number, number> = {};
 for (const c of [1, 4, 8]) {
+  const cpu0 = treeCpuMs();
   rates[c] = await run(c, PER_LEVEL);
-  console.log(`concurrency ${c}: ${rates[c]?.toFixed(1)} pages/s (${PER_LEVEL} pages)`);
+  const cpu1 = treeCpuMs();
+  const perPage = (k: "node" | "chromium") => ((cpu1[k] - cpu0[k]) / PER_LEVEL).toFixed(0);
+  console.log(
+    `concurrency ${c}: ${rates[c]?.toFixed(1)} pages/s (${PER_LEVEL} pages); CPU per page: ` +
+      `Chromium ${perPage("chromium")} ms, Node ${perPage("node")} ms`,
+  );
 }
 
 // RSS over a long run: sampled every 100 pages; "after warm-up" is the sample at 500 pages.

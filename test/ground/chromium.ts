@@ -1,8 +1,8 @@
-// Debian's Chromium driven by playwright-core, with flags that work offline: no sandbox when
+// Debian's Chromium (the headless shell build, as the scraper runs it) driven by playwright-core, with flags that work offline: no sandbox when
 // root (containers), no background networking, component updates, sync or QUIC.
 import { type Browser, chromium } from "playwright-core";
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium-headless-shell";
 
 export const OFFLINE_FLAGS = [
   "--disable-gpu",

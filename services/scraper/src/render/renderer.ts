@@ -14,13 +14,6 @@ import type { ParsedRenderRequest, RenderResponse } from "./wire.ts";
 
 const MAX_NAV_REDIRECTS = 10;
 const FORBIDDEN_HEADERS = new Set(["host", "content-length", "connection", "transfer-encoding", "cookie"]);
-/** What page.content() returns (doctype + documentElement.outerHTML), evaluated in an isolated world. */
-const SERIALISE_DOCUMENT = `(() => {
-  const d = document;
-  const doctype = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : "";
-  return doctype + (d.documentElement ? d.documentElement.outerHTML : "");
-})()`;
-
 function withoutFragment(raw: string): string {
   const hash = raw.indexOf("#");
   return hash < 0 ? raw : raw.slice(0, hash);
@@ -200,12 +193,12 @@ export class Renderer {
   }
 
   /**
-   * The serialised DOM, as page.content() gives it. page.content() injects Playwright's whole
-   * injected script (hundreds of KiB, compiled by Chromium) into every new document, which was
-   * the largest single cost per scrape; a DevTools isolated world gives the same string, safe
-   * from the page's own scripts in the same way, for three small messages. page.content() stays
-   * the fallback, and it fails while a script is navigating the page: the load after it is
-   * waited for once.
+   * The serialised DOM (doctype + markup), as page.content() gives it. page.content() injects
+   * Playwright's whole injected script (hundreds of KiB, compiled by Chromium) into every new
+   * document, which was the largest single cost per scrape. DevTools serialises the document
+   * in C++ for two small messages, out of the page's reach (its scripts cannot redefine what
+   * is read). page.content() stays the fallback; it fails while a script is navigating the
+   * page, so the load after that is waited for once.
    */
   private async content(page: Page): Promise<string> {
     try {
@@ -229,19 +222,11 @@ export class Renderer {
       pending.catch(() => this.sessions.delete(page));
     }
     const session = await pending;
-    const { frameTree } = await session.send("Page.getFrameTree");
-    const { executionContextId } = await session.send("Page.createIsolatedWorld", {
-      frameId: frameTree.frame.id,
-      worldName: "capstan-serialise",
-      grantUniveralAccess: false,
-    });
-    const { result, exceptionDetails } = await session.send("Runtime.evaluate", {
-      expression: SERIALISE_DOCUMENT,
-      contextId: executionContextId,
-      returnByValue: true,
-    });
-    if (exceptionDetails || typeof result.value !== "string") throw new Error("cannot serialise the document");
-    return result.value;
+    // depth 0: only the document node is pushed, so DevTools tracks no other node of the page.
+    const { root } = await session.send("DOM.getDocument", { depth: 0 });
+    const { outerHTML } = await session.send("DOM.getOuterHTML", { nodeId: root.nodeId });
+    if (typeof outerHTML !== "string" || outerHTML === "") throw new Error("cannot serialise the document");
+    return outerHTML;
   }
 
   private abortError(signal: AbortSignal, timeout: number): ScraperError {
