@@ -1,6 +1,7 @@
 // Scraper benchmark: pages per second through the whole path (API → rendering service →
 // Chromium → markdown) on loopback pages at concurrency 1, 4 and 8, then RSS of the process
-// tree (Node + Chromium) over a long run. Bounded in count and time; prints its figures.
+// tree (Node + Chromium) over a long run. Each level is compared with a plain HTTP fetch of the
+// same pages in the same run. Bounded in count and time; prints its figures.
 //
 //   node bench/scraper/bench.ts [--pages 2000] [--per-level 200] [--max-seconds 1200]
 import { readdirSync, readFileSync } from "node:fs";
@@ -139,7 +140,19 @@ async function scrapeOne(): Promise<void> {
   if (!body.success || !body.data?.markdown.includes(`# Page ${i}`)) failures++;
 }
 
-async function run(concurrency: number, pages: number, onProgress?: (done: number) => void): Promise<number> {
+/** Baseline: the same page fetched over plain HTTP, no scraper, no browser. */
+async function fetchOne(): Promise<void> {
+  const i = counter++ % 500;
+  const res = await fetch(`http://127.0.0.1:${sitePort}/p/${i}`, { dispatcher: agent });
+  if (!(await res.text()).includes(`Page ${i}`)) failures++;
+}
+
+async function run(
+  concurrency: number,
+  pages: number,
+  onProgress?: (done: number) => void,
+  one: () => Promise<void> = scrapeOne,
+): Promise<number> {
   let done = 0;
   let started = 0;
   const t0 = performance.now();
@@ -147,7 +160,7 @@ async function run(concurrency: number, pages: number, onProgress?: (done: numbe
     Array.from({ length: concurrency }, async () => {
       while (started < pages && Date.now() < deadline) {
         started++;
-        await scrapeOne();
+        await one();
         done++;
         onProgress?.(done);
       }
@@ -159,36 +172,75 @@ async function run(concurrency: number, pages: number, onProgress?: (done: numbe
 console.log(`scraper bench: node ${process.version}, ${config.workerConcurrency} pages in the pool, loopback site`);
 await run(4, 40); // warm-up
 const rates: Record<number, number> = {};
+/** Share of the machine's CPU time the hypervisor gave to others (steal), from /proc/stat. */
+function cpuTimes(): number[] {
+  return (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").split(/\s+/).slice(1).map(Number);
+}
+const stealPct = (a: number[], b: number[]) => {
+  const d = b.map((v, i) => v - (a[i] ?? 0));
+  return (
+    (100 * (d[7] ?? 0)) /
+    Math.max(
+      1,
+      d.slice(0, 8).reduce((x, y) => x + y, 0),
+    )
+  );
+};
+
 for (const c of [1, 4, 8]) {
+  const stat0 = cpuTimes();
   const cpu0 = treeCpuMs();
   rates[c] = await run(c, PER_LEVEL);
   const cpu1 = treeCpuMs();
+  const steal = stealPct(stat0, cpuTimes());
   const perPage = (k: "node" | "chromium") => ((cpu1[k] - cpu0[k]) / PER_LEVEL).toFixed(0);
+  const baseline = await run(c, PER_LEVEL, undefined, fetchOne);
   console.log(
     `concurrency ${c}: ${rates[c]?.toFixed(1)} pages/s (${PER_LEVEL} pages); CPU per page: ` +
-      `Chromium ${perPage("chromium")} ms, Node ${perPage("node")} ms`,
+      `Chromium ${perPage("chromium")} ms, Node ${perPage("node")} ms; plain HTTP fetch of the same ` +
+      `pages ${baseline.toFixed(0)} pages/s (scrape/fetch ${((rates[c] ?? 0) / baseline).toFixed(3)}); ` +
+      `CPU stolen by the hypervisor ${steal.toFixed(1)} %`,
   );
 }
 
 // RSS over a long run: sampled every 100 pages; "after warm-up" is the sample at 500 pages.
+// Sampled every 20 pages; each reported point is the mean of the five samples of its 100-page
+// window, so one instant of the saw-tooth (a replaced page's renderer exiting while its successor
+// starts) does not stand for the level. The raw extremes are printed too.
+const raw: number[] = [];
 const samples: { pages: number; rss: number }[] = [{ pages: 0, rss: treeRssMiB() }];
 deadline = Date.now() + MAX_SECONDS * 1000;
 const t0 = performance.now();
 const rssRate = await run(8, RSS_PAGES, (done) => {
-  if (done % 100 === 0) samples.push({ pages: done, rss: treeRssMiB() });
+  if (done % 20 !== 0) return;
+  raw.push(treeRssMiB());
+  if (done % 100 === 0) samples.push({ pages: done, rss: raw.slice(-5).reduce((x, y) => x + y, 0) / 5 });
 });
 const elapsed = (performance.now() - t0) / 1000;
 const warm = samples.find((s) => s.pages >= Math.min(500, RSS_PAGES / 4)) ?? samples[0];
 const last = samples.at(-1) ?? samples[0];
-const peak = Math.max(...samples.filter((s) => s.pages >= (warm?.pages ?? 0)).map((s) => s.rss));
+const steady = samples.filter((s) => s.pages >= (warm?.pages ?? 0)).map((s) => s.rss);
+const mean = steady.reduce((a, b) => a + b, 0) / Math.max(1, steady.length);
+const pct = (v: number) => `${v >= mean ? "+" : "−"}${Math.abs((v / mean - 1) * 100).toFixed(1)} %`;
+// Least-squares slope after warm-up: growth, as opposed to the saw-tooth of pages being replaced.
+const xs = samples.filter((s) => s.pages >= (warm?.pages ?? 0)).map((s) => s.pages);
+const xMean = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const slope =
+  xs.reduce((a, x, i) => a + (x - xMean) * ((steady[i] ?? mean) - mean), 0) /
+  Math.max(
+    1,
+    xs.reduce((a, x) => a + (x - xMean) ** 2, 0),
+  );
 console.log(
   `RSS run: ${last?.pages} pages in ${elapsed.toFixed(0)} s (${rssRate.toFixed(1)} pages/s at concurrency 8)` +
     `${Date.now() >= deadline ? " — stopped by --max-seconds" : ""}`,
 );
 console.log(
-  `RSS (PSS of Node + Chromium processes): start ${samples[0]?.rss.toFixed(0)} MiB, after warm-up (${warm?.pages} pages) ` +
-    `${warm?.rss.toFixed(0)} MiB, end ${last?.rss.toFixed(0)} MiB, peak after warm-up ${peak.toFixed(0)} MiB, ` +
-    `end vs warm-up ${(((last?.rss ?? 0) / (warm?.rss ?? 1) - 1) * 100).toFixed(1)} %`,
+  `RSS (PSS of Node + Chromium processes): start ${samples[0]?.rss.toFixed(0)} MiB; after warm-up ` +
+    `(${warm?.pages} pages on) mean ${mean.toFixed(0)} MiB, range ${pct(Math.min(...steady))} / ` +
+    `${pct(Math.max(...steady))} of the mean, end ${pct(last?.rss ?? mean)}, trend ` +
+    `${(slope * 1000).toFixed(1)} MiB per 1,000 pages (100-page means; single samples ${Math.min(...raw).toFixed(0)}–` +
+    `${Math.max(...raw).toFixed(0)} MiB)`,
 );
 console.log(`RSS samples (pages:MiB): ${samples.map((s) => `${s.pages}:${s.rss.toFixed(0)}`).join(" ")}`);
 console.log(`failed scrapes: ${failures}`);
