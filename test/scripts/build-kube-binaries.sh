@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy into a cache outside the repository,
-# keyed by version. Idempotent: a cached binary that answers --version is reused.
-# Prints where the binaries are and how long the build took.
+# Builds kube-apiserver, etcd and helm from the Go module proxy into a cache outside the
+# repository, keyed by version. Idempotent: a cached binary that answers is reused.
+# Prints where the binaries are and how long each build took.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube-bin/apiserver/go.mod")
 etcd_version=$(awk '/^require go.etcd.io\/etcd\/server\/v3/ {print $3}' "$here/kube-bin/etcd/go.mod")
+helm_version=$(awk '/^require helm.sh\/helm\/v3/ {print $3}' "$here/kube-bin/helm/go.mod")
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 out="$cache/kube/$kube_version-etcd-$etcd_version"
 mkdir -p "$out"
 
-build() { # name module-dir package
-  local name=$1 dir=$2 pkg=$3
-  if [ -x "$out/$name" ] && "$out/$name" --version >/dev/null 2>&1; then
+# name module-dir package output-dir version-argument version-expected [ldflags...]
+# A cached binary is reused when it reports the expected version. Version strings are stamped
+# with -X, as the projects' release builds do (without them kube-apiserver reports
+# v0.0.0-master, which clients that check the server's version, such as helm, refuse).
+build() {
+  local name=$1 dir=$2 pkg=$3 out=$4 check=$5 expected=$6
+  shift 6
+  mkdir -p "$out"
+  if [ -x "$out/$name" ] && "$out/$name" "$check" 2>/dev/null | grep -qF -- "$expected"; then
     echo "$name: cached at $out/$name"
     return
   fi
   local start=$SECONDS
   echo "$name: building $pkg (this takes several minutes on 2 cores the first time)"
-  (cd "$dir" && CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags '-s -w' -o "$out/$name.tmp" "$pkg")
+  (cd "$dir" && CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags "-s -w $*" -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo "$name: built in $((SECONDS - start)) s -> $out/$name"
 }
 
-build etcd "$here/kube-bin/etcd" .
-build kube-apiserver "$here/kube-bin/apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+kube_minor=$(echo "$kube_version" | cut -d. -f2)
+kv=k8s.io/component-base/version
+build etcd "$here/kube-bin/etcd" . "$out" --version "etcd Version: ${etcd_version#v}"
+build kube-apiserver "$here/kube-bin/apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$out" --version \
+  "Kubernetes $kube_version" \
+  "-X $kv.gitVersion=$kube_version -X $kv.gitMajor=1 -X $kv.gitMinor=$kube_minor -X $kv.gitTreeState=clean"
 echo "$out" > "$cache/kube/current"
 echo "KUBE_BIN_DIR=$out"
+# The chart test (test/operator/chart.test.ts) lints, renders and installs charts/capstan.
+build helm "$here/kube-bin/helm" helm.sh/helm/v3/cmd/helm "$cache/helm/$helm_version" version \
+  "Version:\"$helm_version\"" "-X helm.sh/helm/v3/internal/version.version=$helm_version"
+echo "HELM=$cache/helm/$helm_version/helm"
