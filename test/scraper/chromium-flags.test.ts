@@ -52,7 +52,10 @@ beforeAll(async () => {
       </script></body></html>`,
     );
   }
-  scraper = await startScraper({ workerConcurrency: 1, allowedHosts: [`127.0.0.1:${site.port}`] });
+  scraper = await startScraper({
+    workerConcurrency: 1,
+    allowedHosts: [`127.0.0.1:${site.port}`, `localhost:${site.port}`],
+  });
 });
 
 afterAll(async () => {
@@ -77,9 +80,17 @@ describe("Chromium launch", () => {
     }
   });
 
-  it("gives each scrape on the one pooled page a fresh document and global", async () => {
-    for (const n of [1, 2, 1]) {
-      const { status, body } = await post(scraper.url, "/scrape", { url: `${site.origin}/doc${n}` });
+  it("gives each scrape on the one pooled page a fresh document and global, same-site or cross-site", async () => {
+    // 127.0.0.1 and localhost are different sites: the last two navigations change process.
+    const other = `http://localhost:${site.port}`;
+    for (const [origin, n] of [
+      [site.origin, 1],
+      [site.origin, 2],
+      [site.origin, 1],
+      [other, 2],
+      [site.origin, 2],
+    ] as const) {
+      const { status, body } = await post(scraper.url, "/scrape", { url: `${origin}/doc${n}` });
       expect(status).toBe(200);
       const data = body.data as Json;
       expect(data.metadata.title).toBe(`Doc ${n}`);
