@@ -67,6 +67,12 @@ export interface GeneratedKeyResult {
   issued: boolean;
 }
 
+/** A Secret of that name exists and another object (or a user) owns it: it is never taken over. */
+function notOurs(name: string, type: ResourceType): GeneratedKeyResult {
+  const message = `Secret ${name} exists and is not owned by this ${type.kind}`;
+  return { key: { ok: false, secretName: name, reason: "SecretConflict", message }, issued: false };
+}
+
 /**
  * The generated key of `owner` in Secret `name`: read from the cache, created when absent,
  * replaced when `rotate` says so (optimistic locking: a concurrent writer makes this fail and
@@ -88,15 +94,7 @@ export async function generatedKey(opts: {
   if (secret) {
     const ref = secret.metadata.ownerReferences?.find((r) => r.controller);
     if (!ref || ref.kind !== type.kind || ref.name !== owner.metadata.name) {
-      return {
-        key: {
-          ok: false,
-          secretName: name,
-          reason: "SecretConflict",
-          message: `Secret ${name} exists and is not owned by this ${type.kind}`,
-        },
-        issued: false,
-      };
+      return notOurs(name, type);
     }
     if (ref.uid !== owner.metadata.uid) {
       // Left over from an earlier object of the same name (garbage collection pending): never reuse its key.
@@ -129,15 +127,7 @@ export async function generatedKey(opts: {
     if (!live) throw err;
     const ref = live.metadata.ownerReferences?.find((r) => r.controller);
     if (ref?.uid !== owner.metadata.uid) {
-      return {
-        key: {
-          ok: false,
-          secretName: name,
-          reason: "SecretConflict",
-          message: `Secret ${name} exists and is not owned by this ${type.kind}`,
-        },
-        issued: false,
-      };
+      return notOurs(name, type);
     }
     return { key: material(live), issued: false };
   }

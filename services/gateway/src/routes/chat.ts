@@ -123,18 +123,22 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     span.setAttribute("capstan.agent", channel.agentName);
     span.setAttribute("capstan.agent.mode", impl.mode);
     const spanCtx = trace.setSpan(context.active(), span);
+    /** The agent failed before the first byte: end the span, record the error, answer it. */
+    const failed = (err: unknown) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      span.end();
+      if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
+      if (err instanceof GatewayError)
+        record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
+      throw err;
+    };
 
     if (parsed.stream !== true) {
       let completion: Completion;
       try {
         completion = await context.with(spanCtx, () => impl.complete(ctx));
       } catch (err) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        span.end();
-        if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
-        if (err instanceof GatewayError)
-          record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
-        throw err;
+        return failed(err);
       }
       span.end();
       ex.firstTokenAt = performance.now();
@@ -163,12 +167,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     try {
       first = await context.with(spanCtx, () => iterator.next());
     } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      span.end();
-      if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
-      if (err instanceof GatewayError)
-        record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
-      throw err;
+      return failed(err);
     }
     reply.headers({
       "content-type": "text/event-stream; charset=utf-8",
