@@ -1,6 +1,6 @@
 // Starts the operator from its config file and environment; SIGTERM finishes in-flight
 // reconciles and releases the Lease so a standby takes over at once.
-import { loadConfigOrExit } from "@capstan/shared";
+import { loadConfigOrExit, stopOnSignals } from "@capstan/shared";
 import { loadKubeAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "./config.ts";
 import { Operator } from "./manager.ts";
@@ -29,15 +29,10 @@ await health.listen({ port: config.healthPort, host: "0.0.0.0" });
 await metrics.listen({ port: config.metricsPort, host: "0.0.0.0" });
 await operator.start();
 
-let stopping = false;
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.once(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    void (async () => {
-      await operator.stop().catch((err: Error) => operator.logger.error({ err: err.message }, "stop failed"));
-      await Promise.allSettled([health.close(), metrics.close()]);
-      process.exit(0);
-    })();
-  });
-}
+stopOnSignals(
+  async () => {
+    await operator.stop().catch((err: Error) => operator.logger.error({ err: err.message }, "stop failed"));
+    await Promise.allSettled([health.close(), metrics.close()]);
+  },
+  { logger: operator.logger },
+);

@@ -1,6 +1,6 @@
 // The gateway process: config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
 // or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
-import { createLogger, createRegistry, loadConfigOrExit, startTracing } from "@capstan/shared";
+import { createLogger, createRegistry, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
 import { KubeHttp, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
@@ -46,18 +46,14 @@ async function main(): Promise<void> {
   const app = buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, "shutting down");
-    stopSource();
-    await app.close();
-    await tracing.shutdown();
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  process.on("SIGINT", () => void shutdown("SIGINT"));
+  stopOnSignals(
+    async () => {
+      stopSource();
+      await app.close();
+      await tracing.shutdown();
+    },
+    { logger },
+  );
 }
 
 main().catch((err: unknown) => {

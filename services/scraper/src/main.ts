@@ -1,7 +1,7 @@
 // Starts the scraper from the environment. SCRAPER_ROLE picks what this process runs:
 // "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
 // of the operator's pod).
-import { loadConfigOrExit, startTracing } from "@capstan/shared";
+import { loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
 import { buildApp } from "./api/app.ts";
 import { loadScraperConfig } from "./config.ts";
 import { buildRenderService } from "./render/app.ts";
@@ -34,15 +34,7 @@ if (role !== "render") {
   closers.unshift(() => app.close());
 }
 
-let stopping = false;
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.once(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    void (async () => {
-      for (const close of closers) await close().catch(() => {});
-      await tracing.shutdown().catch(() => {});
-      process.exit(0);
-    })();
-  });
-}
+stopOnSignals(async () => {
+  for (const close of closers) await close().catch(() => {});
+  await tracing.shutdown().catch(() => {});
+});

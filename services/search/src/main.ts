@@ -1,7 +1,7 @@
 // The search process: config from env (and CAPSTAN_SEARCH_CONFIG), the resource view from YAML
 // folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
 
-import { createLogger, createRegistry, loadConfigOrExit, startTracing } from "@capstan/shared";
+import { createLogger, createRegistry, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
 import { KubeHttp, kubeconfigAccess, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
@@ -40,15 +40,14 @@ async function main(): Promise<void> {
   const app = await buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
 
-  const shutdown = async (signal: string) => {
-    logger.info({ signal }, "shutting down");
-    stopSource();
-    await app.close();
-    await tracing.shutdown();
-    process.exit(0);
-  };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+  stopOnSignals(
+    async () => {
+      stopSource();
+      await app.close();
+      await tracing.shutdown();
+    },
+    { logger },
+  );
 }
 
 void main().catch((err: unknown) => {

@@ -1,6 +1,7 @@
 export * from "./config.ts";
 export * from "./http.ts";
 export * from "./keys.ts";
+export * from "./lifecycle.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./tracing.ts";
