@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything Capstan's tests and standalone mode need on a fresh Debian 12 machine,
 # idempotently: Debian packages (redis-server, chromium-headless-shell, openssl), npm dependencies (which bring
-# Node 24 as the `node` package), etcd + kube-apiserver built from the Go module proxy, and each
+# Node 24 as the `node` package), etcd, kube-apiserver and helm built from the Go module proxy, and each
 # service's own needs (scripts/setup.d/*.sh). Safe to run again; quick when nothing is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
