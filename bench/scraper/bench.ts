@@ -203,46 +203,54 @@ for (const c of [1, 4, 8]) {
   );
 }
 
-// RSS over a long run: sampled every 100 pages; "after warm-up" is the sample at 500 pages.
-// Sampled every 20 pages; each reported point is the mean of the five samples of its 100-page
-// window, so one instant of the saw-tooth (a replaced page's renderer exiting while its successor
-// starts) does not stand for the level. The raw extremes are printed too.
-const raw: number[] = [];
-const samples: { pages: number; rss: number }[] = [{ pages: 0, rss: treeRssMiB() }];
-deadline = Date.now() + MAX_SECONDS * 1000;
-const t0 = performance.now();
-const rssRate = await run(8, RSS_PAGES, (done) => {
-  if (done % 20 !== 0) return;
-  raw.push(treeRssMiB());
-  if (done % 100 === 0) samples.push({ pages: done, rss: raw.slice(-5).reduce((x, y) => x + y, 0) / 5 });
-});
-const elapsed = (performance.now() - t0) / 1000;
-const warm = samples.find((s) => s.pages >= Math.min(500, RSS_PAGES / 4)) ?? samples[0];
-const last = samples.at(-1) ?? samples[0];
-const steady = samples.filter((s) => s.pages >= (warm?.pages ?? 0)).map((s) => s.rss);
-const mean = steady.reduce((a, b) => a + b, 0) / Math.max(1, steady.length);
-const pct = (v: number) => `${v >= mean ? "+" : "−"}${Math.abs((v / mean - 1) * 100).toFixed(1)} %`;
-// Least-squares slope after warm-up: growth, as opposed to the saw-tooth of pages being replaced.
-const xs = samples.filter((s) => s.pages >= (warm?.pages ?? 0)).map((s) => s.pages);
-const xMean = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-const slope =
-  xs.reduce((a, x, i) => a + (x - xMean) * ((steady[i] ?? mean) - mean), 0) /
-  Math.max(
-    1,
-    xs.reduce((a, x) => a + (x - xMean) ** 2, 0),
+/**
+ * RSS over a long run. Sampled every 20 pages; each reported point is the mean of the five
+ * samples of its 100-page window, so one instant of the saw-tooth (a replaced page's renderer
+ * exiting while its successor starts) does not stand for the level. The raw extremes are printed
+ * too. "After warm-up" starts at 500 pages (at a quarter of a shorter run).
+ */
+async function memoryRun(pages: number): Promise<void> {
+  const raw: number[] = [];
+  const samples: { pages: number; rss: number }[] = [{ pages: 0, rss: treeRssMiB() }];
+  deadline = Date.now() + MAX_SECONDS * 1000;
+  const t0 = performance.now();
+  const rate = await run(8, pages, (done) => {
+    if (done % 20 !== 0) return;
+    raw.push(treeRssMiB());
+    if (done % 100 === 0) samples.push({ pages: done, rss: raw.slice(-5).reduce((x, y) => x + y, 0) / 5 });
+  });
+  const elapsed = (performance.now() - t0) / 1000;
+  const warm = samples.find((s) => s.pages >= Math.min(500, pages / 4)) ?? samples[0];
+  const last = samples.at(-1) ?? samples[0];
+  const after = samples.filter((s) => s.pages >= (warm?.pages ?? 0));
+  const mean = after.reduce((a, s) => a + s.rss, 0) / Math.max(1, after.length);
+  const pct = (v: number) => `${v >= mean ? "+" : "−"}${Math.abs((v / mean - 1) * 100).toFixed(1)} %`;
+  // Least-squares slope after warm-up: growth, as opposed to the saw-tooth of pages being replaced.
+  const xMean = after.reduce((a, s) => a + s.pages, 0) / Math.max(1, after.length);
+  const covariance = after.reduce((a, s) => a + (s.pages - xMean) * (s.rss - mean), 0);
+  const slope =
+    covariance /
+    Math.max(
+      1,
+      after.reduce((a, s) => a + (s.pages - xMean) ** 2, 0),
+    );
+  const rss = after.map((s) => s.rss);
+  console.log(
+    `RSS run: ${last?.pages} pages in ${elapsed.toFixed(0)} s (${rate.toFixed(1)} pages/s at concurrency 8)` +
+      `${Date.now() >= deadline ? " — stopped by --max-seconds" : ""}`,
   );
-console.log(
-  `RSS run: ${last?.pages} pages in ${elapsed.toFixed(0)} s (${rssRate.toFixed(1)} pages/s at concurrency 8)` +
-    `${Date.now() >= deadline ? " — stopped by --max-seconds" : ""}`,
-);
-console.log(
-  `RSS (PSS of Node + Chromium processes): start ${samples[0]?.rss.toFixed(0)} MiB; after warm-up ` +
-    `(${warm?.pages} pages on) mean ${mean.toFixed(0)} MiB, range ${pct(Math.min(...steady))} / ` +
-    `${pct(Math.max(...steady))} of the mean, end ${pct(last?.rss ?? mean)}, trend ` +
-    `${(slope * 1000).toFixed(1)} MiB per 1,000 pages (100-page means; single samples ${Math.min(...raw).toFixed(0)}–` +
-    `${Math.max(...raw).toFixed(0)} MiB)`,
-);
-console.log(`RSS samples (pages:MiB): ${samples.map((s) => `${s.pages}:${s.rss.toFixed(0)}`).join(" ")}`);
+  console.log(
+    `RSS (PSS of Node + Chromium processes): start ${samples[0]?.rss.toFixed(0)} MiB; after warm-up ` +
+      `(${warm?.pages} pages on) mean ${mean.toFixed(0)} MiB, range ${pct(Math.min(...rss))} / ` +
+      `${pct(Math.max(...rss))} of the mean, end ${pct(last?.rss ?? mean)}, trend ` +
+      `${(slope * 1000).toFixed(1)} MiB per 1,000 pages (100-page means; single samples ` +
+      `${Math.min(...raw).toFixed(0)}–${Math.max(...raw).toFixed(0)} MiB)`,
+  );
+  console.log(`RSS samples (pages:MiB): ${samples.map((s) => `${s.pages}:${s.rss.toFixed(0)}`).join(" ")}`);
+}
+
+if (RSS_PAGES >= 100) await memoryRun(RSS_PAGES);
+else console.log("RSS run skipped (--pages below 100)");
 console.log(`failed scrapes: ${failures}`);
 
 await app.close();
