@@ -32,7 +32,7 @@ CMD ["node", "services/search/src/main.ts"]
 
 FROM base AS scraper
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium-headless-shell fonts-liberation && rm -rf /var/lib/apt/lists/*
-ENV CHROMIUM_PATH=/usr/bin/chromium-headless-shell
+ENV CHROMIUM_PATH=/usr/lib/chromium/chromium-headless-shell
 COPY services/scraper services/scraper
 USER node
 EXPOSE 3002 3000

@@ -31,8 +31,11 @@ await operator.start();
 
 stopOnSignals(
   async () => {
-    await operator.stop().catch((err: Error) => operator.logger.error({ err: err.message }, "stop failed"));
-    await Promise.allSettled([health.close(), metrics.close()]);
+    try {
+      await operator.stop();
+    } finally {
+      await Promise.allSettled([health.close(), metrics.close()]);
+    }
   },
   { logger: operator.logger },
 );

@@ -8,7 +8,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium-headless-shell}" ]; then
-  echo "[setup] scraper: no Chromium at ${CHROMIUM_PATH:-/usr/bin/chromium-headless-shell}" >&2
+if [ ! -x "${CHROMIUM_PATH:-/usr/lib/chromium/chromium-headless-shell}" ]; then
+  echo "[setup] scraper: no Chromium at ${CHROMIUM_PATH:-/usr/lib/chromium/chromium-headless-shell}" >&2
   exit 1
 fi

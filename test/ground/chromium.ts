@@ -2,7 +2,7 @@
 // root (containers), no background networking, component updates, sync or QUIC.
 import { type Browser, chromium } from "playwright-core";
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium-headless-shell";
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/lib/chromium/chromium-headless-shell";
 
 export const OFFLINE_FLAGS = [
   "--disable-gpu",

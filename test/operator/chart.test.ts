@@ -17,8 +17,11 @@ const chart = fileURLToPath(new URL("../../charts/capstan", import.meta.url));
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 const ns = `chart-${suffix}`;
 const release = `cap-${suffix}`;
-/** The Kubernetes version the test API server runs (test/kube-bin/apiserver/go.mod). */
-const KUBE_VERSION = "1.35.4";
+/** The Kubernetes version the test API server runs. */
+const KUBE_VERSION =
+  /^require k8s\.io\/kubernetes v(\S+)/m.exec(
+    readFileSync(fileURLToPath(new URL("../kube-bin/apiserver/go.mod", import.meta.url)), "utf8"),
+  )?.[1] ?? "unknown";
 
 interface Rendered {
   apiVersion: string;

@@ -8,6 +8,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube-bin/apiserver/go.mod")
 etcd_version=$(awk '/^require go.etcd.io\/etcd\/server\/v3/ {print $3}' "$here/kube-bin/etcd/go.mod")
 helm_version=$(awk '/^require helm.sh\/helm\/v3/ {print $3}' "$here/kube-bin/helm/go.mod")
+: "${kube_version:?no k8s.io/kubernetes require line}" "${etcd_version:?no etcd require line}" \
+  "${helm_version:?no helm.sh/helm/v3 require line}"
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 out="$cache/kube/$kube_version-etcd-$etcd_version"
 mkdir -p "$out"
@@ -20,7 +22,11 @@ build() {
   local name=$1 dir=$2 pkg=$3 out=$4 check=$5 expected=$6
   shift 6
   mkdir -p "$out"
-  if [ -x "$out/$name" ] && "$out/$name" "$check" 2>/dev/null | grep -qF -- "$expected"; then
+  # Output captured whole, not piped to `grep -q`: etcd writes its version in several writes and
+  # would die of SIGPIPE once grep had its match, which pipefail reports as a miss.
+  local reported=""
+  [ -x "$out/$name" ] && reported=$("$out/$name" "$check" 2>/dev/null || true)
+  if [[ $reported == *"$expected"* ]]; then
     echo "$name: cached at $out/$name"
     return
   fi
@@ -42,4 +48,4 @@ echo "KUBE_BIN_DIR=$out"
 # The chart test (test/operator/chart.test.ts) lints, renders and installs charts/capstan.
 build helm "$here/kube-bin/helm" helm.sh/helm/v3/cmd/helm "$cache/helm/$helm_version" version \
   "Version:\"$helm_version\"" "-X helm.sh/helm/v3/internal/version.version=$helm_version"
-echo "HELM=$cache/helm/$helm_version/helm"
+echo "HELM_BIN=$cache/helm/$helm_version/helm"

@@ -14,7 +14,7 @@ describe("loadScraperConfig", () => {
       workerConcurrency: 5,
       taskTimeoutMs: 60_000,
       authEnabled: false,
-      chromiumPath: "/usr/bin/chromium-headless-shell",
+      chromiumPath: "/usr/lib/chromium/chromium-headless-shell",
       renderPort: 3000,
       renderUrl: "http://127.0.0.1:3000",
       allowedHosts: [],

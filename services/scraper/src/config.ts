@@ -46,8 +46,9 @@ export const scraperConfigSchema = z
      * Debian's `chromium-headless-shell`: the old headless mode, built from the same sources as
      * `chromium` without the desktop browser layer. Playwright's own headless default is the same
      * build; it costs about half the CPU per navigation of `chromium --headless` (docs/benchmarks.md).
+     * The binary itself, not /usr/bin's shell wrapper, which stays a parent process of every browser.
      */
-    chromiumPath: z.string().min(1).default("/usr/bin/chromium-headless-shell"),
+    chromiumPath: z.string().min(1).default("/usr/lib/chromium/chromium-headless-shell"),
     renderPort: port.default(3000),
     renderUrl: httpUrl.default("http://127.0.0.1:3000"),
     allowedHosts: z.array(z.string().min(1).max(260)).default([]),

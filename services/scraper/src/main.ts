@@ -1,7 +1,7 @@
 // Starts the scraper from the environment. SCRAPER_ROLE picks what this process runs:
 // "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
 // of the operator's pod).
-import { loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
+import { createLogger, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
 import { buildApp } from "./api/app.ts";
 import { loadScraperConfig } from "./config.ts";
 import { buildRenderService } from "./render/app.ts";
@@ -34,7 +34,17 @@ if (role !== "render") {
   closers.unshift(() => app.close());
 }
 
-stopOnSignals(async () => {
-  for (const close of closers) await close().catch(() => {});
-  await tracing.shutdown().catch(() => {});
-});
+stopOnSignals(
+  async () => {
+    // Every closer runs; the first failure is reported once all have.
+    let failure: unknown;
+    for (const close of closers) {
+      await close().catch((err: unknown) => {
+        failure ??= err;
+      });
+    }
+    await tracing.shutdown().catch(() => {});
+    if (failure) throw failure;
+  },
+  { logger: createLogger({ name: "scraper", level: config.logLevel }) },
+);

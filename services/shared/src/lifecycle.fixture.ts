@@ -1,5 +1,5 @@
-// A process for lifecycle.test.ts: prints "ready", then stops on a signal as STOP says
-// ("ok", "fail" or "hang").
+// A process for lifecycle.test.ts: prints "ready", then stops on a signal as STOP says: "ok"
+// (takes 500 ms, then succeeds), "fail" or "hang".
 import { stopOnSignals } from "./lifecycle.ts";
 
 const mode = process.env.STOP ?? "ok";
@@ -9,9 +9,9 @@ stopOnSignals(
     process.stdout.write(`stopping on ${signal}\n`);
     if (mode === "fail") throw new Error("cannot close");
     if (mode === "hang") await new Promise(() => {});
-    await new Promise((resolve) => setTimeout(resolve, 100)); // a signal may arrive meanwhile
+    await new Promise((resolve) => setTimeout(resolve, 500));
     clearInterval(keepAlive);
   },
-  { graceMs: 300 },
+  { graceMs: 1_000 },
 );
 process.stdout.write("ready\n");

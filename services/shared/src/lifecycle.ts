@@ -1,7 +1,8 @@
 // Graceful stop of a process: the first SIGTERM or SIGINT runs `stop` once (closing servers,
-// finishing in-flight work, flushing traces), then the process exits. A stop that fails or
+// finishing in-flight work, flushing traces), then the process exits 0. A stop that fails or
 // outlives the grace period still ends the process, with status 1, before Kubernetes' own
-// terminationGracePeriodSeconds (30 s by default) would kill it mid-way.
+// terminationGracePeriodSeconds (30 s by default) would kill it mid-way; a second signal during
+// the stop ends it at once, with status 1 (a second Ctrl-C forces the exit).
 import type { Logger } from "./logger.ts";
 
 export const DEFAULT_STOP_GRACE_MS = 25_000;
@@ -13,14 +14,18 @@ export function stopOnSignals(
   const graceMs = opts.graceMs ?? DEFAULT_STOP_GRACE_MS;
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) return;
+    if (stopping) {
+      opts.logger?.warn({ signal }, "second signal during shutdown; exiting now");
+      process.exit(1);
+    }
     stopping = true;
     opts.logger?.info({ signal }, "shutting down");
-    const timer = setTimeout(() => {
+    // Referenced on purpose: a stop that awaits something holding no handle must not end
+    // quietly with status 0 once everything else has closed.
+    setTimeout(() => {
       opts.logger?.error({ graceMs }, "shutdown outlived its grace period; exiting");
       process.exit(1);
     }, graceMs);
-    timer.unref();
     stop(signal).then(
       () => process.exit(0),
       (err: unknown) => {

@@ -193,7 +193,8 @@ export class Renderer {
   }
 
   /**
-   * The serialised DOM (doctype + markup), as page.content() gives it. page.content() injects
+   * The serialised DOM: the markup page.content() gives (doctype + documentElement), plus any
+   * comment outside <html>. page.content() injects
    * Playwright's whole injected script (hundreds of KiB, compiled by Chromium) into every new
    * document, which was the largest single cost per scrape. DevTools serialises the document
    * in C++ for two small messages, out of the page's reach (its scripts cannot redefine what
@@ -225,6 +226,9 @@ export class Renderer {
     // depth 0: only the document node is pushed, so DevTools tracks no other node of the page.
     const { root } = await session.send("DOM.getDocument", { depth: 0 });
     const { outerHTML } = await session.send("DOM.getOuterHTML", { nodeId: root.nodeId });
+    // getDocument switched the DOM agent on; off again, it stops watching the page's mutations
+    // until the next scrape. Not awaited: nothing depends on it.
+    void session.send("DOM.disable").catch(() => {});
     if (typeof outerHTML !== "string" || outerHTML === "") throw new Error("cannot serialise the document");
     return outerHTML;
   }
