@@ -3,7 +3,7 @@
 // tree (Node + Chromium) over a long run. Each level is compared with a plain HTTP fetch of the
 // same pages in the same run. Bounded in count and time; prints its figures.
 //
-//   node bench/scraper/bench.ts [--pages 2000] [--per-level 200] [--max-seconds 1200]
+//   node bench/scraper/bench.ts [--pages 2000] [--per-level 200] [--max-seconds 1200] [--recycle 25]
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +17,8 @@ const RSS_PAGES = Number(args.get("--pages") ?? 2000);
 /** Bounds the RSS run; the throughput runs are bounded by --per-level. */
 const MAX_SECONDS = Number(args.get("--max-seconds") ?? 1200);
 const PER_LEVEL = Number(args.get("--per-level") ?? 200);
+/** Scrapes per pooled page before it is replaced (the scraper's pageRecycleAfter; its default when absent). */
+const RECYCLE = args.has("--recycle") ? { pageRecycleAfter: Number(args.get("--recycle")) } : {};
 
 function page(i: number): string {
   const rows = Array.from({ length: 10 }, (_, r) => `<tr><td>row ${r}</td><td>${(i * r) % 97}</td></tr>`).join("");
@@ -112,6 +114,7 @@ const sitePort = (site.address() as AddressInfo).port;
 const logger = createLogger({ name: "scraper-bench", level: "warn" });
 const config = scraperConfig({
   workerConcurrency: 8,
+  ...RECYCLE,
   maxConcurrentRequests: 64,
   allowedHosts: [`127.0.0.1:${sitePort}`],
   logLevel: "warn",
@@ -169,7 +172,10 @@ async function run(
   return done / ((performance.now() - t0) / 1000);
 }
 
-console.log(`scraper bench: node ${process.version}, ${config.workerConcurrency} pages in the pool, loopback site`);
+console.log(
+  `scraper bench: node ${process.version}, ${config.workerConcurrency} pages in the pool, each replaced after ` +
+    `${config.pageRecycleAfter} scrapes, loopback site`,
+);
 await run(4, 40); // warm-up
 const rates: Record<number, number> = {};
 /** Share of the machine's CPU time the hypervisor gave to others (steal), from /proc/stat. */

@@ -58,8 +58,12 @@ export const scraperConfigSchema = z
       .int()
       .min(1024)
       .default(20 * 1024 * 1024),
-    /** A page context is replaced after this many scrapes, bounding what one context accumulates. */
-    pageRecycleAfter: z.int().min(1).default(50),
+    /**
+     * A page context is replaced after this many scrapes, bounding what one context (and its
+     * renderer process) accumulates. 25 rather than 50 kept memory lower and flatter at no
+     * measurable throughput cost (bench/scraper/RESULTS.md).
+     */
+    pageRecycleAfter: z.int().min(1).default(25),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.authEnabled && !cfg.apiKey) {
