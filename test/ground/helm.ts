@@ -2,9 +2,9 @@
 // test/kube-bin/helm/go.mod), run on charts/capstan against the test API server.
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { binaryCacheDir } from "./kube.ts";
 
 const goMod = fileURLToPath(new URL("../kube-bin/helm/go.mod", import.meta.url));
 
@@ -12,8 +12,7 @@ const goMod = fileURLToPath(new URL("../kube-bin/helm/go.mod", import.meta.url))
 export function helmBinary(): string {
   if (process.env.HELM_BIN) return process.env.HELM_BIN;
   const version = /^require helm\.sh\/helm\/v3 (\S+)/m.exec(readFileSync(goMod, "utf8"))?.[1];
-  const cache = process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache", "capstan");
-  const bin = join(cache, "helm", version ?? "unknown", "helm");
+  const bin = join(binaryCacheDir(), "helm", version ?? "unknown", "helm");
   if (!existsSync(bin))
     throw new Error(`helm ${version} is not built: run \`bash test/scripts/build-kube-binaries.sh\``);
   return bin;

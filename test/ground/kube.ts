@@ -19,11 +19,15 @@ export interface KubeControlPlane {
   stop(): Promise<void>;
 }
 
+/** Where build-kube-binaries.sh caches what it builds (outside the repository). */
+export function binaryCacheDir(): string {
+  return process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache", "capstan");
+}
+
 /** Where build-kube-binaries.sh put etcd and kube-apiserver, or undefined when not built. */
 export function kubeBinDir(): string | undefined {
   if (process.env.KUBE_BIN_DIR) return process.env.KUBE_BIN_DIR;
-  const cache = process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache", "capstan");
-  const pointer = join(cache, "kube", "current");
+  const pointer = join(binaryCacheDir(), "kube", "current");
   if (!existsSync(pointer)) return undefined;
   const dir = readFileSync(pointer, "utf8").trim();
   return existsSync(join(dir, "kube-apiserver")) && existsSync(join(dir, "etcd")) ? dir : undefined;

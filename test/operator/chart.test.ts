@@ -47,6 +47,8 @@ const KINDS: Record<string, { plural: string; namespaced: boolean }> = {
 let home: string;
 let admin: KubeHttp;
 let kubeconfig: string;
+/** The chart rendered with its default values (rendered once; the tests only read it). */
+let rendered: Rendered[];
 
 async function template(...set: string[]): Promise<Rendered[]> {
   const args = ["template", release, chart, "--namespace", ns, "--kube-version", KUBE_VERSION];
@@ -75,6 +77,7 @@ beforeAll(async () => {
   admin = harnessKubeClient();
   await installCrds(admin);
   await ensureNamespace(admin, ns);
+  rendered = await template();
 });
 
 afterAll(async () => {
@@ -90,7 +93,7 @@ describe("charts/capstan with helm", () => {
   });
 
   it("renders objects the API server accepts (server-side apply, dry run)", async () => {
-    const objects = await template();
+    const objects = rendered;
     expect(new Set(objects.map((o) => o.kind))).toEqual(new Set(Object.keys(KINDS)));
     expect(objects.filter((o) => o.kind === "CustomResourceDefinition")).toHaveLength(5);
     for (const obj of objects) {
@@ -108,7 +111,7 @@ describe("charts/capstan with helm", () => {
   });
 
   it("renders an operator config the operator loads, equal to the operator's defaults", async () => {
-    const objects = await template();
+    const objects = rendered;
     const configMap = objects.find((o) => o.kind === "ConfigMap");
     const file = join(home, "operator.yaml");
     writeFileSync(file, configMap?.data?.["operator.yaml"] ?? "");
@@ -140,7 +143,7 @@ describe("charts/capstan with helm", () => {
     const install = await helm(["install", release, chart, ...kc, "--set", "installCRDs=false"], home);
     expect(install.stderr).toBe("");
     expect(install.code).toBe(0);
-    const deployment = (await template()).find((o) => o.kind === "Deployment") as Rendered;
+    const deployment = rendered.find((o) => o.kind === "Deployment") as Rendered;
     const get = () => admin.json<{ spec: { replicas: number } }>(pathOf(deployment));
     const replicas = parse(readFileSync(join(chart, "values.yaml"), "utf8")).operator.replicas as number;
     expect((await get()).spec.replicas).toBe(replicas);

@@ -12,7 +12,6 @@ helm_version=$(awk '/^require helm.sh\/helm\/v3/ {print $3}' "$here/kube-bin/hel
   "${helm_version:?no helm.sh/helm/v3 require line}"
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 out="$cache/kube/$kube_version-etcd-$etcd_version"
-mkdir -p "$out"
 
 # name module-dir package output-dir version-argument version-expected [ldflags...]
 # A cached binary is reused when it reports the expected version. Version strings are stamped
