@@ -16,6 +16,28 @@ const resources = z
   })
   .default({});
 
+/** An extra variable: a literal value or a Kubernetes `valueFrom` (secretKeyRef, fieldRef, ...). */
+const extraEnvVar = z
+  .object({
+    name: z.string().min(1),
+    value: z.string().optional(),
+    valueFrom: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((e) => e.value === undefined || e.valueFrom === undefined, "set value or valueFrom, not both");
+
+/** Where and how a data-plane pod runs (Helm values of the same names; passed through as given). */
+export const podFields = {
+  /** Extra env for the workload's containers; an empty value is dropped (empty means unset). */
+  extraEnv: z.array(extraEnvVar).default([]),
+  nodeSelector: z.record(z.string(), z.string()).default({}),
+  tolerations: z.array(z.record(z.string(), z.unknown())).default([]),
+  affinity: z.record(z.string(), z.unknown()).default({}),
+  podAnnotations: z.record(z.string(), z.string()).default({}),
+  /** Kubernetes' default; the processes stop within 25 s of SIGTERM (stopOnSignals). */
+  terminationGracePeriodSeconds: z.int().min(0).max(3600).default(30),
+};
+export type PodSettings = z.infer<z.ZodObject<typeof podFields>>;
+
 const workloadFields = (image: string, port: number, replicas: number, servicePort: number) => ({
   image: z.string().min(1).default(`${REGISTRY}/${image}:${VERSION}`),
   imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).default("IfNotPresent"),
@@ -25,8 +47,7 @@ const workloadFields = (image: string, port: number, replicas: number, servicePo
   resources,
   /** URL clients call, written into status.endpoint; default the in-cluster Service. */
   publicUrl: httpUrl.optional(),
-  /** Extra env for the container. */
-  extraEnv: z.array(z.object({ name: z.string().min(1), value: z.string() })).default([]),
+  ...podFields,
 });
 
 export const operatorConfigSchema = z.object({
@@ -58,6 +79,11 @@ export const operatorConfigSchema = z.object({
       internalUrl: httpUrl.optional(),
       trustedProxies: z.string().default(""),
       dataDir: z.string().min(1).default("/var/lib/capstan"),
+      /**
+       * The embedded store's PersistentVolumeClaim (the chart creates it or names an existing one).
+       * Absent: an emptyDir, which loses every vector with the pod (tests and development only).
+       */
+      persistence: z.object({ claimName: z.string().min(1).optional() }).prefault({}),
     })
     .prefault({}),
   scraper: z
@@ -66,10 +92,30 @@ export const operatorConfigSchema = z.object({
       imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).default("IfNotPresent"),
       resources,
       renderResources: resources,
+      ...podFields,
     })
     .prefault({}),
-  redis: z.object({ url: z.string().min(1).default("redis://capstan-redis:6379") }).prefault({}),
+  redis: z
+    .object({
+      url: z.string().min(1).default("redis://capstan-redis:6379"),
+      /** Secret key holding the password; put into the gateway's REDIS_URL by Kubernetes, never by us. */
+      passwordSecretRef: secretKeyRef.optional(),
+    })
+    .prefault({}),
   qdrant: z.object({ url: z.string().default(""), apiKeySecretRef: secretKeyRef.optional() }).prefault({}),
+  /** OpenTelemetry export of every data-plane workload, rendered as the standard OTEL_* variables. */
+  otel: z
+    .object({
+      /** OTLP endpoint; "" (or absent) exports nothing. */
+      endpoint: z.string().default(""),
+      protocol: z.enum(["", "grpc", "http/protobuf", "http/json"]).default(""),
+      /** OTEL_RESOURCE_ATTRIBUTES, e.g. {deployment.environment: prod}. */
+      resourceAttributes: z.record(z.string(), z.string()).default({}),
+      /** OTEL_TRACES_SAMPLER (e.g. parentbased_traceidratio) and its argument. */
+      sampler: z.string().default(""),
+      samplerArg: z.string().default(""),
+    })
+    .prefault({}),
   /** Platform "scraping" settings (reference section 8), used by KnowledgeBases without scraperRef. */
   scraping: z
     .object({

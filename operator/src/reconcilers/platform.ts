@@ -14,6 +14,7 @@ import {
   type ProviderKeyRef,
   providerKeysSecret,
   searchObjects,
+  searchRefusal,
 } from "../translate/workloads.ts";
 import { applyAll } from "./apply.ts";
 import type { OperatorContext } from "./context.ts";
@@ -76,12 +77,20 @@ export function platformReconciler(ctx: OperatorContext): Reconcile {
     const [seDeploy, seSvc] = searchObjects(c);
     const d = ctx.informers.deployments;
     const s = ctx.informers.services;
+    // A refused search Deployment is left as it is (not applied, not scaled): the Service stays,
+    // and a Warning Event on it plus an error log say why.
+    const refusal = searchRefusal(c);
     await applyAll(ctx, [
       { type: DEPLOYMENT, desired: gwDeploy as KubeObject, cache: d },
       { type: SERVICE, desired: gwSvc as KubeObject, cache: s },
-      { type: DEPLOYMENT, desired: seDeploy as KubeObject, cache: d },
+      ...(refusal ? [] : [{ type: DEPLOYMENT, desired: seDeploy as KubeObject, cache: d }]),
       { type: SERVICE, desired: seSvc as KubeObject, cache: s },
     ]);
+    if (refusal) {
+      ctx.logger.error({ reason: "SearchReplicasRefused" }, refusal);
+      const svc = s.get(c.namespace, (seSvc as KubeObject).metadata.name) ?? (seSvc as KubeObject);
+      ctx.events.record(svc, "Warning", "SearchReplicasRefused", "Apply", refusal);
+    }
     return undefined;
   };
 }

@@ -2,6 +2,7 @@
 // reconcile skip an unchanged apply (zero writes in steady state), and secure pod defaults.
 import { createHash } from "node:crypto";
 import type { KubeObject } from "@capstan/shared/kube";
+import type { OperatorConfig, PodSettings } from "../config.ts";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "capstan-operator";
@@ -83,11 +84,50 @@ export const CONTAINER_SECURITY = {
 export interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { secretKeyRef: { name: string; key: string; optional?: boolean } };
+  valueFrom?: Record<string, unknown>;
 }
 
 export function env(name: string, value: string | number | boolean): EnvVar {
   return { name, value: String(value) };
+}
+
+/**
+ * An optional setting: no variable at all when unset or "" (empty means unset everywhere; the
+ * processes' config loader treats an empty variable as absent too).
+ */
+export function optionalEnv(name: string, value: string | undefined): EnvVar[] {
+  return value === undefined || value.trim() === "" ? [] : [env(name, value)];
+}
+
+/** Helm's extraEnv: literal values (empty ones dropped) and valueFrom references as given. */
+export function extraEnv(list: PodSettings["extraEnv"]): EnvVar[] {
+  return list.flatMap((e) => (e.valueFrom ? [{ name: e.name, valueFrom: e.valueFrom }] : optionalEnv(e.name, e.value)));
+}
+
+/** The standard OTEL_* variables from the operator's `otel` settings; none when no endpoint is set. */
+export function otelEnv(o: OperatorConfig["otel"], serviceName: string): EnvVar[] {
+  if (o.endpoint.trim() === "") return [];
+  const attributes = Object.entries(o.resourceAttributes)
+    .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+    .join(",");
+  return [
+    env("OTEL_SERVICE_NAME", serviceName),
+    env("OTEL_EXPORTER_OTLP_ENDPOINT", o.endpoint),
+    ...optionalEnv("OTEL_EXPORTER_OTLP_PROTOCOL", o.protocol),
+    ...optionalEnv("OTEL_RESOURCE_ATTRIBUTES", attributes),
+    ...optionalEnv("OTEL_TRACES_SAMPLER", o.sampler),
+    ...optionalEnv("OTEL_TRACES_SAMPLER_ARG", o.samplerArg),
+  ];
+}
+
+/** Pod-spec placement fields; empty ones are left out so the API server's defaults apply. */
+export function podPlacement(p: PodSettings): Record<string, unknown> {
+  return {
+    ...(Object.keys(p.nodeSelector).length ? { nodeSelector: p.nodeSelector } : {}),
+    ...(p.tolerations.length ? { tolerations: p.tolerations } : {}),
+    ...(Object.keys(p.affinity).length ? { affinity: p.affinity } : {}),
+    terminationGracePeriodSeconds: p.terminationGracePeriodSeconds,
+  };
 }
 
 export function secretEnv(name: string, ref: { name: string; key: string }): EnvVar {

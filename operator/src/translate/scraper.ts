@@ -9,8 +9,12 @@ import {
   CONTAINER_SECURITY,
   type EnvVar,
   env,
+  extraEnv,
+  optionalEnv,
+  otelEnv,
   PART_OF,
   POD_SECURITY,
+  podPlacement,
   probe,
   secretEnv,
   shortHash,
@@ -42,11 +46,11 @@ export function scraperEnv(s: Scraper): EnvVar[] {
     env("PORT", spec.port),
     env("INTERNAL_PORT", spec.internalPort),
     env("LOGGING_LEVEL", spec.logLevel),
-    env("LLM_BASE_URL", spec.llm.baseURL),
-    env("MODEL_NAME", spec.llm.model),
-    env("MODEL_EMBEDDING_NAME", spec.llm.embeddingModel),
-    env("SEARCH_ENGINES", spec.search.engines.join(",")),
-    env("SEARCH_CATEGORIES", spec.search.categories.join(",")),
+    ...optionalEnv("LLM_BASE_URL", spec.llm.baseURL),
+    ...optionalEnv("MODEL_NAME", spec.llm.model),
+    ...optionalEnv("MODEL_EMBEDDING_NAME", spec.llm.embeddingModel),
+    ...optionalEnv("SEARCH_ENGINES", spec.search.engines.join(",")),
+    ...optionalEnv("SEARCH_CATEGORIES", spec.search.categories.join(",")),
     env("BLOCK_MEDIA", spec.browser.blockMedia),
     env("MAX_CONCURRENT_REQUESTS", spec.tuning.maxConcurrentRequests),
     env("REQUEST_TIMEOUT", spec.tuning.requestTimeoutMs),
@@ -79,16 +83,18 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
   const labels = { ...PART_OF, "app.kubernetes.io/name": "capstan-scraper", "app.kubernetes.io/instance": name };
   const selector = { "app.kubernetes.io/name": "capstan-scraper", "app.kubernetes.io/instance": name };
   const owner = [controllerRef(s, SCRAPER_TYPE)];
-  const common = scraperEnv(s);
+  // Platform-wide settings (Helm values) after the Scraper's own, so an operator-level extraEnv wins.
+  const common = [...scraperEnv(s), ...otelEnv(c.otel, `capstan-scraper-${name}`), ...extraEnv(c.scraper.extraEnv)];
   const mounts = [
     { name: "tmp", mountPath: "/tmp" },
     { name: "dshm", mountPath: "/dev/shm" },
   ];
   const template = {
-    metadata: { labels },
+    metadata: { labels, annotations: c.scraper.podAnnotations },
     spec: {
       automountServiceAccountToken: false,
       securityContext: POD_SECURITY,
+      ...podPlacement(c.scraper),
       containers: [
         {
           name: "scraper",
@@ -130,7 +136,10 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
       spec: {
         replicas: s.spec.replicas,
         selector: { matchLabels: selector },
-        template: { ...template, metadata: { labels, annotations: { [CONFIG_HASH]: configHash } } },
+        template: {
+          ...template,
+          metadata: { labels, annotations: { ...c.scraper.podAnnotations, [CONFIG_HASH]: configHash } },
+        },
       },
     }),
     withAppliedHash({

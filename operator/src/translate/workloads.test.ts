@@ -8,7 +8,7 @@ import { parse, stringify } from "yaml";
 import { loadOperatorConfig } from "../config.ts";
 import { CONFIG_HASH } from "./common.ts";
 import { scraperObjects } from "./scraper.ts";
-import { gatewayObjects, searchObjects } from "./workloads.ts";
+import { gatewayObjects, searchObjects, searchRefusal } from "./workloads.ts";
 
 const dir = fileURLToPath(new URL("./testdata/", import.meta.url));
 
@@ -33,6 +33,77 @@ describe("data-plane workloads", () => {
   });
   it("the provider-key volume appears only with provider keys", () => {
     expect(JSON.stringify(gatewayObjects(config, []))).not.toContain("provider-keys");
+  });
+});
+
+/** Every env entry, annotation and label value of every container and pod in `objects`. */
+function renderedValues(objects: unknown[]): { where: string; value: unknown }[] {
+  const out: { where: string; value: unknown }[] = [];
+  const walk = (node: unknown, where: string) => {
+    if (Array.isArray(node)) {
+      for (const [i, n] of node.entries()) walk(n, `${where}[${i}]`);
+    } else if (node && typeof node === "object") {
+      for (const [k, v] of Object.entries(node)) walk(v, `${where}.${k}`);
+    } else out.push({ where, value: node });
+  };
+  for (const [i, o] of objects.entries()) walk(o, `[${i}]`);
+  return out;
+}
+
+describe("empty means unset", () => {
+  it('the Deployments rendered from the operator\'s defaults carry no empty value (no CAPSTAN_NAMESPACE="", QDRANT_URL="")', () => {
+    const defaults = loadOperatorConfig({});
+    const raw = parse(readFileSync(`${dir}scraper.in.yaml`, "utf8"));
+    const scraper = { ...parseResource(raw), metadata: { ...raw.metadata, uid: "0000-1111" } } as Scraper;
+    const objects = [...gatewayObjects(defaults, []), ...searchObjects(defaults), ...scraperObjects(scraper, defaults)];
+    const empty = renderedValues(objects).filter((v) => v.value === "");
+    expect(empty).toEqual([]);
+    const names = JSON.stringify(objects);
+    expect(names).not.toContain('"CAPSTAN_NAMESPACE"');
+    expect(names).not.toContain('"QDRANT_URL"');
+  });
+
+  it("an empty extraEnv value is dropped; a valueFrom one is kept", () => {
+    const c = loadOperatorConfig(
+      {},
+      {
+        gateway: {
+          extraEnv: [
+            { name: "EMPTY", value: "" },
+            { name: "FROM_SECRET", valueFrom: { secretKeyRef: { name: "s", key: "k" } } },
+          ],
+        },
+      },
+    );
+    const text = JSON.stringify(gatewayObjects(c, []));
+    expect(text).not.toContain('"EMPTY"');
+    expect(text).toContain('{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}');
+  });
+});
+
+describe("search's embedded store", () => {
+  const spec = (c: ReturnType<typeof loadOperatorConfig>) =>
+    (
+      searchObjects(c)[0] as unknown as {
+        spec: { strategy: { type: string }; template: { spec: { volumes: unknown[] } } };
+      }
+    ).spec;
+
+  it("sits on the configured claim and is replaced, never rolled (two pods never share it)", () => {
+    const c = loadOperatorConfig({}, { search: { persistence: { claimName: "search-data" } } });
+    expect(spec(c).template.spec.volumes).toContainEqual({
+      name: "data",
+      persistentVolumeClaim: { claimName: "search-data" },
+    });
+    expect(spec(c).strategy).toEqual({ type: "Recreate" });
+  });
+
+  it("is refused with more than one replica, and allowed with Qdrant", () => {
+    expect(searchRefusal(loadOperatorConfig({}, { search: { replicas: 1 } }))).toBeUndefined();
+    expect(searchRefusal(loadOperatorConfig({}, { search: { replicas: 2 } }))).toMatch(/search\.replicas is 2/);
+    expect(
+      searchRefusal(loadOperatorConfig({}, { search: { replicas: 2 }, qdrant: { url: "http://qdrant:6333" } })),
+    ).toBeUndefined();
   });
 });
 

@@ -2,14 +2,18 @@
 // Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
 
 import type { KubeObject } from "@capstan/shared/kube";
-import { GATEWAY_NAME, type OperatorConfig, SEARCH_NAME, searchInternalUrl } from "../config.ts";
+import { GATEWAY_NAME, type OperatorConfig, type PodSettings, SEARCH_NAME, searchInternalUrl } from "../config.ts";
 import {
   CONFIG_HASH,
   CONTAINER_SECURITY,
   type EnvVar,
   env,
+  extraEnv,
+  optionalEnv,
+  otelEnv,
   PART_OF,
   POD_SECURITY,
+  podPlacement,
   probe,
   secretEnv,
   shortHash,
@@ -65,15 +69,19 @@ interface DeploymentInput {
   resources: unknown;
   volumes: unknown[];
   mounts: unknown[];
+  pod: PodSettings;
+  /** Recreate when two pods must never share the data (the embedded store); else rolling. */
+  strategy: "RollingUpdate" | "Recreate";
 }
 
 function deployment(d: DeploymentInput): KubeObject {
   const template = {
-    metadata: { labels: labels(d.component, d.name) },
+    metadata: { labels: labels(d.component, d.name), annotations: d.pod.podAnnotations },
     spec: {
       serviceAccountName: d.serviceAccount,
       automountServiceAccountToken: true,
       securityContext: POD_SECURITY,
+      ...podPlacement(d.pod),
       containers: [
         {
           name: d.component,
@@ -100,17 +108,41 @@ function deployment(d: DeploymentInput): KubeObject {
     spec: {
       replicas: d.replicas,
       selector: { matchLabels: selector(d.name) },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      strategy:
+        d.strategy === "Recreate"
+          ? { type: "Recreate" }
+          : { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template: {
         ...template,
-        metadata: { ...template.metadata, annotations: { [CONFIG_HASH]: configHash } },
+        metadata: { ...template.metadata, annotations: { ...d.pod.podAnnotations, [CONFIG_HASH]: configHash } },
       },
     },
   });
 }
 
-function extra(list: { name: string; value: string }[]): EnvVar[] {
-  return list.map((e) => env(e.name, e.value));
+/**
+ * REDIS_URL, with the password (when a Secret holds one) put in by Kubernetes' $(VAR) expansion
+ * of the REDIS_PASSWORD variable listed before it: the password never passes through the operator.
+ */
+function redisEnv(c: OperatorConfig): EnvVar[] {
+  const ref = c.redis.passwordSecretRef;
+  if (!ref) return [env("REDIS_URL", c.redis.url)];
+  const url = c.redis.url.replace(/^(rediss?:\/\/)(?:[^@/]*@)?/, "$1:$(REDIS_PASSWORD)@");
+  return [secretEnv("REDIS_PASSWORD", ref), env("REDIS_URL", url)];
+}
+
+/** Whether search keeps its vectors in the embedded store (no Qdrant URL). */
+export function embeddedStore(c: OperatorConfig): boolean {
+  return c.qdrant.url.trim() === "";
+}
+
+/**
+ * Why the search Deployment must not be applied, or undefined: the embedded store is one pod's
+ * disk, so a second replica would answer from a different (diverging) set of vectors.
+ */
+export function searchRefusal(c: OperatorConfig): string | undefined {
+  if (!embeddedStore(c) || c.search.replicas <= 1) return undefined;
+  return `search.replicas is ${c.search.replicas} but the embedded vector store serves one replica only: set qdrant.url (or qdrant.deploy.enabled) or search.replicas=1`;
 }
 
 export function gatewayObjects(c: OperatorConfig, providerKeys: ProviderKeyRef[]): KubeObject[] {
@@ -150,22 +182,28 @@ export function gatewayObjects(c: OperatorConfig, providerKeys: ProviderKeyRef[]
       serviceAccount: c.dataPlaneServiceAccount,
       env: [
         env("PORT", c.gateway.port),
-        env("REDIS_URL", c.redis.url),
-        env("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...redisEnv(c),
+        ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
         env("CAPSTAN_SEARCH_URL", searchInternalUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
-        ...extra(c.gateway.extraEnv),
+        ...otelEnv(c.otel, GATEWAY_NAME),
+        ...extraEnv(c.gateway.extraEnv),
       ],
       resources: c.gateway.resources,
       volumes,
       mounts,
+      pod: c.gateway,
+      strategy: "RollingUpdate",
     }),
     service(GATEWAY_NAME, "gateway", c.namespace, c.gateway.servicePort),
   ];
 }
 
 export function searchObjects(c: OperatorConfig): KubeObject[] {
+  const embedded = embeddedStore(c);
+  const claim = c.search.persistence.claimName;
+  const data = claim ? { persistentVolumeClaim: { claimName: claim } } : { emptyDir: {} };
   return [
     deployment({
       name: SEARCH_NAME,
@@ -180,15 +218,20 @@ export function searchObjects(c: OperatorConfig): KubeObject[] {
         env("PORT", c.search.port),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
-        env("QDRANT_URL", c.qdrant.url),
+        ...optionalEnv("QDRANT_URL", c.qdrant.url),
         ...(c.qdrant.apiKeySecretRef ? [secretEnv("QDRANT_API_KEY", c.qdrant.apiKeySecretRef)] : []),
-        env("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
-        env("CAPSTAN_NAMESPACE", c.watchNamespace),
-        ...extra(c.search.extraEnv),
+        ...optionalEnv("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
+        ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...otelEnv(c.otel, SEARCH_NAME),
+        ...extraEnv(c.search.extraEnv),
       ],
       resources: c.search.resources,
-      volumes: [{ name: "data", emptyDir: {} }],
+      volumes: [{ name: "data", ...data }],
       mounts: [{ name: "data", mountPath: c.search.dataDir }],
+      pod: c.search,
+      // Two pods must never open the embedded store's files at once (and a ReadWriteOnce claim
+      // may not attach to a second node): the old pod stops before the new one starts.
+      strategy: embedded ? "Recreate" : "RollingUpdate",
     }),
     service(SEARCH_NAME, "search", c.namespace, c.search.servicePort),
   ];

@@ -25,6 +25,13 @@ describe("gateway config", () => {
     expect(c.limiter.redisDownPolicy).toBe("deny");
   });
 
+  it('treats empty variables as unset (an unset Helm value renders as "")', () => {
+    const c = loadGatewayConfig({ CAPSTAN_NAMESPACE: "", REDIS_URL: "", CAPSTAN_SECRETS_DIR: " " });
+    expect(c.namespace).toBeUndefined();
+    expect(c.redisUrl).toBeUndefined();
+    expect(c.secretsDir).toBeUndefined();
+  });
+
   it("fails fast naming the bad variable", () => {
     expect(() => loadGatewayConfig({ PORT: "eighty" })).toThrow(ConfigError);
     expect(() => loadGatewayConfig({ CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "maybe" })).toThrow(

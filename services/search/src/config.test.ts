@@ -28,6 +28,13 @@ describe("loadSearchConfig", () => {
     expect(c.dataDir).toBe("/data");
   });
 
+  it('treats empty variables as unset (an unset Helm value renders as "")', () => {
+    const c = loadSearchConfig({ QDRANT_URL: "", CAPSTAN_NAMESPACE: "", CAPSTAN_DATA_DIR: "" });
+    expect(c.qdrant.url).toBeUndefined();
+    expect(c.namespace).toBeUndefined();
+    expect(c.dataDir).toBeUndefined();
+  });
+
   it("names the variable of a bad value", () => {
     expect(() => loadSearchConfig({ CAPSTAN_TRUSTED_PROXIES: "10.0.0.0/99" })).toThrow(ConfigError);
     expect(() => loadSearchConfig({ CAPSTAN_TRUSTED_PROXIES: "10.0.0.0/99" })).toThrow(/trustedProxies/);

@@ -47,6 +47,16 @@ describe("loadConfig", () => {
     expect(message).toContain("auth (AUTH_ENABLED)");
   });
 
+  it("treats an empty or blank variable as unset: the file's value and the default stay", () => {
+    const dir = mkdtempSync(join(tmpdir(), "capstan-config-"));
+    const file = join(dir, "config.yaml");
+    writeFileSync(file, "redis:\n  url: redis://file:6379\n");
+    const cfg = loadConfig(schema, { file, envMap, env: { REDIS_URL: "", PORT: " ", AUTH_ENABLED: "" } });
+    expect(cfg.redis.url).toBe("redis://file:6379");
+    expect(cfg.port).toBe(8080);
+    expect(cfg.auth).toBe(false);
+  });
+
   it("reports an unreadable file clearly", () => {
     expect(() => loadConfig(schema, { file: "/nonexistent/capstan.yaml" })).toThrow(/cannot read config file/);
   });

@@ -74,7 +74,9 @@ export function loadConfig<S extends z.ZodType>(schema: S, opts: LoadConfigOptio
   }
   for (const [name, target] of Object.entries(opts.envMap ?? {})) {
     const value = env[name];
-    if (value === undefined) continue;
+    // Empty means unset, for every process: a Helm value left at "" or a variable exported empty
+    // keeps the file's value or the default instead of failing a `min(1)` or URL check.
+    if (value === undefined || value.trim() === "") continue;
     if (typeof target === "string") setPath(raw, target, value);
     else setPath(raw, target.path, target.parse(value));
   }
