@@ -5,70 +5,40 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { collectionPath, KubeApiError, type KubeHttp } from "@capstan/shared/kube";
+import { KubeApiError, type KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
+import { parse } from "yaml";
 import { loadOperatorConfig, type OperatorConfig } from "../../operator/src/config.ts";
 import { helm } from "../ground/helm.ts";
 import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import {
+  chart,
+  dryRunApply,
+  helmTemplate,
+  KINDS,
+  KUBE_VERSION,
+  MINIMAL,
+  one,
+  parseRendered,
+  pathOf,
+  type Rendered,
+} from "./chart-kit.ts";
 
-const chart = fileURLToPath(new URL("../../charts/capstan", import.meta.url));
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 const ns = `chart-${suffix}`;
 const release = `cap-${suffix}`;
-/** The Kubernetes version the test API server runs. */
-const KUBE_VERSION =
-  /^require k8s\.io\/kubernetes v(\S+)/m.exec(
-    readFileSync(fileURLToPath(new URL("../kube-bin/apiserver/go.mod", import.meta.url)), "utf8"),
-  )?.[1] ?? "unknown";
-
-interface Rendered {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string };
-  spec?: Record<string, unknown>;
-  data?: Record<string, string>;
-}
-
-/** Plural and scope of each kind the chart renders. */
-const KINDS: Record<string, { plural: string; namespaced: boolean }> = {
-  ServiceAccount: { plural: "serviceaccounts", namespaced: true },
-  ConfigMap: { plural: "configmaps", namespaced: true },
-  Service: { plural: "services", namespaced: true },
-  Deployment: { plural: "deployments", namespaced: true },
-  Role: { plural: "roles", namespaced: true },
-  RoleBinding: { plural: "rolebindings", namespaced: true },
-  ClusterRole: { plural: "clusterroles", namespaced: false },
-  ClusterRoleBinding: { plural: "clusterrolebindings", namespaced: false },
-  CustomResourceDefinition: { plural: "customresourcedefinitions", namespaced: false },
-};
 
 let home: string;
 let admin: KubeHttp;
 let kubeconfig: string;
-/** The chart rendered with its default values (rendered once; the tests only read it). */
+/** The chart rendered with its default values plus MINIMAL (rendered once; the tests only read it). */
 let rendered: Rendered[];
 
 async function template(...set: string[]): Promise<Rendered[]> {
-  const args = ["template", release, chart, "--namespace", ns, "--kube-version", KUBE_VERSION];
-  const res = await helm([...args, ...set.flatMap((s) => ["--set", s])], home);
+  const res = await helmTemplate(home, release, ns, [...MINIMAL, ...set]);
   expect(res.stderr).toBe("");
   expect(res.code).toBe(0);
-  return parseAllDocuments(res.stdout)
-    .map((d) => d.toJS() as Rendered | null)
-    .filter((o): o is Rendered => o !== null);
-}
-
-function pathOf(obj: Rendered): string {
-  const kind = KINDS[obj.kind];
-  if (!kind) throw new Error(`the chart renders a kind this test does not know: ${obj.kind}`);
-  const base = collectionPath(
-    obj.apiVersion,
-    kind.plural,
-    kind.namespaced ? (obj.metadata.namespace ?? ns) : undefined,
-  );
-  return `${base}/${obj.metadata.name}`;
+  return parseRendered(res.stdout);
 }
 
 beforeAll(async () => {
@@ -87,32 +57,24 @@ afterAll(async () => {
 
 describe("charts/capstan with helm", () => {
   it("lints clean with --strict", async () => {
-    const res = await helm(["lint", "--strict", chart, "--kube-version", KUBE_VERSION], home);
+    const set = MINIMAL.flatMap((v) => ["--set", v]);
+    const res = await helm(["lint", "--strict", chart, "--kube-version", KUBE_VERSION, ...set], home);
     expect(res.stdout).toContain("0 chart(s) failed");
     expect(res.code).toBe(0);
   });
 
   it("renders objects the API server accepts (server-side apply, dry run)", async () => {
     const objects = rendered;
-    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set(Object.keys(KINDS)));
+    // Off by default: the Ingress and the HTTPRoute (chart-values.test.ts renders them).
+    const optional = new Set(["Ingress", "HTTPRoute"]);
+    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set(Object.keys(KINDS).filter((k) => !optional.has(k))));
     expect(objects.filter((o) => o.kind === "CustomResourceDefinition")).toHaveLength(5);
-    for (const obj of objects) {
-      try {
-        await admin.json(pathOf(obj), {
-          method: "PATCH",
-          contentType: "application/apply-patch+yaml",
-          query: { fieldManager: "capstan-chart-test", dryRun: "All", force: "true" },
-          body: obj,
-        });
-      } catch (err) {
-        throw new Error(`${obj.kind} ${obj.metadata.name}: ${(err as Error).message}`);
-      }
-    }
+    for (const obj of objects) await dryRunApply(admin, obj, ns);
   });
 
   it("renders an operator config the operator loads, equal to the operator's defaults", async () => {
     const objects = rendered;
-    const configMap = objects.find((o) => o.kind === "ConfigMap");
+    const configMap = one(objects, "ConfigMap");
     const file = join(home, "operator.yaml");
     writeFileSync(file, configMap?.data?.["operator.yaml"] ?? "");
     const fromChart = loadOperatorConfig({ CAPSTAN_OPERATOR_CONFIG: file, POD_NAME: "operator-0" });
@@ -126,25 +88,30 @@ describe("charts/capstan with helm", () => {
     expect(fromChart.search.resources).toEqual(values.search.resources);
     expect(fromChart.scraper.resources).toEqual(values.scraper.resources);
     expect(fromChart.scraper.renderResources).toEqual(values.scraper.renderResources);
+    // Also the release's own: the dev Redis' address and search's claim.
+    expect(fromChart.redis.url).toBe(`redis://capstan-redis.${ns}.svc:6379`);
+    expect(fromChart.search.persistence.claimName).toBe("capstan-search-data");
     const comparable = (c: OperatorConfig) => ({
       ...c,
       namespace: "",
       dataPlaneServiceAccount: "",
       leaderElection: { ...c.leaderElection, leaseName: "" },
       gateway: { ...c.gateway, resources: {} },
-      search: { ...c.search, resources: {} },
+      search: { ...c.search, resources: {}, persistence: {} },
       scraper: { ...c.scraper, resources: {}, renderResources: {} },
+      redis: {},
     });
     expect(comparable(fromChart)).toEqual(comparable(defaults));
   });
 
   it("installs, upgrades and uninstalls a release on the API server", async () => {
     const kc = ["--kubeconfig", kubeconfig, "-n", ns];
-    const install = await helm(["install", release, chart, ...kc, "--set", "installCRDs=false"], home);
+    const set = MINIMAL.flatMap((v) => ["--set", v]);
+    const install = await helm(["install", release, chart, ...kc, "--set", "installCRDs=false", ...set], home);
     expect(install.stderr).toBe("");
     expect(install.code).toBe(0);
-    const deployment = rendered.find((o) => o.kind === "Deployment") as Rendered;
-    const get = () => admin.json<{ spec: { replicas: number } }>(pathOf(deployment));
+    const deployment = one(rendered, "Deployment", `${release}-capstan-operator`);
+    const get = () => admin.json<{ spec: { replicas: number } }>(pathOf(deployment, ns));
     const replicas = parse(readFileSync(join(chart, "values.yaml"), "utf8")).operator.replicas as number;
     expect((await get()).spec.replicas).toBe(replicas);
 

@@ -45,3 +45,117 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "capstan.image" -}}
 {{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) -}}
 {{- end -}}
+
+{{/* Redis address the gateway uses: the external one, or the dev Redis of the release. */}}
+{{- define "capstan.redisUrl" -}}
+{{- if .Values.redis.url -}}
+{{- .Values.redis.url -}}
+{{- else if .Values.redis.deploy.enabled -}}
+{{- printf "redis://capstan-redis.%s.svc:6379" .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Qdrant address search uses: the external one, the dev Qdrant, or "" (the embedded store). */}}
+{{- define "capstan.qdrantUrl" -}}
+{{- if .Values.qdrant.url -}}
+{{- .Values.qdrant.url -}}
+{{- else if .Values.qdrant.deploy.enabled -}}
+{{- printf "http://capstan-qdrant.%s.svc:6333" .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Claim of search's embedded store ("" with Qdrant). */}}
+{{- define "capstan.searchClaim" -}}
+{{- if not (include "capstan.qdrantUrl" .) -}}
+{{- default "capstan-search-data" .Values.search.persistence.existingClaim -}}
+{{- end -}}
+{{- end -}}
+
+{{/* storageClassName of a created claim: "" leaves the cluster default, "-" asks for none. */}}
+{{- define "capstan.storageClass" -}}
+{{- if eq . "-" }}
+storageClassName: ""
+{{- else if . }}
+storageClassName: {{ . | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod labels of a workload the operator applies (translate/workloads.ts: selector()). */}}
+{{- define "capstan.dataPlaneSelector" -}}
+app.kubernetes.io/name: {{ . }}
+app.kubernetes.io/part-of: capstan
+{{- end -}}
+
+{{/* Pod labels of the dev Redis / Qdrant. */}}
+{{- define "capstan.depSelector" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{/*
+Settings that cannot work together, refused at render time with the fix in the message (the
+schema checks types; these are the rules between values).
+*/}}
+{{- define "capstan.validate" -}}
+{{- $v := .Values -}}
+{{- if and $v.redis.url $v.redis.deploy.enabled -}}
+{{- fail "redis: set either redis.url (your Redis) or redis.deploy.enabled=true (a development Redis), not both" -}}
+{{- end -}}
+{{- if not (include "capstan.redisUrl" .) -}}
+{{- fail "redis: the gateway needs Redis for QPM limits shared by its replicas and for conversation history. Set redis.url=redis://<host>:6379 (password: redis.passwordSecret.name), or redis.deploy.enabled=true for a development Redis (no persistence, not for production)" -}}
+{{- end -}}
+{{- if and $v.qdrant.url $v.qdrant.deploy.enabled -}}
+{{- fail "qdrant: set either qdrant.url (your Qdrant) or qdrant.deploy.enabled=true (a development Qdrant), not both" -}}
+{{- end -}}
+{{- if not (include "capstan.qdrantUrl" .) -}}
+{{- if gt (int $v.search.replicas) 1 -}}
+{{- fail (printf "search.replicas=%v with the embedded vector store: it is one pod's disk, so replicas would diverge. Set search.replicas=1, or use Qdrant (qdrant.url or qdrant.deploy.enabled=true)" $v.search.replicas) -}}
+{{- end -}}
+{{- if not $v.search.persistence.enabled -}}
+{{- fail "search.persistence.enabled=false with the embedded vector store: every vector would be lost when the pod restarts. Keep persistence on (search.persistence.existingClaim or storageClass), or use Qdrant (qdrant.url or qdrant.deploy.enabled=true)" -}}
+{{- end -}}
+{{- end -}}
+{{- if and $v.httpRoute.enabled (not $v.httpRoute.parentRefs) -}}
+{{- fail "httpRoute.enabled=true needs httpRoute.parentRefs (the Gateway the route attaches to)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A workload's pod settings in the operator's config (operator/src/config.ts podFields). */}}
+{{- define "capstan.podSettings" -}}
+extraEnv: {{ toJson .extraEnv }}
+nodeSelector: {{ toJson .nodeSelector }}
+tolerations: {{ toJson .tolerations }}
+affinity: {{ toJson .affinity }}
+podAnnotations: {{ toJson .podAnnotations }}
+terminationGracePeriodSeconds: {{ .terminationGracePeriodSeconds }}
+{{- end -}}
+
+{{/* The standard OTEL_* variables (the operator's; translate/common.ts otelEnv renders the data plane's). */}}
+{{- define "capstan.otelEnv" -}}
+{{- with .otel -}}
+{{- if .endpoint }}
+- name: OTEL_SERVICE_NAME
+  value: {{ $.service | quote }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+{{- with .protocol }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ . | quote }}
+{{- end }}
+{{- with .resourceAttributes }}
+{{- $pairs := list }}
+{{- range $k, $val := . }}{{ $pairs = append $pairs (printf "%s=%s" $k (urlquery $val)) }}{{ end }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ join "," $pairs | quote }}
+{{- end }}
+{{- with .sampler }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ . | quote }}
+{{- end }}
+{{- with .samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,97 @@
+// What the chart tests share: helm template with --set values, the kinds the chart renders (with
+// their API paths), and a server-side dry-run apply of a rendered object on the test API server.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { collectionPath, type KubeHttp } from "@capstan/shared/kube";
+import { parseAllDocuments } from "yaml";
+import { type HelmResult, helm } from "../ground/helm.ts";
+
+export const chart = fileURLToPath(new URL("../../charts/capstan", import.meta.url));
+
+/** The Kubernetes version the test API server runs. */
+export const KUBE_VERSION =
+  /^require k8s\.io\/kubernetes v(\S+)/m.exec(
+    readFileSync(fileURLToPath(new URL("../kube-bin/apiserver/go.mod", import.meta.url)), "utf8"),
+  )?.[1] ?? "unknown";
+
+/**
+ * The least a user must choose: where Redis is. With neither redis.url nor redis.deploy.enabled
+ * the chart refuses to render (tested in chart-values.test.ts).
+ */
+export const MINIMAL = ["redis.deploy.enabled=true"];
+
+export interface Rendered {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+}
+
+/** Plural and scope of each kind the chart renders. */
+export const KINDS: Record<string, { plural: string; namespaced: boolean }> = {
+  ServiceAccount: { plural: "serviceaccounts", namespaced: true },
+  ConfigMap: { plural: "configmaps", namespaced: true },
+  Service: { plural: "services", namespaced: true },
+  Deployment: { plural: "deployments", namespaced: true },
+  Role: { plural: "roles", namespaced: true },
+  RoleBinding: { plural: "rolebindings", namespaced: true },
+  ClusterRole: { plural: "clusterroles", namespaced: false },
+  ClusterRoleBinding: { plural: "clusterrolebindings", namespaced: false },
+  CustomResourceDefinition: { plural: "customresourcedefinitions", namespaced: false },
+  PersistentVolumeClaim: { plural: "persistentvolumeclaims", namespaced: true },
+  NetworkPolicy: { plural: "networkpolicies", namespaced: true },
+  PodDisruptionBudget: { plural: "poddisruptionbudgets", namespaced: true },
+  Ingress: { plural: "ingresses", namespaced: true },
+  HTTPRoute: { plural: "httproutes", namespaced: true },
+};
+
+export function parseRendered(stdout: string): Rendered[] {
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as Rendered | null)
+    .filter((o): o is Rendered => o !== null);
+}
+
+/** `helm template` of the chart with --set values (and -f files); the raw result, for failures. */
+export function helmTemplate(
+  home: string,
+  release: string,
+  ns: string,
+  set: string[],
+  files: string[] = [],
+): Promise<HelmResult> {
+  const args = ["template", release, chart, "--namespace", ns, "--kube-version", KUBE_VERSION];
+  return helm([...args, ...files.flatMap((f) => ["-f", f]), ...set.flatMap((s) => ["--set", s])], home);
+}
+
+export function pathOf(obj: Rendered, ns: string): string {
+  const kind = KINDS[obj.kind];
+  if (!kind) throw new Error(`the chart renders a kind this test does not know: ${obj.kind}`);
+  const base = collectionPath(
+    obj.apiVersion,
+    kind.plural,
+    kind.namespaced ? (obj.metadata.namespace ?? ns) : undefined,
+  );
+  return `${base}/${obj.metadata.name}`;
+}
+
+/** Server-side apply with dryRun=All: the API server validates and defaults, stores nothing. */
+export async function dryRunApply(admin: KubeHttp, obj: Rendered, ns: string): Promise<void> {
+  try {
+    await admin.json(pathOf(obj, ns), {
+      method: "PATCH",
+      contentType: "application/apply-patch+yaml",
+      query: { fieldManager: "capstan-chart-test", dryRun: "All", force: "true" },
+      body: obj,
+    });
+  } catch (err) {
+    throw new Error(`${obj.kind} ${obj.metadata.name}: ${(err as Error).message}`);
+  }
+}
+
+/** The one object of a kind (and name, when given). */
+export function one(objects: Rendered[], kind: string, name?: string): Rendered {
+  const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+  if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ""}, found ${found.length}`);
+  return found[0] as Rendered;
+}
