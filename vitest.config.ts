@@ -23,6 +23,8 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           environment: "node",
           globalSetup: ["test/ground/global-setup.ts"],
+          // Fails a file that leaves Qdrant collections behind on the run's server.
+          setupFiles: ["test/ground/qdrant-guard.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,
           pool: "forks",

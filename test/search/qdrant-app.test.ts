@@ -1,31 +1,23 @@
 // The whole service on the Qdrant adapter (chosen by config.qdrant.url, as QDRANT_URL does):
-// ingestion, search, batch and counts — against a real Qdrant when QDRANT_URL is set, else the
-// loopback stand-in (this machine has no Qdrant server).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// ingestion, search, batch and counts, against the run's real Qdrant server. Deleting the
+// knowledge bases empties them; the shared collections themselves are dropped after.
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { SearchResult } from "../../services/search/src/index.ts";
+import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import { HANDBOOK, SCIENCE } from "./corpus.ts";
-import { type FakeQdrant, startFakeQdrant } from "./fake-qdrant.ts";
 import { call, INTERNAL_TOKEN, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
 
 const KEY = "cap_srch_qdrant_app";
-let fake: FakeQdrant | undefined;
+const url = inject("qdrantUrl");
+const prefix = qdrantPrefix("app");
 let s: Running;
 
 beforeAll(async () => {
-  const real = process.env.QDRANT_URL;
-  if (!real) fake = await startFakeQdrant();
-  console.warn(
-    `[search] service on Qdrant: ${real ? `real server ${real}` : "loopback stand-in (QDRANT_URL not set)"}`,
-  );
   s = await startSearch({
     kbs: [knowledgeBase("handbook"), knowledgeBase("science")],
     keys: [searchKey("q", KEY, { knowledgeIds: ["kb_handbook", "kb_science"] })],
     config: {
-      qdrant: {
-        url: real ?? fake?.url,
-        apiKey: process.env.QDRANT_API_KEY,
-        collectionPrefix: `capstan_app_${process.pid}_${Date.now().toString(36)}`,
-      },
+      qdrant: { url, collectionPrefix: prefix },
     },
   });
   await ingest(s.url, "kb_handbook", HANDBOOK.slice(0, 6));
@@ -38,7 +30,7 @@ afterAll(async () => {
     );
   }
   await s?.close();
-  await fake?.close();
+  await dropCollections(url, prefix);
 });
 
 describe("search on the Qdrant adapter", () => {

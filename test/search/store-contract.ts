@@ -111,6 +111,39 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(above.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2]);
     });
 
+    it("minScore is inclusive: a stored vector queried with itself passes minScore 1", async () => {
+      await store.ensureCollection(info(kb("edge")));
+      // Not axis-aligned: its float32 self-cosine is not exactly 1 on every engine.
+      const odd = Float32Array.from([0.05, 0.61, 0.76, 0.74, 0.1, 0.2, 0.3, 0.4]);
+      const v = odd.map((x) => x / Math.hypot(...odd));
+      await store.replaceDocument(kb("edge"), "d", [
+        chunk(kb("edge"), "d", 0, 2, v),
+        chunk(kb("edge"), "d", 1, 2, unit(0, 1, 0.3)),
+      ]);
+      for (const vector of [v, unit(0, 1, 0.3)]) {
+        const hits = await store.query({ knowledgeIds: [kb("edge")], vector, limit: 10, minScore: 1 });
+        expect(hits.map((h) => h.score)).toEqual([1]);
+      }
+    });
+
+    it("minScore is inclusive: a hit scoring exactly the threshold is kept, one step above drops it", async () => {
+      const q = unit(0, 1, 0.8);
+      const all = await store.query({ knowledgeIds: [kb("edge")], vector: q, limit: 10, minScore: 0 });
+      expect(all).toHaveLength(2);
+      for (const hit of all) {
+        const at = await store.query({ knowledgeIds: [kb("edge")], vector: q, limit: 10, minScore: hit.score });
+        expect(at.map((h) => h.record.embeddingId)).toContain(hit.record.embeddingId);
+        // Scores have six decimals, so 1e-6 above is the next score a hit can have.
+        const above = await store.query({
+          knowledgeIds: [kb("edge")],
+          vector: q,
+          limit: 10,
+          minScore: hit.score + 1e-6,
+        });
+        expect(above.map((h) => h.record.embeddingId)).not.toContain(hit.record.embeddingId);
+      }
+    });
+
     it("replaces a document's chunks without orphans, idempotently", async () => {
       await store.ensureCollection(info(kb("docs")));
       const v1 = [0, 1, 2, 3].map((i) => chunk(kb("docs"), "doc", i, 4, unit(i)));

@@ -1,14 +1,13 @@
 // The vector store contract on the embedded store (in memory and persisted) and on the Qdrant
-// adapter (loopback stand-in) always, on a real Qdrant when QDRANT_URL is set; plus the
+// adapter against the run's real Qdrant server (test/ground/qdrant.ts), always; plus the
 // embedded store's persistence across restarts.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { QdrantClient } from "@qdrant/js-client-rest";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { EmbeddedStore } from "../../services/search/src/store/embedded.ts";
 import { QdrantStore } from "../../services/search/src/store/qdrant.ts";
-import { startFakeQdrant } from "./fake-qdrant.ts";
+import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import { chunk, storeContract, unit } from "./store-contract.ts";
 
 storeContract("embedded, in memory", async () => ({ store: new EmbeddedStore(), cleanup: async () => {} }));
@@ -21,40 +20,14 @@ storeContract("embedded, persisted", async () => {
   };
 });
 
-// The Qdrant adapter against the loopback stand-in (this machine has no Qdrant server) ...
-storeContract("qdrant adapter, loopback stand-in", async () => {
-  const fake = await startFakeQdrant();
+storeContract("real Qdrant server", async () => {
+  const url = inject("qdrantUrl");
+  const prefix = qdrantPrefix("contract");
   return {
-    store: new QdrantStore({ url: fake.url, collectionPrefix: "capstan_fake", maxRetries: 0 }),
-    cleanup: () => fake.close(),
+    store: new QdrantStore({ url, collectionPrefix: prefix }),
+    cleanup: () => dropCollections(url, prefix),
   };
 });
-
-// ... and against a real Qdrant whenever one is given.
-const qdrantUrl = process.env.QDRANT_URL;
-if (qdrantUrl) {
-  const prefix = `capstan_test_${process.pid}_${Date.now().toString(36)}`;
-  storeContract(`qdrant at ${qdrantUrl}`, async () => ({
-    store: new QdrantStore({ url: qdrantUrl, apiKey: process.env.QDRANT_API_KEY, collectionPrefix: prefix }),
-    cleanup: async () => {
-      const client = new QdrantClient({
-        url: qdrantUrl,
-        apiKey: process.env.QDRANT_API_KEY,
-        checkCompatibility: false,
-      });
-      const { collections } = await client.getCollections();
-      for (const c of collections.filter((c) => c.name.startsWith(prefix))) await client.deleteCollection(c.name);
-    },
-  }));
-} else {
-  console.warn(
-    "[search] QDRANT_URL is not set: the VectorStore contract suite is SKIPPED against a real Qdrant server " +
-      "(it ran on the embedded store and on the Qdrant adapter with the loopback stand-in).",
-  );
-  describe.skip("VectorStore contract: real Qdrant server (skipped: QDRANT_URL is not set)", () => {
-    it("needs a Qdrant server", () => {});
-  });
-}
 
 describe("embedded store persistence", () => {
   it("reloads collections, chunks and the index from its data folder", async () => {

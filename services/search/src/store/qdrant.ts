@@ -1,22 +1,25 @@
-// The Qdrant adapter. Layout (Qdrant's multitenancy guidance): one collection per embedding model
-// and size, `<prefix>_<model>_<dims>`, partitioned by payload: knowledgeId is a keyword index with
+// The Qdrant adapter. Layout (Qdrant's multitenancy guidance, measured in docs/search.md): one
+// collection per embedding model and size, `<prefix>_<model>_<dims>`, shared by every knowledge
+// base of that model and partitioned by payload: knowledgeId is a keyword index with
 // is_tenant=true (Qdrant co-locates each tenant's points) and HNSW is built per tenant
 // (payload_m) instead of globally (m=0), since every query filters on knowledgeId. Collection
-// settings (model, dimensions, chunking) live as points of `<prefix>_registry`. Cosine scores
-// are mapped to 0..1 with cosineToScore, and minScore becomes score_threshold on raw cosine.
+// settings (model, dimensions, chunking) live as points of `<prefix>_registry`.
+// Scores: Qdrant's raw cosine goes through cosineToScore like the embedded store's, and
+// minScore is inclusive: score_threshold is only a loose pre-filter (Qdrant's is strict), the
+// exact `score >= minScore` test runs here.
 import { createHash } from "node:crypto";
 import type { OutboundMetrics } from "@capstan/shared";
-import { QdrantClient, type Schemas } from "@qdrant/js-client-rest";
+import { QdrantCallError, QdrantHttp } from "./qdrant-http.ts";
 import {
   type ChunkRecord,
   type ChunkWithVector,
   type CollectionInfo,
   type CollectionStats,
+  cosineFloorOf,
   cosineToScore,
   mergeHits,
   pointIdOf,
   StoreError,
-  scoreToCosine,
   type VectorHit,
   type VectorQuery,
   type VectorStore,
@@ -25,6 +28,8 @@ import {
 export interface QdrantStoreOptions {
   url: string;
   apiKey?: string | undefined;
+  /** PEM CA bundle for an https URL signed by a private CA. */
+  ca?: string | undefined;
   collectionPrefix?: string;
   timeoutMs?: number;
   maxRetries?: number;
@@ -36,9 +41,36 @@ export interface QdrantStoreOptions {
   infoTtlMs?: number;
 }
 
-type Filter = Schemas["Filter"];
-type Condition = Schemas["Condition"];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How a knowledge base's vectors are stored: derived from its model, shown in its status. */
+export interface CollectionLayout {
+  collection: string;
+  /** The payload value that selects this knowledge base's points in the shared collection. */
+  tenant: string;
+  vectorSize: number;
+  distance: "Cosine";
+  hnsw: { m: number; payloadM: number; efConstruct: number };
+}
+
+interface Condition {
+  key?: string;
+  match?: { value: string | number };
+  has_id?: string[];
+}
+interface Filter {
+  must: Condition[];
+  must_not?: Condition[];
+}
+interface ScoredPoint {
+  score: number;
+  payload?: Record<string, unknown> | null;
+}
+
+/** Payload fields searches and document operations filter on; each gets a payload index. */
+const PAYLOAD_INDEXES: { field: string; schema: unknown }[] = [
+  { field: "knowledgeId", schema: { type: "keyword", is_tenant: true } },
+  { field: "docsId", schema: "keyword" },
+  { field: "chunkIndex", schema: "integer" },
+];
 
 function slug(s: string): string {
   return s
@@ -51,16 +83,14 @@ function registryId(knowledgeId: string): string {
   return pointIdOf(`emb_${createHash("sha256").update(knowledgeId).digest("hex")}`);
 }
 
-function status(err: unknown): number | undefined {
-  const s = (err as { status?: unknown })?.status;
-  return typeof s === "number" ? s : undefined;
-}
+const isMissing = (err: unknown) => err instanceof QdrantCallError && err.status === 404;
 
 export class QdrantStore implements VectorStore {
   readonly kind = "qdrant" as const;
-  private readonly client: QdrantClient;
+  private readonly http: QdrantHttp;
   private readonly opts: QdrantStoreOptions;
   private readonly prefix: string;
+  /** Collections known to exist; forgotten on a 404 (deleted behind our back) and re-created. */
   private readonly ready = new Set<string>();
   /** Registry entries, cached briefly: every query needs them and they rarely change. */
   private readonly infos = new Map<string, { info: CollectionInfo | undefined; at: number }>();
@@ -68,15 +98,17 @@ export class QdrantStore implements VectorStore {
   constructor(opts: QdrantStoreOptions) {
     this.opts = opts;
     this.prefix = opts.collectionPrefix ?? "capstan_chunks";
-    this.client = new QdrantClient({
+    this.http = new QdrantHttp({
       url: opts.url,
-      ...(opts.apiKey ? { apiKey: opts.apiKey } : {}),
-      timeout: opts.timeoutMs ?? 10_000,
-      checkCompatibility: false,
+      apiKey: opts.apiKey,
+      ca: opts.ca,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      maxRetries: opts.maxRetries ?? 2,
+      metrics: opts.metrics,
     });
   }
 
-  private get registry(): string {
+  get registry(): string {
     return `${this.prefix}_registry`;
   }
 
@@ -84,86 +116,96 @@ export class QdrantStore implements VectorStore {
     return `${this.prefix}_${slug(info.model)}_${info.dimensions}`;
   }
 
-  /** Every call: timeout (client), bounded retries on 5xx/429/network errors, metrics. */
-  private async call<T>(op: string, fn: () => Promise<T>): Promise<T> {
-    const retries = this.opts.maxRetries ?? 2;
-    const m = this.opts.metrics;
-    for (let attempt = 0; ; attempt++) {
-      const started = performance.now();
-      try {
-        const out = await fn();
-        m?.latency.observe({ target: `qdrant_${op}` }, (performance.now() - started) / 1000);
-        m?.calls.inc({ target: `qdrant_${op}`, outcome: "ok" });
-        return out;
-      } catch (err) {
-        const s = status(err);
-        m?.calls.inc({ target: `qdrant_${op}`, outcome: s ? `http_${s}` : "error" });
-        const retryable = s === undefined || s === 429 || s >= 500;
-        if (!retryable || attempt >= retries) {
-          throw new StoreError(`qdrant ${op} failed${s ? ` (${s})` : ""}: ${(err as Error).message}`, { cause: err });
-        }
-        m?.retries.inc({ target: `qdrant_${op}` });
-        await sleep(Math.min(2000, 100 * 2 ** attempt));
-      }
-    }
+  layout(info: CollectionInfo): CollectionLayout {
+    const hnsw = this.opts.hnsw ?? { m: 16, efConstruct: 128 };
+    return {
+      collection: this.collectionName(info),
+      tenant: info.knowledgeId,
+      vectorSize: info.dimensions,
+      distance: "Cosine",
+      hnsw: { m: 0, payloadM: hnsw.m, efConstruct: hnsw.efConstruct },
+    };
   }
 
-  /** Creates a collection; another replica creating it first (409, or 400 on older servers) is fine. */
-  private async create(name: string, body: Parameters<QdrantClient["createCollection"]>[1]): Promise<void> {
+  /** Creates a collection; another replica creating it first (409) is fine. */
+  private async create(name: string, body: unknown): Promise<void> {
     try {
-      await this.call("create", () => this.client.createCollection(name, body));
+      await this.http.call("create", "PUT", `collections/${name}`, body);
     } catch (err) {
-      const { exists } = await this.call("exists", () => this.client.collectionExists(name));
+      const exists = await this.exists(name);
       if (!exists) throw err;
     }
   }
 
+  private async exists(name: string): Promise<boolean> {
+    const r = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${name}/exists`);
+    return r.exists;
+  }
+
   private async ensureRegistry(): Promise<void> {
     if (this.ready.has(this.registry)) return;
-    const { exists } = await this.call("exists", () => this.client.collectionExists(this.registry));
-    if (!exists) {
+    if (!(await this.exists(this.registry))) {
       await this.create(this.registry, { vectors: { size: 1, distance: "Dot" } });
     }
     this.ready.add(this.registry);
   }
 
   private async ensureData(info: CollectionInfo): Promise<string> {
-    const name = this.collectionName(info);
-    if (this.ready.has(name)) return name;
-    const { exists } = await this.call("exists", () => this.client.collectionExists(name));
-    if (!exists) {
-      const hnsw = this.opts.hnsw ?? { m: 16, efConstruct: 128 };
-      await this.create(name, {
-        vectors: { size: info.dimensions, distance: "Cosine" },
-        hnsw_config: { m: 0, payload_m: hnsw.m, ef_construct: hnsw.efConstruct },
+    const l = this.layout(info);
+    if (this.ready.has(l.collection)) return l.collection;
+    if (!(await this.exists(l.collection))) {
+      await this.create(l.collection, {
+        vectors: { size: l.vectorSize, distance: l.distance },
+        hnsw_config: { m: l.hnsw.m, payload_m: l.hnsw.payloadM, ef_construct: l.hnsw.efConstruct },
       });
-      await this.call("index", () =>
-        this.client.createPayloadIndex(name, {
-          wait: true,
-          field_name: "knowledgeId",
-          field_schema: { type: "keyword", is_tenant: true },
-        }),
-      );
-      await this.call("index", () =>
-        this.client.createPayloadIndex(name, { wait: true, field_name: "docsId", field_schema: "keyword" }),
-      );
-      await this.call("index", () =>
-        this.client.createPayloadIndex(name, { wait: true, field_name: "chunkIndex", field_schema: "integer" }),
-      );
     }
-    this.ready.add(name);
-    return name;
+    // Idempotent: also repairs a collection created by another replica that died half-way.
+    for (const { field, schema } of PAYLOAD_INDEXES) {
+      await this.http.call("index", "PUT", `collections/${l.collection}/index?wait=true`, {
+        field_name: field,
+        field_schema: schema,
+      });
+    }
+    this.ready.add(l.collection);
+    return l.collection;
+  }
+
+  /** Runs fn on a data collection; when it was deleted behind our back, re-creates it and retries once. */
+  private async onData<T>(info: CollectionInfo, fn: (name: string) => Promise<T>): Promise<T> {
+    const name = await this.ensureData(info);
+    try {
+      return await fn(name);
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      this.ready.delete(name);
+      return fn(await this.ensureData(info));
+    }
+  }
+
+  /** The same for the registry collection. */
+  private async onRegistry<T>(fn: () => Promise<T>): Promise<T> {
+    await this.ensureRegistry();
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      this.ready.delete(this.registry);
+      await this.ensureRegistry();
+      return fn();
+    }
   }
 
   async getCollection(knowledgeId: string): Promise<CollectionInfo | undefined> {
     const cached = this.infos.get(knowledgeId);
     if (cached && Date.now() - cached.at < (this.opts.infoTtlMs ?? 5000))
       return cached.info ? { ...cached.info } : undefined;
-    await this.ensureRegistry();
-    const points = await this.call("retrieve", () =>
-      this.client.retrieve(this.registry, { ids: [registryId(knowledgeId)], with_payload: true }),
+    const points = await this.onRegistry(() =>
+      this.http.call<{ payload?: unknown }[]>("retrieve", "POST", `collections/${this.registry}/points`, {
+        ids: [registryId(knowledgeId)],
+        with_payload: true,
+      }),
     );
-    const payload = points[0]?.payload as unknown as CollectionInfo | undefined;
+    const payload = points[0]?.payload as CollectionInfo | undefined;
     this.infos.set(knowledgeId, { info: payload, at: Date.now() });
     return payload ? { ...payload } : undefined;
   }
@@ -175,9 +217,8 @@ export class QdrantStore implements VectorStore {
       await this.deletePoints(this.collectionName(existing), this.kbFilter(info.knowledgeId));
     }
     await this.ensureData(info);
-    await this.call("upsert", () =>
-      this.client.upsert(this.registry, {
-        wait: true,
+    await this.onRegistry(() =>
+      this.http.call("upsert", "PUT", `collections/${this.registry}/points?wait=true`, {
         points: [{ id: registryId(info.knowledgeId), vector: [1], payload: { ...info } }],
       }),
     );
@@ -191,9 +232,11 @@ export class QdrantStore implements VectorStore {
   }
 
   private async deletePoints(collection: string, filter: Filter): Promise<void> {
-    const { exists } = await this.call("exists", () => this.client.collectionExists(collection));
-    if (!exists) return;
-    await this.call("delete", () => this.client.delete(collection, { wait: true, filter }));
+    try {
+      await this.http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
+    } catch (err) {
+      if (!isMissing(err)) throw err; // no collection: nothing to delete
+    }
   }
 
   async dropCollection(knowledgeId: string): Promise<boolean> {
@@ -201,62 +244,72 @@ export class QdrantStore implements VectorStore {
     const info = await this.getCollection(knowledgeId);
     if (!info) return false;
     await this.deletePoints(this.collectionName(info), this.kbFilter(knowledgeId));
-    await this.call("delete", () =>
-      this.client.delete(this.registry, { wait: true, points: [registryId(knowledgeId)] }),
+    await this.onRegistry(() =>
+      this.http.call("delete", "POST", `collections/${this.registry}/points/delete?wait=true`, {
+        points: [registryId(knowledgeId)],
+      }),
     );
+    this.infos.delete(knowledgeId);
     return true;
   }
 
-  private async require(knowledgeId: string): Promise<{ info: CollectionInfo; name: string }> {
+  private async require(knowledgeId: string): Promise<CollectionInfo> {
     const info = await this.getCollection(knowledgeId);
     if (!info) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
-    return { info, name: await this.ensureData(info) };
+    return info;
   }
 
   async replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
-    const { info, name } = await this.require(knowledgeId);
+    const info = await this.require(knowledgeId);
+    for (const c of chunks) {
+      if (c.vector.length !== info.dimensions) {
+        throw new StoreError(`vector has ${c.vector.length} dimensions, collection has ${info.dimensions}`);
+      }
+    }
     const ids = chunks.map((c) => pointIdOf(c.record.embeddingId));
     const size = this.opts.upsertBatch ?? 256;
-    for (let i = 0; i < chunks.length; i += size) {
-      const points = chunks.slice(i, i + size).map((c, j) => {
-        if (c.vector.length !== info.dimensions) {
-          throw new StoreError(`vector has ${c.vector.length} dimensions, collection has ${info.dimensions}`);
-        }
-        return {
+    await this.onData(info, async (name) => {
+      for (let i = 0; i < chunks.length; i += size) {
+        const points = chunks.slice(i, i + size).map((c, j) => ({
           id: ids[i + j] as string,
           vector: Array.from(c.vector),
           payload: { ...c.record, knowledgeId, docsId },
-        };
-      });
-      await this.call("upsert", () => this.client.upsert(name, { wait: true, points }));
-    }
-    // Then remove what the new version no longer has: no window where the document is missing.
-    const filter: Filter = this.kbFilter(knowledgeId, docsId);
-    if (ids.length > 0) filter.must_not = [{ has_id: ids }];
-    await this.call("delete", () => this.client.delete(name, { wait: true, filter }));
+        }));
+        await this.http.call("upsert", "PUT", `collections/${name}/points?wait=true`, { points });
+      }
+      // Then remove what the new version no longer has: no window where the document is missing.
+      const filter = this.kbFilter(knowledgeId, docsId);
+      if (ids.length > 0) filter.must_not = [{ has_id: ids }];
+      await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
+    });
+  }
+
+  private count(name: string, filter: Filter): Promise<number> {
+    return this.http
+      .call<{ count: number }>("count", "POST", `collections/${name}/points/count`, { filter, exact: true })
+      .then((r) => r.count);
   }
 
   async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
     const info = await this.getCollection(knowledgeId);
     if (!info) return 0;
-    const name = await this.ensureData(info);
     const filter = this.kbFilter(knowledgeId, docsId);
-    const { count } = await this.call("count", () => this.client.count(name, { filter, exact: true }));
-    if (count > 0) await this.call("delete", () => this.client.delete(name, { wait: true, filter }));
-    return count;
+    return this.onData(info, async (name) => {
+      const n = await this.count(name, filter);
+      if (n > 0) await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
+      return n;
+    });
   }
 
   async stats(knowledgeId: string): Promise<CollectionStats | undefined> {
     const info = await this.getCollection(knowledgeId);
     if (!info) return undefined;
-    const name = await this.ensureData(info);
     const all = this.kbFilter(knowledgeId);
-    const firsts: Filter = { must: [...((all.must as Condition[]) ?? []), { key: "chunkIndex", match: { value: 0 } }] };
-    const [chunks, documents] = await Promise.all([
-      this.call("count", () => this.client.count(name, { filter: all, exact: true })),
-      this.call("count", () => this.client.count(name, { filter: firsts, exact: true })),
-    ]);
-    return { documents: documents.count, chunks: chunks.count };
+    const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
+    const [chunks, documents] = await this.onData(info, (name) =>
+      Promise.all([this.count(name, all), this.count(name, firsts)]),
+    );
+    return { documents, chunks };
   }
 
   /** One search of one tenant: its filter hits the per-tenant HNSW graph (payload_m). */
@@ -265,16 +318,18 @@ export class QdrantStore implements VectorStore {
       query: Array.from(q.vector),
       filter: { must: [{ key: "knowledgeId", match: { value: knowledgeId } }] },
       limit: q.limit,
-      score_threshold: scoreToCosine(q.minScore),
+      // Strict and float32 on the server: pass a floor below the inclusive minimum (see toHits).
+      score_threshold: cosineFloorOf(q.minScore),
       with_payload: true,
       params: { hnsw_ef: Math.max(this.opts.searchEf ?? 128, q.limit) },
     };
   }
 
-  private toHits(points: { score: number; payload?: Record<string, unknown> | null }[]): VectorHit[] {
+  private toHits(points: ScoredPoint[], minScore: number): VectorHit[] {
     return points
       .filter((p) => p.payload)
-      .map((p) => ({ record: p.payload as unknown as ChunkRecord, score: cosineToScore(p.score) }));
+      .map((p) => ({ record: p.payload as unknown as ChunkRecord, score: cosineToScore(p.score) }))
+      .filter((h) => h.score >= minScore);
   }
 
   async query(q: VectorQuery): Promise<VectorHit[]> {
@@ -283,7 +338,7 @@ export class QdrantStore implements VectorStore {
   }
 
   async queryBatch(qs: VectorQuery[]): Promise<VectorHit[][]> {
-    // One queryBatch request per physical collection, holding one search per (query, knowledge base).
+    // One batch request per physical collection, holding one search per (query, knowledge base).
     const infos = new Map<string, CollectionInfo | undefined>();
     for (const id of new Set(qs.flatMap((q) => q.knowledgeIds))) infos.set(id, await this.getCollection(id));
     const byCollection = new Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]>();
@@ -299,17 +354,27 @@ export class QdrantStore implements VectorStore {
     const lists: VectorHit[][][] = qs.map(() => []);
     await Promise.all(
       [...byCollection].map(async ([name, items]) => {
-        const res = await this.call("query", () =>
-          this.client.queryBatch(name, { searches: items.map((it) => this.request(it.q, it.knowledgeId)) }),
-        );
+        let res: { points: ScoredPoint[] }[];
+        try {
+          res = await this.http.call("query", "POST", `collections/${name}/points/query/batch`, {
+            searches: items.map((it) => this.request(it.q, it.knowledgeId)),
+          });
+        } catch (err) {
+          if (!isMissing(err)) throw err;
+          // Deleted behind our back: nothing to find; the next write re-creates it.
+          this.ready.delete(name);
+          return;
+        }
         res.forEach((r, k) => {
-          const owner = items[k]?.owner as number;
-          lists[owner]?.push(this.toHits(r.points as { score: number; payload?: Record<string, unknown> | null }[]));
+          const it = items[k];
+          if (it) lists[it.owner]?.push(this.toHits(r.points, it.q.minScore));
         });
       }),
     );
     return lists.map((l, i) => mergeHits(l, qs[i]?.limit ?? 0));
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.http.close();
+  }
 }

@@ -1,6 +1,6 @@
 // One interface for vector stores (embedded.ts in-process, qdrant.ts for Qdrant), with one
-// contract suite (contract.ts) run on both. Scores are cosine similarity mapped to 0..1 the same
-// way everywhere: score = (cos + 1) / 2 (see cosineToScore).
+// contract suite (test/search/store-contract.ts) run on both. Scores are cosine similarity mapped
+// to 0..1 the same way everywhere by cosineToScore; minScore is inclusive on both stores.
 import { createHash } from "node:crypto";
 
 /** What a knowledge base's collection remembers: the model that filled it and its chunking. */
@@ -38,7 +38,7 @@ export interface VectorQuery {
   knowledgeIds: string[];
   vector: Float32Array;
   limit: number;
-  /** Hits scoring below this (0..1) are not returned. */
+  /** Hits scoring below this (0..1) are not returned; a hit scoring exactly this is. */
   minScore: number;
 }
 
@@ -66,14 +66,25 @@ export interface VectorStore {
   close(): Promise<void>;
 }
 
-/** The one mapping of cosine similarity (-1..1) to a 0..1 score. */
+/**
+ * The one mapping of cosine similarity (-1..1) to a 0..1 score, used by both stores:
+ * score = round6((cos + 1) / 2). Rounded to the six decimals the API returns, so that float32
+ * noise (Qdrant scores a vector against itself 0.99999994) cannot decide an inclusive
+ * threshold: a stored vector queried with itself scores exactly 1 on both stores. Change the
+ * formula here (and its inverse below) and both backends follow.
+ */
 export function cosineToScore(cos: number): number {
-  return Math.min(1, Math.max(0, (cos + 1) / 2));
+  const s = Math.min(1, Math.max(0, (cos + 1) / 2));
+  return Math.round(s * 1e6) / 1e6;
 }
 
-/** The inverse, for stores that filter on raw cosine (Qdrant's score_threshold). */
-export function scoreToCosine(score: number): number {
-  return score * 2 - 1;
+/**
+ * A raw cosine below every cosine that can score minScore or more: the pre-filter for stores that
+ * filter on raw scores (Qdrant's score_threshold, which is strict and float32). Deliberately
+ * loose by a few ulps; the exact inclusive test `score >= minScore` runs after cosineToScore.
+ */
+export function cosineFloorOf(minScore: number): number {
+  return 2 * (minScore - 0.5e-6) - 1 - 1e-6;
 }
 
 /** emb_<32 hex>: stable for the same chunk of the same document, so re-ingesting is idempotent. */
