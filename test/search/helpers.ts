@@ -1,6 +1,6 @@
 // Shared set-up of the search integration tests: resources in a real ResourceView, the real app
 // (real model, embedded store) listening on 127.0.0.1:0, and a tiny HTTP helper.
-import { hashKey } from "@capstan/shared";
+import { hashKey, type Logger } from "@capstan/shared";
 import type { KnowledgeBase, SearchKey } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -63,6 +63,7 @@ export async function startSearch(
     now?: () => number;
     /** Let the app load its own model (its metrics then count the model runs). */
     ownModel?: boolean;
+    logger?: Logger;
   } = {},
 ): Promise<Running> {
   const view = new ResourceView();
@@ -70,7 +71,12 @@ export async function startSearch(
   view.replace("SearchKey", opts.keys ?? []);
   const app = await buildApp(
     { internalToken: INTERNAL_TOKEN, logLevel: "warn", ...opts.config },
-    { view, ...(opts.ownModel ? {} : { embedders: [await localEmbedder()] }), ...(opts.now ? { now: opts.now } : {}) },
+    {
+      view,
+      ...(opts.ownModel ? {} : { embedders: [await localEmbedder()] }),
+      ...(opts.now ? { now: opts.now } : {}),
+      ...(opts.logger ? { logger: opts.logger } : {}),
+    },
   );
   const host = opts.host ?? "127.0.0.1";
   await app.listen({ port: 0, host });

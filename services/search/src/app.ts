@@ -18,7 +18,7 @@ import { registerDocumentRoutes } from "./routes/documents.ts";
 import { registerSearchRoutes } from "./routes/search.ts";
 import { SearchEngine } from "./search-engine.ts";
 import { createStore } from "./store/factory.ts";
-import type { VectorStore } from "./store/types.ts";
+import { StoreError, type VectorStore } from "./store/types.ts";
 
 export interface SearchDeps {
   /** The read-only resource view (SearchKey, KnowledgeBase) fed by a FileSource or KubeSource. */
@@ -85,6 +85,8 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let e: SearchError;
     if (err instanceof SearchError) e = err;
+    // The vector store down, slow or refusing our key (any call, not only the query): 503.
+    else if (err instanceof StoreError) e = new SearchError("SEARCH_ERR_STORE", { detail: err.message });
     else if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       e = new SearchError("SEARCH_ERR_BODY_TOO_LARGE", { limit: req.routeOptions.bodyLimit ?? 1024 * 1024 });
     } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") e = new SearchError("SEARCH_ERR_MEDIA_TYPE");

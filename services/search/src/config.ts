@@ -22,7 +22,11 @@ export const searchConfigSchema = z.object({
   qdrant: z
     .object({
       url: z.string().url().optional(),
+      /** Sent as header api-key; never logged. apiKeyFile (a mounted Secret) is read at start. */
       apiKey: z.string().optional(),
+      apiKeyFile: z.string().min(1).optional(),
+      /** PEM CA bundle trusted for an https url (a Qdrant behind a private CA). */
+      caFile: z.string().min(1).optional(),
       collectionPrefix: z
         .string()
         .regex(/^[a-z0-9_]+$/)
@@ -117,6 +121,9 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_DATA_DIR: "dataDir",
   QDRANT_URL: "qdrant.url",
   QDRANT_API_KEY: "qdrant.apiKey",
+  QDRANT_API_KEY_FILE: "qdrant.apiKeyFile",
+  QDRANT_CA_FILE: "qdrant.caFile",
+  QDRANT_TIMEOUT_MS: { path: "qdrant.timeoutMs", parse: envParsers.int },
   CAPSTAN_QDRANT_COLLECTION_PREFIX: "qdrant.collectionPrefix",
   CAPSTAN_EMBEDDING_MODEL_DIR: "embedding.modelDir",
   CAPSTAN_EMBEDDING_THREADS: { path: "embedding.threads", parse: envParsers.int },
