@@ -128,10 +128,11 @@ describe("Qdrant with an API key over TLS", () => {
   });
 
   it("an untrusted certificate or plain HTTP fails clearly", async () => {
-    for (const env of [
+    const envs: Record<string, string>[] = [
       { QDRANT_URL: server.url, QDRANT_API_KEY: KEY },
       { QDRANT_URL: server.url, QDRANT_API_KEY: KEY, QDRANT_CA_FILE: join(dir, "other.crt") },
-    ]) {
+    ];
+    for (const env of envs) {
       const s = await storeWith(env).store;
       await expect(s.getCollection("kb_secure")).rejects.toThrow(/SELF_SIGNED|UNABLE_TO_VERIFY|certificate/i);
       await s.close();
