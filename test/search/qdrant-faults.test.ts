@@ -10,8 +10,8 @@ import { type QdrantServer, startQdrant } from "../ground/qdrant.ts";
 import { HANDBOOK } from "./corpus.ts";
 import {
   call,
-  ingest,
   INTERNAL_TOKEN,
+  ingest,
   knowledgeBase,
   type Reply,
   type Running,
