@@ -37,8 +37,37 @@ function openssl(args: string[], cwd: string): void {
   execFileSync("openssl", args, { cwd, stdio: "pipe" });
 }
 
-/** CA, apiserver serving cert (127.0.0.1, localhost), admin client cert, service-account key pair. */
-function generateCerts(dir: string): void {
+/** Signs `<name>.crt`/`<name>.key` in dir with the CA there (subject and extensions as openssl takes them). */
+export function signCert(dir: string, name: string, subj: string, ext: string): void {
+  openssl(
+    ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subj],
+    dir,
+  );
+  writeFileSync(join(dir, `${name}.ext`), ext);
+  openssl(
+    [
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      `${name}.crt`,
+      "-days",
+      "2",
+      "-extfile",
+      `${name}.ext`,
+    ],
+    dir,
+  );
+}
+
+/** CA, apiserver serving cert (127.0.0.1, localhost + extra SANs), admin client cert, service-account key pair. */
+function generateCerts(dir: string, extraSans: string[]): void {
   const days = ["-days", "2"];
   openssl(
     [
@@ -57,34 +86,9 @@ function generateCerts(dir: string): void {
     ],
     dir,
   );
-  const sign = (name: string, subj: string, ext: string) => {
-    openssl(
-      ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subj],
-      dir,
-    );
-    writeFileSync(join(dir, `${name}.ext`), ext);
-    openssl(
-      [
-        "x509",
-        "-req",
-        "-in",
-        `${name}.csr`,
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        `${name}.crt`,
-        ...days,
-        "-extfile",
-        `${name}.ext`,
-      ],
-      dir,
-    );
-  };
-  sign("apiserver", "/CN=kube-apiserver", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  sign("admin", "/CN=capstan-admin/O=system:masters", "extendedKeyUsage=clientAuth\n");
+  const sans = ["IP:127.0.0.1", "DNS:localhost", ...extraSans].join(",");
+  signCert(dir, "apiserver", "/CN=kube-apiserver", `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\n`);
+  signCert(dir, "admin", "/CN=capstan-admin/O=system:masters", "extendedKeyUsage=clientAuth\n");
   openssl(["genrsa", "-out", "sa.key", "2048"], dir);
   openssl(["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], dir);
 }
@@ -110,37 +114,67 @@ current-context: capstan-test
 `;
 }
 
-export async function startKube(): Promise<KubeControlPlane> {
+/** Options for a control plane that a real node joins (test/ground/node.ts); the defaults are the integration tests'. */
+export interface KubeOptions {
+  /** Address kube-apiserver binds and advertises (default 127.0.0.1); a node's pods must reach it. */
+  address?: string;
+  /** Extra subjectAltName entries of the serving certificate, e.g. "IP:198.19.0.1". */
+  extraSans?: string[];
+  serviceCidr?: string;
+  /**
+   * A full cluster: the ServiceAccount admission plugin on (pods get a token), the Node authorizer
+   * and NodeRestriction. Off by default: the integration tests create pods no controller serves.
+   */
+  cluster?: boolean;
+  /**
+   * Runs before kube-apiserver starts, with the certificate directory (to sign more certificates
+   * with the CA there); returns extra kube-apiserver flags.
+   */
+  prepare?: (dir: string) => string[];
+  /** Start etcd and kube-apiserver in their own session (see startProcess). */
+  detached?: boolean;
+}
+
+export async function startKube(opts: KubeOptions = {}): Promise<KubeControlPlane> {
   const bin = kubeBinDir();
   if (!bin)
     throw new Error(
       "etcd/kube-apiserver not built: run `bash test/scripts/build-kube-binaries.sh` (or `bash .ci/run`)",
     );
   const dir = mkdtempSync(join(tmpdir(), "capstan-kube-"));
-  generateCerts(dir);
+  generateCerts(dir, opts.extraSans ?? []);
+  const extraArgs = opts.prepare?.(dir) ?? [];
+  const address = opts.address ?? "127.0.0.1";
+  const detached = { detached: opts.detached ?? false };
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
 
-  const etcd = startProcess("etcd", join(bin, "etcd"), [
-    `--data-dir=${join(dir, "etcd")}`,
-    `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-    `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-    `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-    `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
-    "--unsafe-no-fsync",
-    "--log-level=warn",
-  ]);
+  const etcd = startProcess(
+    "etcd",
+    join(bin, "etcd"),
+    [
+      `--data-dir=${join(dir, "etcd")}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+      "--unsafe-no-fsync",
+      "--log-level=warn",
+    ],
+    undefined,
+    detached,
+  );
   await waitFor(
     "etcd /health",
     async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`, { signal: AbortSignal.timeout(2000) })).ok,
     { timeoutMs: 30_000, proc: etcd },
   );
 
-  const server = `https://127.0.0.1:${apiPort}`;
+  const server = `https://${address}:${apiPort}`;
   const apiArgs = [
     `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-    "--bind-address=127.0.0.1",
-    "--advertise-address=127.0.0.1",
+    `--bind-address=${address}`,
+    `--advertise-address=${address}`,
     `--secure-port=${apiPort}`,
     `--cert-dir=${dir}`,
     `--tls-cert-file=${join(dir, "apiserver.crt")}`,
@@ -149,12 +183,14 @@ export async function startKube(): Promise<KubeControlPlane> {
     `--service-account-key-file=${join(dir, "sa.pub")}`,
     `--service-account-signing-key-file=${join(dir, "sa.key")}`,
     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-    "--service-cluster-ip-range=10.0.0.0/24",
-    "--authorization-mode=RBAC",
-    "--disable-admission-plugins=ServiceAccount",
+    `--service-cluster-ip-range=${opts.serviceCidr ?? "10.0.0.0/24"}`,
+    ...(opts.cluster
+      ? ["--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction"]
+      : ["--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount"]),
     "--allow-privileged=true",
     "--enable-priority-and-fairness=false",
     "--v=0",
+    ...extraArgs,
   ];
   const tls = new Agent({
     connect: {
@@ -165,7 +201,7 @@ export async function startKube(): Promise<KubeControlPlane> {
   });
   let api: ManagedProcess;
   const startApi = async () => {
-    api = startProcess("kube-apiserver", join(bin, "kube-apiserver"), apiArgs);
+    api = startProcess("kube-apiserver", join(bin, "kube-apiserver"), apiArgs, undefined, detached);
     await waitFor(
       "kube-apiserver /readyz",
       async () =>

@@ -15,8 +15,22 @@ process.on("exit", () => {
   for (const child of live) child.kill("SIGKILL");
 });
 
-export function startProcess(name: string, cmd: string, args: string[], env?: NodeJS.ProcessEnv): ManagedProcess {
-  const child = spawn(cmd, args, { env: env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * `detached` starts the process in its own session (setsid), so a signal to the caller's process
+ * group (a `timeout`, Ctrl-C) does not reach it and teardown can stop daemons in order.
+ */
+export function startProcess(
+  name: string,
+  cmd: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+  opts: { detached?: boolean } = {},
+): ManagedProcess {
+  const child = spawn(cmd, args, {
+    env: env ?? process.env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: opts.detached ?? false,
+  });
   live.add(child);
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {

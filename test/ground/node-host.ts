@@ -1,0 +1,135 @@
+// Host-wide state of the single-node cluster: the bridge, iptables chains, mounts, network
+// namespaces and cgroups it creates. One node per machine: starting refuses where another kubelet
+// runs; stopping removes exactly what this run created (chains that existed before, such as
+// podman's CNI-FORWARD, are left alone).
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
+import { net } from "./node-config.ts";
+
+function run(cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 });
+}
+
+function tryRun(cmd: string, args: string[]): void {
+  try {
+    run(cmd, args);
+  } catch {
+    // best effort: the object may already be gone
+  }
+}
+
+/** Processes whose command name is `name` (from /proc, no pgrep dependency). */
+export function processesNamed(name: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === name) pids.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Throws a clear error when this machine cannot host the node (another kubelet, not root). */
+export function assertHostFree(): void {
+  if (process.getuid?.() !== 0) throw new Error("the node tier needs root (bridge, iptables, mounts, cgroups)");
+  const kubelets = processesNamed("kubelet");
+  if (kubelets.length > 0)
+    throw new Error(
+      `a kubelet already runs on this machine (pid ${kubelets.join(", ")}): one node per machine, ` +
+        "since it owns the bridge, iptables, the kubepods cgroup and ports 10250/10248",
+    );
+}
+
+/** Chain names per command and table, to tell this run's chains from ones that existed before. */
+export type ChainSnapshot = Record<string, Set<string>>;
+// The kubelet and kube-proxy create chains for both address families.
+const commands = ["iptables", "ip6tables"];
+const tables = ["filter", "nat", "mangle"];
+
+function chainsOf(cmd: string, table: string): { chains: string[]; rules: string[] } {
+  const rules = run(cmd, ["-t", table, "-S"]).split("\n");
+  return { chains: rules.filter((l) => l.startsWith("-N ")).map((l) => l.slice(3).trim()), rules };
+}
+
+export function snapshotChains(): ChainSnapshot {
+  const snap: ChainSnapshot = {};
+  for (const cmd of commands) for (const t of tables) snap[`${cmd} ${t}`] = new Set(chainsOf(cmd, t).chains);
+  return snap;
+}
+
+/** Deletes the KUBE-* and CNI-* chains absent from `before`, and every rule that jumps to them. */
+export function removeNewChains(before: ChainSnapshot): void {
+  for (const cmd of commands) {
+    for (const t of tables) {
+      const { chains, rules } = chainsOf(cmd, t);
+      const created = chains.filter((c) => /^(KUBE|CNI)-/.test(c) && !before[`${cmd} ${t}`]?.has(c));
+      if (created.length === 0) continue;
+      const doomed = new Set(created);
+      // Rules in surviving chains that jump into a doomed chain: deleted by their own spec
+      // (iptables -S prints them shell-quoted, hence sh -c).
+      for (const rule of rules) {
+        const m = /^-A (\S+) (?:.* )?-j (\S+)/.exec(rule);
+        if (!m || !doomed.has(m[2] as string) || doomed.has(m[1] as string)) continue;
+        tryRun("sh", ["-c", `${cmd} -t ${t} -D ${rule.slice(3)}`]);
+      }
+      for (const c of created) tryRun(cmd, ["-t", t, "-F", c]);
+      for (const c of created) tryRun(cmd, ["-t", t, "-X", c]);
+    }
+  }
+}
+
+/** The bridge with the host address, made before the API server binds that address. */
+export function createBridge(): void {
+  if (!existsSync(`/sys/class/net/${net.bridge}`)) run("ip", ["link", "add", net.bridge, "type", "bridge"]);
+  const addrs = run("ip", ["-o", "-4", "addr", "show", "dev", net.bridge]);
+  if (!addrs.includes(`${net.hostIp}/`)) run("ip", ["addr", "add", `${net.hostIp}/16`, "dev", net.bridge]);
+  run("ip", ["link", "set", net.bridge, "up"]);
+}
+
+export function removeBridge(): void {
+  if (existsSync(`/sys/class/net/${net.bridge}`)) tryRun("ip", ["link", "del", net.bridge]);
+}
+
+/** Mount points under `dir` (deepest first), from /proc/self/mountinfo. */
+export function mountsUnder(dir: string): string[] {
+  return readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((l) => (l.split(" ")[4] ?? "").replace(/\\040/g, " "))
+    .filter((m) => m === dir || m.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+}
+
+export function unmountUnder(dir: string): void {
+  for (const m of mountsUnder(dir)) tryRun("umount", ["-l", m]);
+}
+
+/** Network namespaces named by CNI (cni-*) under /run/netns; compare before/after a run. */
+export function cniNetns(): Set<string> {
+  const d = "/run/netns";
+  return new Set(existsSync(d) ? readdirSync(d).filter((n) => n.startsWith("cni-")) : []);
+}
+
+export function removeNetns(names: Iterable<string>): void {
+  for (const n of names) tryRun("ip", ["netns", "delete", n]);
+}
+
+/** Removes the kubelet's `kubepods` cgroup tree in every v1 hierarchy (leaves first). */
+export function removeKubepodsCgroups(): void {
+  const root = "/sys/fs/cgroup";
+  const removeTree = (path: string) => {
+    for (const e of readdirSync(path, { withFileTypes: true })) if (e.isDirectory()) removeTree(join(path, e.name));
+    try {
+      rmdirSync(path);
+    } catch {
+      // a process still in it, or already gone
+    }
+  };
+  for (const hierarchy of existsSync(root) ? readdirSync(root) : []) {
+    const kp = join(root, hierarchy, "kubepods");
+    if (existsSync(kp)) removeTree(kp);
+  }
+}

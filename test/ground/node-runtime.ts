@@ -1,0 +1,73 @@
+// The node's container runtime: containerd v2 (CRI plugin, Debian's runc, the CNI plugins) on a
+// socket in the run's directory, and `ctr` for what the CRI does not do (importing archives).
+import { execFile } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { NodeBinaries } from "./node-binaries.ts";
+import { cniConfList, containerdConfig } from "./node-config.ts";
+import { type ManagedProcess, startProcess, waitFor } from "./process.ts";
+
+const exec = promisify(execFile);
+/** The namespace the CRI plugin (and so the kubelet) sees images and containers in. */
+const criNamespace = "k8s.io";
+
+export interface Runtime {
+  socket: string;
+  proc: ManagedProcess;
+  ctr(args: string[], timeoutMs?: number): Promise<string>;
+  importImage(archivePath: string): Promise<void>;
+  listImages(): Promise<string[]>;
+  /** Kills and deletes every container left in the CRI namespace (after the kubelet stopped). */
+  removeAllContainers(): Promise<void>;
+}
+
+export async function startRuntime(bin: NodeBinaries, dir: string): Promise<Runtime> {
+  const base = join(dir, "containerd");
+  const cniConfDir = join(dir, "cni", "net.d");
+  mkdirSync(base, { recursive: true });
+  mkdirSync(cniConfDir, { recursive: true });
+  writeFileSync(join(cniConfDir, "10-capstan.conflist"), cniConfList(join(dir, "cni", "ipam")));
+  const socket = join(base, "containerd.sock");
+  const config = join(base, "config.toml");
+  writeFileSync(config, containerdConfig({ dir: base, socket, pauseImage: bin.pauseImage, cniConfDir }));
+  // The shim is found on PATH; runc and the CNI plugins by absolute path (see the config).
+  const env = { ...process.env, PATH: `${bin.shimDir}:/usr/sbin:/usr/bin:/sbin:/bin` };
+  const proc = startProcess("containerd", bin.containerd, ["--config", config], env, { detached: true });
+
+  const ctr = async (args: string[], timeoutMs = 60_000) =>
+    (
+      await exec(bin.ctr, ["--address", socket, "--namespace", criNamespace, ...args], {
+        timeout: timeoutMs,
+        maxBuffer: 16 * 1024 * 1024,
+      })
+    ).stdout;
+  await waitFor("containerd", async () => (await ctr(["version"], 5_000)).includes("Server:"), {
+    timeoutMs: 30_000,
+    proc,
+  });
+
+  const listImages = async () =>
+    (await ctr(["images", "list", "--quiet"]))
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("sha256:"));
+  return {
+    socket,
+    proc,
+    ctr,
+    // Unpacked into the overlayfs snapshotter the CRI plugin uses, so pods start without a pull.
+    importImage: async (archivePath) => {
+      await ctr(["images", "import", "--snapshotter", "overlayfs", archivePath], 300_000);
+    },
+    listImages,
+    removeAllContainers: async () => {
+      const ids = (await ctr(["containers", "list", "--quiet"])).split("\n").filter(Boolean);
+      for (const id of ids) {
+        await ctr(["tasks", "kill", "--signal", "SIGKILL", id], 10_000).catch(() => undefined);
+        await ctr(["tasks", "delete", "--force", id], 10_000).catch(() => undefined);
+        await ctr(["containers", "delete", id], 10_000).catch(() => undefined);
+      }
+    },
+  };
+}

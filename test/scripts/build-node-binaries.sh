@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Builds what a single-node cluster needs beyond etcd and kube-apiserver (build-kube-binaries.sh):
+# kubelet, kube-proxy, kube-controller-manager and kube-scheduler (from test/kube-bin/node, the same
+# k8s.io/kubernetes version as the API server), containerd v2 with its runc shim and ctr, CoreDNS and
+# Traefik, all from the Go module proxy, plus the pause image built from the kubernetes module's
+# source (no image registry is reachable here). Idempotent: a cached binary that answers is reused.
+# Writes $cache/node/current, a KEY=path file test/ground/node-binaries.ts reads.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=go-build.sh
+source "$here/scripts/go-build.sh"
+# Everything below runs at low priority: the machine's two cores are shared with other work.
+renice -n 10 $$ >/dev/null
+
+kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube-bin/node/go.mod")
+: "${kube_version:?no k8s.io/kubernetes require line in test/kube-bin/node/go.mod}"
+# Third-party daemons are built as their own main module straight from the downloaded module
+# source, so their go.sum and replace directives (Traefik has several) apply exactly as upstream.
+containerd_version=v2.2.9
+coredns_version=v1.15.0
+traefik_version=v3.7.13
+pause_version=3.10.1
+cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
+root="$cache/node"
+
+# Where `go mod download` unpacked a module (read-only source tree; go build writes only to -o).
+module_dir() { (cd "$here/kube-bin/node" && go mod download -json "$1@$2" | awk -F'"' '/"Dir"/ {print $4}'); }
+
+ctd_out="$root/containerd-$containerd_version"
+ctd_src=$(module_dir github.com/containerd/containerd/v2 "$containerd_version")
+ctd_stamp="-X github.com/containerd/containerd/v2/version.Version=$containerd_version"
+for c in containerd containerd-shim-runc-v2 ctr; do
+  flag=--version; [ "$c" = containerd-shim-runc-v2 ] && flag=-v
+  build "$c" "$ctd_src" "./cmd/$c" "$ctd_out" "$flag" "$containerd_version" "$ctd_stamp"
+done
+
+kube_out="$root/kube-$kube_version"
+kube_minor=$(echo "$kube_version" | cut -d. -f2)
+kv=k8s.io/component-base/version
+stamp="-X $kv.gitVersion=$kube_version -X $kv.gitMajor=1 -X $kv.gitMinor=$kube_minor -X $kv.gitTreeState=clean"
+for c in kubelet kube-proxy kube-scheduler kube-controller-manager; do
+  # shellcheck disable=SC2086 # $stamp is several ldflags words
+  build "$c" "$here/kube-bin/node" "k8s.io/kubernetes/cmd/$c" "$kube_out" --version "Kubernetes $kube_version" $stamp
+done
+
+coredns_out="$root/coredns-$coredns_version"
+coredns_src=$(module_dir github.com/coredns/coredns "$coredns_version")
+build coredns "$coredns_src" . "$coredns_out" -version "CoreDNS-${coredns_version#v}"
+
+traefik_out="$root/traefik-$traefik_version"
+traefik_src=$(module_dir github.com/traefik/traefik/v3 "$traefik_version")
+build traefik "$traefik_src" ./cmd/traefik "$traefik_out" version "${traefik_version#v}" \
+  "-X github.com/traefik/traefik/v3/pkg/version.Version=${traefik_version#v}"
+
+# image_archive ref rootfs-dir out.tar cmd-json: a one-layer image as a docker-archive
+# (manifest.json + config + layer.tar), which `ctr images import` reads. No registry, no builder:
+# the layer is a reproducible tar of rootfs-dir.
+image_archive() {
+  local ref=$1 rootfs=$2 out=$3 cmd=$4 work
+  work=$(mktemp -d)
+  mkdir -p "$work/layer"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$rootfs" -cf "$work/layer/layer.tar" .
+  local diff_id
+  diff_id=$(sha256sum "$work/layer/layer.tar" | cut -d' ' -f1)
+  printf '{"architecture":"amd64","os":"linux","config":{"Cmd":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$cmd" "$diff_id" >"$work/config.json"
+  local config_id
+  config_id=$(sha256sum "$work/config.json" | cut -d' ' -f1)
+  mv "$work/config.json" "$work/$config_id.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["layer/layer.tar"]}]' "$config_id" "$ref" >"$work/manifest.json"
+  mkdir -p "$(dirname "$out")"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work" -cf "$out.tmp" manifest.json "$config_id.json" layer
+  mv "$out.tmp" "$out"
+  rm -rf "$work"
+}
+
+# The pause image: the sandbox's first process, which only waits for a signal. Built from the
+# kubernetes module's own build/pause source as a static binary (gcc, Debian's static libc).
+images="$root/images"
+pause_ref=localhost/capstan/pause:$pause_version
+if [ ! -s "$images/pause-$pause_version.tar" ]; then
+  k8s_src=$(module_dir k8s.io/kubernetes "$kube_version")
+  rootfs=$(mktemp -d)
+  gcc -Os -static -DVERSION="v$pause_version" -o "$rootfs/pause" "$k8s_src/build/pause/linux/pause.c"
+  strip "$rootfs/pause"
+  image_archive "$pause_ref" "$rootfs" "$images/pause-$pause_version.tar" '["/pause"]'
+  rm -rf "$rootfs"
+fi
+echo "pause image: $images/pause-$pause_version.tar ($pause_ref)"
+
+# A tiny workload image for the node's own smoke test: Debian's static busybox (sh, httpd, wget,
+# nslookup) with one symlink per applet.
+busybox_version=$(dpkg-query -W -f '${Version}' busybox-static | tr -c 'A-Za-z0-9.\n-' '-')
+busybox_ref=localhost/capstan/busybox:$busybox_version
+if [ ! -s "$images/busybox-$busybox_version.tar" ]; then
+  rootfs=$(mktemp -d)
+  mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/www"
+  cp /bin/busybox "$rootfs/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [ "$applet" = busybox ] || ln -s busybox "$rootfs/bin/$applet"
+  done
+  echo 'root:x:0:0:root:/:/bin/sh' >"$rootfs/etc/passwd"
+  image_archive "$busybox_ref" "$rootfs" "$images/busybox-$busybox_version.tar" '["/bin/sh"]'
+  rm -rf "$rootfs"
+fi
+echo "busybox image: $images/busybox-$busybox_version.tar ($busybox_ref)"
+
+mkdir -p "$root"
+cat >"$root/current.tmp" <<VARS
+KUBE_VERSION=$kube_version
+KUBELET=$kube_out/kubelet
+KUBE_PROXY=$kube_out/kube-proxy
+KUBE_SCHEDULER=$kube_out/kube-scheduler
+KUBE_CONTROLLER_MANAGER=$kube_out/kube-controller-manager
+CONTAINERD=$ctd_out/containerd
+CONTAINERD_SHIM_DIR=$ctd_out
+CTR=$ctd_out/ctr
+COREDNS=$coredns_out/coredns
+TRAEFIK=$traefik_out/traefik
+PAUSE_IMAGE=$pause_ref
+PAUSE_ARCHIVE=$images/pause-$pause_version.tar
+BUSYBOX_IMAGE=$busybox_ref
+BUSYBOX_ARCHIVE=$images/busybox-$busybox_version.tar
+VARS
+mv "$root/current.tmp" "$root/current"
+echo "NODE_BIN_FILE=$root/current"
