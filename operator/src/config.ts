@@ -102,7 +102,16 @@ export const operatorConfigSchema = z.object({
       passwordSecretRef: secretKeyRef.optional(),
     })
     .prefault({}),
-  qdrant: z.object({ url: z.string().default(""), apiKeySecretRef: secretKeyRef.optional() }).prefault({}),
+  qdrant: z
+    .object({
+      url: z.string().default(""),
+      apiKeySecretRef: secretKeyRef.optional(),
+      /** PEM CA bundle of a Qdrant behind a private CA, mounted into search (translate/qdrant.ts). */
+      caSecretRef: secretKeyRef.optional(),
+      caConfigMapRef: secretKeyRef.optional(),
+    })
+    .refine((q) => !(q.caSecretRef && q.caConfigMapRef), { message: "set caSecretRef or caConfigMapRef, not both" })
+    .prefault({}),
   /** OpenTelemetry export of every data-plane workload, rendered as the standard OTEL_* variables. */
   otel: z
     .object({

@@ -19,6 +19,7 @@ import {
   shortHash,
   withAppliedHash,
 } from "./common.ts";
+import { qdrantSearchSettings } from "./qdrant.ts";
 
 export const PROVIDER_KEYS_SECRET = "capstan-provider-keys";
 export const INTERNAL_TOKEN_KEY = "token";
@@ -204,6 +205,7 @@ export function searchObjects(c: OperatorConfig): KubeObject[] {
   const embedded = embeddedStore(c);
   const claim = c.search.persistence.claimName;
   const data = claim ? { persistentVolumeClaim: { claimName: claim } } : { emptyDir: {} };
+  const qdrant = qdrantSearchSettings(c);
   return [
     deployment({
       name: SEARCH_NAME,
@@ -218,16 +220,15 @@ export function searchObjects(c: OperatorConfig): KubeObject[] {
         env("PORT", c.search.port),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
-        ...optionalEnv("QDRANT_URL", c.qdrant.url),
-        ...(c.qdrant.apiKeySecretRef ? [secretEnv("QDRANT_API_KEY", c.qdrant.apiKeySecretRef)] : []),
+        ...qdrant.env,
         ...optionalEnv("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
         ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
         ...otelEnv(c.otel, SEARCH_NAME),
         ...extraEnv(c.search.extraEnv),
       ],
       resources: c.search.resources,
-      volumes: [{ name: "data", ...data }],
-      mounts: [{ name: "data", mountPath: c.search.dataDir }],
+      volumes: [{ name: "data", ...data }, ...qdrant.volumes],
+      mounts: [{ name: "data", mountPath: c.search.dataDir }, ...qdrant.mounts],
       pod: c.search,
       // Two pods must never open the embedded store's files at once (and a ReadWriteOnce claim
       // may not attach to a second node): the old pod stops before the new one starts.
