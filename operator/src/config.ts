@@ -63,6 +63,11 @@ export const operatorConfigSchema = z.object({
     .default(process.env.HOSTNAME ?? "capstan-operator"),
   /** ServiceAccount of the data-plane pods (read-only RBAC; see charts/capstan/files/rbac.yaml). */
   dataPlaneServiceAccount: z.string().min(1).default("capstan-data-plane"),
+  /**
+   * The chart's ConfigMap (in namespace): the shared data plane's objects are owned by it, so
+   * `helm uninstall` deletes them through garbage collection. Absent: nothing owns them.
+   */
+  ownerConfigMap: z.string().min(1).optional(),
   /** Secret (in namespace) holding the gateway-to-search token; generated when absent. */
   internalTokenSecret: z.string().min(1).default("capstan-internal-token"),
   gateway: z

@@ -91,10 +91,12 @@ describe("charts/capstan with helm", () => {
     // Also the release's own: the dev Redis' address and search's claim.
     expect(fromChart.redis.url).toBe(`redis://capstan-redis.${ns}.svc:6379`);
     expect(fromChart.search.persistence.claimName).toBe("capstan-search-data");
+    expect(fromChart.ownerConfigMap).toBe(configMap.metadata.name);
     const comparable = (c: OperatorConfig) => ({
       ...c,
       namespace: "",
       dataPlaneServiceAccount: "",
+      ownerConfigMap: "",
       leaderElection: { ...c.leaderElection, leaseName: "" },
       gateway: { ...c.gateway, resources: {} },
       search: { ...c.search, resources: {}, persistence: {} },

@@ -41,7 +41,12 @@ export class EventRecorder {
     const event = {
       apiVersion: EVENT.apiVersion,
       kind: EVENT.kind,
-      metadata: { generateName: `${obj.metadata.name}.`, namespace: ns },
+      // An explicit name as client-go gives (<object>.<hex time>): kube-apiserver 1.35 rejects a
+      // generateName ending in "." (not a DNS subdomain), which dropped every Event.
+      metadata: {
+        name: `${obj.metadata.name}.${(now * 1000 + Math.floor(Math.random() * 1000)).toString(16)}`,
+        namespace: ns,
+      },
       eventTime: new Date(now).toISOString().replace(/\.\d{3}Z$/, ".000000Z"),
       reportingController: this.controller,
       reportingInstance: this.instance,

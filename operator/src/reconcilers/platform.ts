@@ -3,7 +3,15 @@
 // One work-queue key, PLATFORM_KEY, enqueued at start and by every event that changes its inputs.
 import { randomBytes } from "node:crypto";
 import type { Agent } from "@capstan/shared/api";
-import { DEPLOYMENT, isStatus, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
+import {
+  CONFIG_MAP,
+  DEPLOYMENT,
+  isStatus,
+  type KubeObject,
+  type OwnerReference,
+  SECRET,
+  SERVICE,
+} from "@capstan/shared/kube";
 import { jsonEqual } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { PART_OF } from "../translate/common.ts";
@@ -21,7 +29,7 @@ import type { OperatorContext } from "./context.ts";
 
 export const PLATFORM_KEY = "_platform/data-plane";
 
-async function ensureInternalToken(ctx: OperatorContext): Promise<void> {
+async function ensureInternalToken(ctx: OperatorContext, owner: OwnerReference | undefined): Promise<void> {
   const ns = ctx.config.namespace;
   const name = ctx.config.internalTokenSecret;
   if (ctx.informers.secrets.get(ns, name)) return;
@@ -29,7 +37,12 @@ async function ensureInternalToken(ctx: OperatorContext): Promise<void> {
     await ctx.client.create(SECRET, {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name, namespace: ns, labels: { ...PART_OF, "app.kubernetes.io/component": "internal-token" } },
+      metadata: {
+        name,
+        namespace: ns,
+        labels: { ...PART_OF, "app.kubernetes.io/component": "internal-token" },
+        ...(owner ? { ownerReferences: [owner] } : {}),
+      },
       type: "Opaque",
       data: { [INTERNAL_TOKEN_KEY]: Buffer.from(randomBytes(32).toString("base64url")).toString("base64") },
     });
@@ -61,20 +74,41 @@ async function providerKeys(ctx: OperatorContext): Promise<Map<ProviderKeyRef, s
   return out;
 }
 
+/**
+ * The owner of the shared data plane: the chart's ConfigMap (config.ownerConfigMap), read once.
+ * Not a controller reference: the ConfigMap does not manage them, it only ends their life.
+ */
+function ownerLookup(ctx: OperatorContext): () => Promise<OwnerReference | undefined> {
+  let owner: OwnerReference | undefined;
+  return async () => {
+    const name = ctx.config.ownerConfigMap;
+    if (!name || owner) return owner;
+    const cm = await ctx.client.get<KubeObject>(CONFIG_MAP, ctx.config.namespace, name);
+    if (!cm?.metadata.uid) {
+      ctx.logger.warn({ configMap: name }, "owner ConfigMap not found: the data plane is applied without an owner");
+      return undefined;
+    }
+    owner = { apiVersion: "v1", kind: "ConfigMap", name, uid: cm.metadata.uid };
+    return owner;
+  };
+}
+
 export function platformReconciler(ctx: OperatorContext): Reconcile {
+  const ownerOf = ownerLookup(ctx);
   return async () => {
     const c = ctx.config;
-    await ensureInternalToken(ctx);
+    const owner = await ownerOf();
+    await ensureInternalToken(ctx, owner);
     const keys = await providerKeys(ctx);
-    const mirror = providerKeysSecret(c, keys);
+    const mirror = providerKeysSecret(c, keys, owner);
     const cached = ctx.informers.secrets.get(c.namespace, PROVIDER_KEYS_SECRET) as
       | (KubeObject & { data?: Record<string, string> })
       | undefined;
     if (keys.size > 0 || cached) {
       if (!cached || !jsonEqual(cached.data ?? {}, mirror.data ?? {})) await ctx.client.apply(SECRET, mirror);
     }
-    const [gwDeploy, gwSvc] = gatewayObjects(c, [...keys.keys()]);
-    const [seDeploy, seSvc] = searchObjects(c);
+    const [gwDeploy, gwSvc] = gatewayObjects(c, [...keys.keys()], owner);
+    const [seDeploy, seSvc] = searchObjects(c, owner);
     const d = ctx.informers.deployments;
     const s = ctx.informers.services;
     // A refused search Deployment is left as it is (not applied, not scaled): the Service stays,
@@ -88,8 +122,11 @@ export function platformReconciler(ctx: OperatorContext): Reconcile {
     ]);
     if (refusal) {
       ctx.logger.error({ reason: "SearchReplicasRefused" }, refusal);
-      const svc = s.get(c.namespace, (seSvc as KubeObject).metadata.name) ?? (seSvc as KubeObject);
-      ctx.events.record(svc, "Warning", "SearchReplicasRefused", "Apply", refusal);
+      // The Event needs the Service's uid: until the cache has the Service, look again shortly.
+      const svc = s.get(c.namespace, (seSvc as KubeObject).metadata.name);
+      if (!svc) return { requeueAfterMs: 1000 };
+      const regarding = { ...svc, apiVersion: "v1", kind: "Service" }; // list items carry no kind
+      ctx.events.record(regarding, "Warning", "SearchReplicasRefused", "Apply", refusal);
     }
     return undefined;
   };

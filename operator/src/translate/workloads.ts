@@ -1,7 +1,7 @@
 // Pure translation of the operator's config into the shared data plane: the gateway and search
 // Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
 
-import type { KubeObject } from "@capstan/shared/kube";
+import type { KubeObject, OwnerReference } from "@capstan/shared/kube";
 import { GATEWAY_NAME, type OperatorConfig, type PodSettings, SEARCH_NAME, searchInternalUrl } from "../config.ts";
 import {
   CONFIG_HASH,
@@ -44,11 +44,16 @@ function selector(name: string): Record<string, string> {
   return { "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "capstan" };
 }
 
-function service(name: string, component: string, namespace: string, port: number): KubeObject {
+/** ownerReferences of a data-plane object: the chart's ConfigMap when the operator knows it. */
+function owned(owner: OwnerReference | undefined): { ownerReferences?: OwnerReference[] } {
+  return owner ? { ownerReferences: [owner] } : {};
+}
+
+function service(name: string, component: string, c: OperatorConfig, port: number, owner?: OwnerReference): KubeObject {
   return withAppliedHash({
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name, namespace, labels: labels(component, name) },
+    metadata: { name, namespace: c.namespace, labels: labels(component, name), ...owned(owner) },
     spec: {
       type: "ClusterIP",
       selector: selector(name),
@@ -73,6 +78,7 @@ interface DeploymentInput {
   pod: PodSettings;
   /** Recreate when two pods must never share the data (the embedded store); else rolling. */
   strategy: "RollingUpdate" | "Recreate";
+  owner: OwnerReference | undefined;
 }
 
 function deployment(d: DeploymentInput): KubeObject {
@@ -105,7 +111,7 @@ function deployment(d: DeploymentInput): KubeObject {
   return withAppliedHash({
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name: d.name, namespace: d.namespace, labels: labels(d.component, d.name) },
+    metadata: { name: d.name, namespace: d.namespace, labels: labels(d.component, d.name), ...owned(d.owner) },
     spec: {
       replicas: d.replicas,
       selector: { matchLabels: selector(d.name) },
@@ -146,7 +152,11 @@ export function searchRefusal(c: OperatorConfig): string | undefined {
   return `search.replicas is ${c.search.replicas} but the embedded vector store serves one replica only: set qdrant.url (or qdrant.deploy.enabled) or search.replicas=1`;
 }
 
-export function gatewayObjects(c: OperatorConfig, providerKeys: ProviderKeyRef[]): KubeObject[] {
+export function gatewayObjects(
+  c: OperatorConfig,
+  providerKeys: ProviderKeyRef[],
+  owner?: OwnerReference,
+): KubeObject[] {
   const keys = [...providerKeys].sort((a, b) =>
     `${a.namespace}/${a.secret}/${a.key}`.localeCompare(`${b.namespace}/${b.secret}/${b.key}`),
   );
@@ -196,12 +206,13 @@ export function gatewayObjects(c: OperatorConfig, providerKeys: ProviderKeyRef[]
       mounts,
       pod: c.gateway,
       strategy: "RollingUpdate",
+      owner,
     }),
-    service(GATEWAY_NAME, "gateway", c.namespace, c.gateway.servicePort),
+    service(GATEWAY_NAME, "gateway", c, c.gateway.servicePort, owner),
   ];
 }
 
-export function searchObjects(c: OperatorConfig): KubeObject[] {
+export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeObject[] {
   const embedded = embeddedStore(c);
   const claim = c.search.persistence.claimName;
   const data = claim ? { persistentVolumeClaim: { claimName: claim } } : { emptyDir: {} };
@@ -233,19 +244,29 @@ export function searchObjects(c: OperatorConfig): KubeObject[] {
       // Two pods must never open the embedded store's files at once (and a ReadWriteOnce claim
       // may not attach to a second node): the old pod stops before the new one starts.
       strategy: embedded ? "Recreate" : "RollingUpdate",
+      owner,
     }),
-    service(SEARCH_NAME, "search", c.namespace, c.search.servicePort),
+    service(SEARCH_NAME, "search", c, c.search.servicePort, owner),
   ];
 }
 
 /** The mirror of every Agent's provider key in the gateway's namespace (values base64). */
-export function providerKeysSecret(c: OperatorConfig, values: Map<ProviderKeyRef, string>): KubeObject {
+export function providerKeysSecret(
+  c: OperatorConfig,
+  values: Map<ProviderKeyRef, string>,
+  owner?: OwnerReference,
+): KubeObject {
   const data: Record<string, string> = {};
   for (const [ref, b64] of values) data[mirrorKey(ref)] = b64;
   return {
     apiVersion: "v1",
     kind: "Secret",
-    metadata: { name: PROVIDER_KEYS_SECRET, namespace: c.namespace, labels: labels("gateway", PROVIDER_KEYS_SECRET) },
+    metadata: {
+      name: PROVIDER_KEYS_SECRET,
+      namespace: c.namespace,
+      labels: labels("gateway", PROVIDER_KEYS_SECRET),
+      ...owned(owner),
+    },
     type: "Opaque",
     data,
   };
