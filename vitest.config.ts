@@ -1,6 +1,7 @@
-// Two projects: unit tests beside the code (no servers), and integration tests under test/ that
+// Three projects: unit tests beside the code (no servers), integration tests under test/ that
 // run on the real test ground (etcd + kube-apiserver, Redis, Chromium) started once per run by
-// test/ground/global-setup.ts.
+// test/ground/global-setup.ts, and e2e tests (test/e2e/) on a real single-node cluster started by
+// test/e2e/global-setup.ts.
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -21,6 +22,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/**/*.test.ts"],
+          exclude: ["test/e2e/**", "**/node_modules/**"],
           environment: "node",
           globalSetup: ["test/ground/global-setup.ts"],
           // Fails a file that leaves Qdrant collections behind on the run's server.
@@ -28,6 +30,20 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           pool: "forks",
+        },
+      },
+      {
+        // A real single-node cluster (test/ground/node.ts) started once per run; the files share
+        // it, so they run one at a time (one fork: `fileParallelism` is a root-only option).
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/e2e/global-setup.ts"],
+          testTimeout: 600_000,
+          hookTimeout: 900_000,
+          pool: "forks",
+          poolOptions: { forks: { singleFork: true } },
         },
       },
     ],

@@ -117,6 +117,37 @@ export function removeNetns(names: Iterable<string>): void {
   for (const n of names) tryRun("ip", ["netns", "delete", n]);
 }
 
+/**
+ * Last-resort sweep when the runtime could not stop everything: SIGKILL to every process in the
+ * kubelet's `kubepods` cgroups and to every process whose command line names the run's containerd
+ * directory (the shims carry its socket path).
+ */
+export function killLeftovers(containerdDir: string): void {
+  const pids = new Set<number>();
+  const collect = (path: string) => {
+    for (const e of readdirSync(path, { withFileTypes: true })) if (e.isDirectory()) collect(join(path, e.name));
+    for (const pid of readFileSync(join(path, "cgroup.procs"), "utf8").split("\n").filter(Boolean))
+      pids.add(Number(pid));
+  };
+  const kubepods = "/sys/fs/cgroup/pids/kubepods";
+  if (existsSync(kubepods)) collect(kubepods);
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(`${containerdDir}/`)) pids.add(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
+
 /** Removes the kubelet's `kubepods` cgroup tree in every v1 hierarchy (leaves first). */
 export function removeKubepodsCgroups(): void {
   const root = "/sys/fs/cgroup";

@@ -23,6 +23,7 @@ import {
   assertHostFree,
   cniNetns,
   createBridge,
+  killLeftovers,
   removeBridge,
   removeKubepodsCgroups,
   removeNetns,
@@ -122,7 +123,9 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       await step("containerd", () => runtime?.proc.stop());
     }
     await step("control plane", () => kube?.stop());
-    await step("host state", () => {
+    await step("host state", async () => {
+      killLeftovers(join(dir, "containerd"));
+      await new Promise((r) => setTimeout(r, 200));
       unmountUnder(dir);
       removeNetns([...cniNetns()].filter((n) => !netnsBefore.has(n)));
       removeNewChains(chainsBefore);

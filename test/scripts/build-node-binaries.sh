@@ -17,9 +17,11 @@ kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube-bin/no
 : "${kube_version:?no k8s.io/kubernetes require line in test/kube-bin/node/go.mod}"
 # Third-party daemons are built as their own main module straight from the downloaded module
 # source, so their go.sum and replace directives (Traefik has several) apply exactly as upstream.
+# Traefik 3.6, not 3.7: every 3.7 release replaces github.com/abbot/go-http-auth with a fork commit
+# the Go module proxy does not serve (403), so 3.7 cannot build from the proxy.
 containerd_version=v2.2.9
 coredns_version=v1.15.0
-traefik_version=v3.7.13
+traefik_version=v3.6.12
 pause_version=3.10.1
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 root="$cache/node"

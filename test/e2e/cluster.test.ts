@@ -1,0 +1,200 @@
+// Smoke test of the e2e cluster itself (test/ground/node.ts): the node is Ready, a pod runs from a
+// locally built image, a Service reaches it by ClusterIP and by DNS name from another pod (which
+// also reaches the API server through the `kubernetes` Service with its ServiceAccount token) and
+// from the host, names outside cluster.local are not resolved, pod logs come through the API, and
+// an Ingress with a TLS Secret routes HTTPS through Traefik to the Service.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeApiError, type KubeHttp } from "@capstan/shared/kube";
+import { Agent, fetch } from "undici";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { signCert } from "../ground/kube.ts";
+import { kubeHttpFrom } from "../ground/kube-client.ts";
+import { nodeBinaries } from "../ground/node-binaries.ts";
+
+const ns = `smoke-${process.pid}`;
+const host = "smoke.capstan.test";
+const page = "hello from the capstan node";
+let kube: KubeHttp;
+let image: string;
+let tlsDir: string;
+
+type Pod = { status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[] } };
+
+async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const got = await fn();
+      if (got !== undefined) return got;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`gave up waiting for ${what}${last ? ` (${last})` : ""}`);
+}
+
+const create = (path: string, body: object) => kube.json(path, { method: "POST", body });
+const pod = (name: string) => kube.json<Pod>(`/api/v1/namespaces/${ns}/pods/${name}`);
+
+function busyboxPod(name: string, labels: Record<string, string>, script: string, restartPolicy: string) {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, labels },
+    spec: {
+      restartPolicy,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: "main", image, imagePullPolicy: "Never", command: ["/bin/sh", "-c", script] }],
+    },
+  };
+}
+
+beforeAll(async () => {
+  kube = kubeHttpFrom(inject("e2eKubeconfig"));
+  image = nodeBinaries().busyboxImage;
+  await create("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  // ServiceAccount admission refuses pods until the namespace's default ServiceAccount exists.
+  await poll("default ServiceAccount", 30_000, () =>
+    kube.json(`/api/v1/namespaces/${ns}/serviceaccounts/default`).then(() => true),
+  );
+  // A CA of the test's own and a serving certificate for the Ingress host, as a TLS Secret.
+  tlsDir = mkdtempSync(join(tmpdir(), "capstan-smoke-tls-"));
+  execFileSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt"].concat([
+      "-days",
+      "1",
+      "-subj",
+      "/CN=capstan-smoke-ca",
+    ]),
+    { cwd: tlsDir, stdio: "pipe" },
+  );
+  signCert(tlsDir, "tls", `/CN=${host}`, `subjectAltName=DNS:${host}\nextendedKeyUsage=serverAuth\n`);
+  const b64 = (f: string) => readFileSync(join(tlsDir, f)).toString("base64");
+  await create(`/api/v1/namespaces/${ns}/secrets`, {
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "kubernetes.io/tls",
+    metadata: { name: "smoke-tls" },
+    data: { "tls.crt": b64("tls.crt"), "tls.key": b64("tls.key") },
+  });
+});
+
+afterAll(async () => {
+  if (tlsDir) rmSync(tlsDir, { recursive: true, force: true });
+  try {
+    await kube?.json(`/api/v1/namespaces/${ns}`, { method: "DELETE" });
+  } catch (err) {
+    if (!(err instanceof KubeApiError) || err.status !== 404) throw err;
+  }
+});
+
+describe("the e2e cluster", () => {
+  it("has one Ready node", async () => {
+    const nodes = await kube.json<{ items: { status: { conditions: { type: string; status: string }[] } }[] }>(
+      "/api/v1/nodes",
+    );
+    expect(nodes.items).toHaveLength(1);
+    expect(nodes.items[0]?.status.conditions.find((c) => c.type === "Ready")?.status).toBe("True");
+  });
+
+  it("runs a pod behind a Service reachable by ClusterIP and DNS, from pods and the host", async () => {
+    const script = `mkdir -p /www && echo '${page}' > /www/index.html && exec httpd -f -p 8080 -h /www`;
+    await create(`/api/v1/namespaces/${ns}/pods`, busyboxPod("web", { app: "web" }, script, "Always"));
+    const svc = await kube.json<{ spec: { clusterIP: string } }>(`/api/v1/namespaces/${ns}/services`, {
+      method: "POST",
+      body: {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "web" },
+        spec: { selector: { app: "web" }, ports: [{ port: 80, targetPort: 8080 }] },
+      },
+    });
+    const running = await poll("pod web Running", 60_000, async () => {
+      const p = await pod("web");
+      return p.status?.phase === "Running" && p.status.podIP ? p : undefined;
+    });
+    expect(running.status?.podIP).toMatch(/^198\.18\./);
+    expect(svc.spec.clusterIP).toMatch(/^198\.19\./);
+
+    // From the host through kube-proxy's rules (retried: the rules follow the EndpointSlice).
+    const fromHost = await poll("the ClusterIP from the host", 30_000, async () => {
+      const res = await fetch(`http://${svc.spec.clusterIP}/`, { signal: AbortSignal.timeout(2000) });
+      return res.ok ? res.text() : undefined;
+    });
+    expect(fromHost.trim()).toBe(page);
+
+    // From another pod: by DNS name, by ClusterIP, the API server through the `kubernetes`
+    // Service with the pod's ServiceAccount token, and a name outside the cluster (refused).
+    const sa = "/var/run/secrets/kubernetes.io/serviceaccount";
+    const client = [
+      `echo "dns=$(wget -qO- -T 5 http://web.${ns}.svc.cluster.local/)"`,
+      `echo "ip=$(wget -qO- -T 5 http://${svc.spec.clusterIP}/)"`,
+      `test -s ${sa}/token && test -s ${sa}/ca.crt && echo token=present`,
+      `wget -qO- -T 5 --no-check-certificate --header "Authorization: Bearer $(cat ${sa}/token)" https://kubernetes.default.svc/api | tr -d ' \\n' | sed 's/^/api=/'; echo`,
+      "if nslookup -timeout=3 example.com >/dev/null 2>&1; then echo outside=resolved; else echo outside=refused; fi",
+    ].join("; ");
+    await create(`/api/v1/namespaces/${ns}/pods`, busyboxPod("client", {}, client, "Never"));
+    const phase = await poll("pod client finished", 90_000, async () => {
+      const p = await pod("client");
+      return p.status?.phase === "Succeeded" || p.status?.phase === "Failed" ? p.status.phase : undefined;
+    });
+    // Logs through the API server, which fetches them from the kubelet.
+    const res = await kube.stream(`/api/v1/namespaces/${ns}/pods/client/log`, {}, AbortSignal.timeout(10_000));
+    const logs = await res.text();
+    expect(res.status, logs).toBe(200);
+    expect(phase, logs).toBe("Succeeded");
+    expect(logs).toContain(`dns=${page}`);
+    expect(logs).toContain(`ip=${page}`);
+    expect(logs).toContain("token=present");
+    expect(logs).toContain('api={"kind":"APIVersions"');
+    expect(logs).toContain("outside=refused");
+  });
+
+  it("routes HTTPS through Traefik to the Service with the Ingress's TLS Secret", async () => {
+    await create(`/apis/networking.k8s.io/v1/namespaces/${ns}/ingresses`, {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name: "web" },
+      spec: {
+        ingressClassName: "traefik",
+        tls: [{ hosts: [host], secretName: "smoke-tls" }],
+        rules: [
+          {
+            host,
+            http: {
+              paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "web", port: { number: 80 } } } }],
+            },
+          },
+        ],
+      },
+    });
+    const https = new URL(inject("e2eIngressHttps"));
+    // Trusts only the test's CA: a response proves Traefik served the Secret's certificate.
+    const agent = new Agent({
+      connect: {
+        ca: readFileSync(join(tlsDir, "ca.crt")),
+        servername: host,
+        lookup: (_h: string, _o: unknown, cb: (e: Error | null, a: string, f: number) => void) =>
+          cb(null, https.hostname, 4),
+      } as never,
+    });
+    try {
+      const body = await poll("Traefik to route the Ingress", 60_000, async () => {
+        const res = await fetch(`https://${host}:${https.port}/`, {
+          dispatcher: agent,
+          signal: AbortSignal.timeout(3000),
+        });
+        return res.status === 200 ? res.text() : undefined;
+      });
+      expect(body.trim()).toBe(page);
+    } finally {
+      await agent.close();
+    }
+  });
+});
