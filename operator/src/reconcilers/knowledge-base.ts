@@ -25,6 +25,7 @@ import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { suppliedKey } from "./key-secret.ts";
+import { needsRefill, SEARCH_UNAVAILABLE, searchUnavailable } from "./knowledge-base-refill.ts";
 import { writeStatus } from "./status.ts";
 
 type KB = KnowledgeBase & KubeObject;
@@ -146,7 +147,8 @@ async function ingest(
           docIds.push(docsId);
         }
       } catch (err) {
-        const reason = err instanceof OperatorError ? err.reason : "IngestionFailed";
+        const reason =
+          err instanceof OperatorError ? err.reason : searchUnavailable(err) ? SEARCH_UNAVAILABLE : "IngestionFailed";
         failed.push({ source: source.name, reason, message: (err as Error).message });
       }
     }
@@ -186,7 +188,7 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     }
     const now = ctx.now();
     const dueIn = refreshDueIn(kb, now);
-    if (dueIn > 0) return { requeueAfterMs: dueIn + REQUEUE_SLACK_MS };
+    if (dueIn > 0 && !(await needsRefill(ctx, kb))) return { requeueAfterMs: dueIn + REQUEUE_SLACK_MS };
 
     const id = knowledgeIdOf(kb);
     let collection: string | undefined;
@@ -216,6 +218,8 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     if (ready && ready.status !== before?.status) {
       ctx.events.record(kb, ready.status === "True" ? "Normal" : "Warning", ready.reason, "Ingest", ready.message);
     }
+    // The search service or its store was down for some sources: again with backoff, not in 24 h.
+    if (report.failed.some((f) => f.reason === SEARCH_UNAVAILABLE)) return { requeue: true };
     return { requeueAfterMs: refreshDueIn({ ...kb, status }, finished) + REQUEUE_SLACK_MS };
   };
 }

@@ -1,0 +1,30 @@
+// When a KnowledgeBase must be ingested before its refresh is due: its last run could not reach
+// the search service or its vector store (retried with the controller's per-key backoff, so it
+// recovers by itself once the store is back), or its vectors vanished behind the operator's back
+// (a Qdrant collection deleted by hand), which the next reconcile re-creates and re-fills.
+
+import type { KnowledgeBase } from "@capstan/shared/api";
+import { knowledgeIdOf } from "@capstan/shared/api";
+import { SearchApiError } from "@capstan/shared/clients/search-client";
+import { findCondition } from "../controller/conditions.ts";
+import type { OperatorContext } from "./context.ts";
+
+export const SEARCH_UNAVAILABLE = "SearchUnavailable";
+
+/** A failure worth retrying soon: the search service (or the store behind it) did not answer. */
+export function searchUnavailable(err: unknown): boolean {
+  return err instanceof SearchApiError && err.retryable;
+}
+
+export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Promise<boolean> {
+  const conditions = kb.status?.conditions;
+  if (findCondition(conditions, "CollectionReady")?.status === "False") return true;
+  if (findCondition(conditions, "Ingested")?.reason === SEARCH_UNAVAILABLE) return true;
+  if (!kb.status?.chunks) return false;
+  try {
+    const info = await ctx.search.getKnowledgeBase(knowledgeIdOf(kb));
+    return !info || info.chunks === 0;
+  } catch {
+    return false; // search itself is down: the refresh, when due, reports it
+  }
+}

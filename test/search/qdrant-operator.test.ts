@@ -1,0 +1,111 @@
+// KnowledgeBase ingestion through the search service on a real Qdrant that fails, driven by the
+// operator on the real API server: ingestion while Qdrant is down shows a condition with the
+// reason and recovers by itself (retried with backoff, nothing lost); a collection deleted
+// behind the operator's back is re-created and re-filled by the next reconcile (resync 2 s).
+import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
+import { SearchClient } from "@capstan/shared/clients/search-client";
+import type { KubeHttp } from "@capstan/shared/kube";
+import { ResourceView } from "@capstan/shared/resource-view";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Operator } from "../../operator/src/manager.ts";
+import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { listCollections, type QdrantServer, startQdrant } from "../ground/qdrant.ts";
+import { CAP, condition, create, eventually, get, type Obj, startOperatorFor } from "../operator/helpers.ts";
+
+const ns = `qdrant-kb-${process.pid}-${Date.now().toString(36)}`;
+const TOKEN = "operator-qdrant-test-token-0123456789";
+let client: KubeHttp;
+let operator: Operator;
+let qdrant: QdrantServer;
+let search: Awaited<ReturnType<typeof buildSearch>>;
+let searchClient: SearchClient;
+
+const sources = [
+  { name: "Opening hours", text: "The support desk is open from 8:00 to 18:00 on weekdays." },
+  { name: "Warranty", text: "Every pump carries a two-year warranty covering parts and labour." },
+  { name: "Returns", text: "Unused items can be returned within thirty days for a full refund." },
+];
+
+const kbObj = (name: string): Obj => ({
+  apiVersion: CAP,
+  kind: "KnowledgeBase",
+  metadata: { name, namespace: ns },
+  spec: { chunking: { size: 200, overlap: 20 }, sources },
+});
+
+beforeAll(async () => {
+  client = harnessKubeClient();
+  await installCrds(client);
+  await ensureNamespace(client, ns);
+  qdrant = await startQdrant(); // private: this test kills it
+  const embedder = await loadLocalEmbedder(loadSearchConfig({}));
+  search = await buildSearch(
+    { internalToken: TOKEN, logLevel: "silent", qdrant: { url: qdrant.url, timeoutMs: 2000 } },
+    { view: new ResourceView(), embedders: [embedder] },
+  );
+  await search.listen({ port: 0, host: "127.0.0.1" });
+  const addr = search.server.address();
+  const url = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
+  searchClient = new SearchClient({ baseURL: url, token: TOKEN, timeoutMs: 30_000 });
+  await create(client, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: "capstan-internal-token",
+      namespace: ns,
+      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
+    },
+    data: { token: Buffer.from(TOKEN).toString("base64") },
+  });
+  operator = startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: url }, resyncSeconds: 2 });
+  await operator.start();
+});
+
+afterAll(async () => {
+  await operator?.stop();
+  await search?.close();
+  await qdrant?.stop(); // its storage folder (every collection in it) goes too
+});
+
+const kbNamed = (name: string) => get(client, CAP, "KnowledgeBase", ns, name);
+
+describe("KnowledgeBase ingestion on a failing Qdrant", () => {
+  it("Qdrant down: a condition with the reason, then recovery by itself with every source ingested", async () => {
+    await qdrant.kill();
+    await create(client, kbObj("outage"));
+    const down = await eventually("a condition naming the outage", async () => {
+      const o = await kbNamed("outage");
+      const c = condition(o, "CollectionReady") ?? condition(o, "Ingested");
+      return c?.status === "False" ? o : undefined;
+    });
+    const reasons = ["CollectionReady", "Ingested"].map((t) => condition(down, t)?.reason);
+    expect(reasons).toContain("SearchUnavailable");
+    expect(condition(down, "Ready")?.status).toBe("False");
+    expect(JSON.stringify(down.status)).toMatch(/vector store unavailable/);
+
+    await qdrant.restart();
+    const up = await eventually(
+      "ready after Qdrant is back",
+      async () => {
+        const o = await kbNamed("outage");
+        return condition(o, "Ready")?.status === "True" && o?.status?.failures === 0 ? o : undefined;
+      },
+      90_000,
+    );
+    expect(up.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
+    expect(await searchClient.getKnowledgeBase("kb_outage")).toEqual({
+      knowledgeId: "kb_outage",
+      documents: 3,
+      chunks: 3,
+    });
+  });
+
+  it("a collection deleted behind the operator's back is re-created and re-filled by the next reconcile", async () => {
+    const data = (await listCollections(qdrant.url)).filter((c) => !c.endsWith("_registry"));
+    expect(data).toHaveLength(1);
+    const res = await fetch(`${qdrant.url}/collections/${data[0]}`, { method: "DELETE" });
+    expect(res.status).toBe(200);
+    await eventually("re-filled", async () => (await searchClient.getKnowledgeBase("kb_outage"))?.chunks === 3, 90_000);
+    expect(await listCollections(qdrant.url)).toEqual(expect.arrayContaining(data));
+  });
+});
