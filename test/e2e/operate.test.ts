@@ -1,0 +1,185 @@
+// Day-two operations on a real node: a gateway pod deleted under a bounded load, a QPM edited in
+// place, a channel deleted, `helm upgrade` with changed values rolling the data plane, and
+// `helm uninstall` leaving only what docs/install.md says stays.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { KubeHttp } from "@capstan/shared/kube";
+import { type Agent, fetch } from "undici";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { helm } from "../ground/helm.ts";
+import { deploymentReady, e2eKube, eventually, get, list, mergePatch, remove } from "./support/kube.ts";
+import {
+  DEMO_NS,
+  ensurePlatform,
+  helmInstall,
+  ingressBase,
+  ingressDispatcher,
+  installValues,
+  keyOf,
+  RELEASE,
+  SYSTEM_NS,
+} from "./support/platform.ts";
+import { channel } from "./support/workloads.ts";
+
+const CR = "capstan.dev/v1alpha1";
+const GATEWAY_PODS = "app.kubernetes.io/name=capstan-gateway";
+let kube: KubeHttp;
+let home: string;
+let dispatcher: Agent;
+let images: Record<string, string>;
+
+/** One chat completion through the ingress; the HTTP status (0 when the connection failed). */
+async function chat(key: string): Promise<number> {
+  try {
+    const res = await fetch(`${ingressBase()}/api/v1/chat/completions`, {
+      method: "POST",
+      dispatcher,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "rate limits?" }] }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return 0;
+  }
+}
+
+async function livePods(selector: string): Promise<string[]> {
+  const pods = await list(kube, "Pod", "v1", SYSTEM_NS, selector);
+  return pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.uid as string);
+}
+
+beforeAll(async () => {
+  kube = e2eKube();
+  home = mkdtempSync(join(tmpdir(), "capstan-e2e-"));
+  const installed = await ensurePlatform(kube, home);
+  images = installed.images;
+  dispatcher = ingressDispatcher(installed.tls.ca);
+}, 900_000);
+
+afterAll(() => {
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+describe("operating the platform", () => {
+  it("keeps serving while a gateway pod is deleted under load; the new pod serves", async () => {
+    await channel(kube, "e2e-load", 100_000);
+    const key = await keyOf(kube, "AccessChannel", "e2e-load");
+    const before = await livePods(GATEWAY_PODS);
+    const statuses: number[] = [];
+    // A bounded load: 240 requests, four at a time; one gateway pod is deleted a quarter in.
+    for (let i = 0; i < 60; i++) {
+      if (i === 15)
+        await remove(
+          kube,
+          "Pod",
+          "v1",
+          (await list(kube, "Pod", "v1", SYSTEM_NS, GATEWAY_PODS))[0]?.metadata.name as string,
+          SYSTEM_NS,
+        );
+      statuses.push(...(await Promise.all([chat(key), chat(key), chat(key), chat(key)])));
+    }
+    const failed = statuses.filter((s) => s !== 200).length;
+    // A short burst at most (connections cut while the endpoint list catches up), never an outage.
+    expect(failed, `statuses: ${JSON.stringify(statuses)}`).toBeLessThanOrEqual(12);
+    await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
+    const after = await livePods(GATEWAY_PODS);
+    expect(after.filter((uid) => !before.includes(uid)).length).toBeGreaterThanOrEqual(1);
+    expect(await chat(key)).toBe(200);
+  });
+
+  it("applies an edited QPM without restarting the gateway", async () => {
+    await channel(kube, "e2e-edit", 2);
+    const key = await keyOf(kube, "AccessChannel", "e2e-edit");
+    const pods = await livePods(GATEWAY_PODS);
+    expect([await chat(key), await chat(key), await chat(key)]).toEqual([200, 200, 429]);
+    await mergePatch(
+      kube,
+      { apiVersion: CR, kind: "AccessChannel", metadata: { name: "e2e-edit", namespace: DEMO_NS } },
+      {
+        spec: { qpm: 5 },
+      },
+    );
+    // Inside the same minute: two were used, so the new limit admits three more, then refuses.
+    await eventually(
+      "the new QPM admits a request",
+      async () => ((await chat(key)) === 200 ? true : undefined),
+      60_000,
+    );
+    expect([await chat(key), await chat(key), await chat(key)]).toEqual([200, 200, 429]);
+    expect(await livePods(GATEWAY_PODS)).toEqual(pods);
+  });
+
+  it("stops accepting a channel's key once the channel is deleted", async () => {
+    await channel(kube, "e2e-delete", 100);
+    const key = await keyOf(kube, "AccessChannel", "e2e-delete");
+    expect(await chat(key)).toBe(200);
+    await remove(kube, "AccessChannel", CR, "e2e-delete", DEMO_NS);
+    await eventually(
+      "the deleted channel's key is refused",
+      async () => ((await chat(key)) === 401 ? true : undefined),
+      60_000,
+    );
+  });
+
+  it("rolls the data plane on `helm upgrade` with changed values", async () => {
+    const gatewayBefore = await livePods(GATEWAY_PODS);
+    const searchBefore = await livePods("app.kubernetes.io/name=capstan-search");
+    await helmInstall(
+      home,
+      installValues(images, [
+        "gateway.extraEnv[0].name=CAPSTAN_E2E_MARK",
+        "gateway.extraEnv[0].value=upgraded",
+        "search.resources.limits.memory=1600Mi",
+      ]),
+    );
+    await eventually("the gateway pods are replaced", async () => {
+      const now = await livePods(GATEWAY_PODS);
+      return now.length === 2 && now.every((uid) => !gatewayBefore.includes(uid)) ? now : undefined;
+    });
+    await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
+    await deploymentReady(kube, SYSTEM_NS, "capstan-search");
+    const searchAfter = await livePods("app.kubernetes.io/name=capstan-search");
+    expect(searchAfter.some((uid) => !searchBefore.includes(uid))).toBe(true);
+    const gw = await get(kube, "Deployment", "apps/v1", "capstan-gateway", SYSTEM_NS);
+    expect(JSON.stringify(gw?.spec?.template)).toContain("CAPSTAN_E2E_MARK");
+    expect(await chat(await keyOf(kube, "AccessChannel", "website-chat"))).toBe(200);
+  });
+
+  it("leaves only the CRDs and users' own resources after `helm uninstall`", async () => {
+    const res = await helm(
+      ["uninstall", RELEASE, "-n", SYSTEM_NS, "--kubeconfig", inject("e2eKubeconfig"), "--wait"],
+      home,
+      180_000,
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const leftovers = await eventually(
+      "every Capstan workload gone",
+      async () => {
+        const left: string[] = [];
+        for (const [kind, apiVersion] of [
+          ["Deployment", "apps/v1"],
+          ["Service", "v1"],
+          ["ConfigMap", "v1"],
+          ["Secret", "v1"],
+        ] as const) {
+          for (const o of await list(kube, kind, apiVersion, SYSTEM_NS)) {
+            if (o.metadata.name === "kube-root-ca.crt" || o.metadata.name === "capstan-ingress-tls") continue;
+            left.push(`${kind}/${o.metadata.name}`);
+          }
+        }
+        return left.length === 0 ? left : undefined;
+      },
+      120_000,
+    );
+    expect(leftovers).toEqual([]);
+    const crd = await kube.json<{ items: { metadata: { name: string } }[] }>(
+      "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    );
+    expect(crd.items.map((c) => c.metadata.name).filter((n) => n.endsWith(".capstan.dev"))).toHaveLength(5);
+    // The users' resources stay (a platform team's YAML is theirs); their key Secrets stay with them.
+    expect(await get(kube, "AccessChannel", CR, "website-chat", DEMO_NS)).toBeDefined();
+  });
+});

@@ -1,0 +1,218 @@
+// Installing Capstan on the e2e node the way a platform team would: the images built from this
+// repository (scripts/images/build.sh), `helm upgrade --install` of charts/capstan with a TLS
+// Secret for the ingress and a PersistentVolume for search's embedded store, then examples/.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { KubeHttp } from "@capstan/shared/kube";
+import { Agent } from "undici";
+import { inject } from "vitest";
+import { helm } from "../../ground/helm.ts";
+import { rawExamples } from "../../ground/kube-client.ts";
+import { apply, deploymentReady, get, type Obj, secretValue } from "./kube.ts";
+
+export const RELEASE = "capstan";
+export const SYSTEM_NS = "capstan-system";
+export const DEMO_NS = "capstan-demo";
+/** The host name the ingress answers to; the tests resolve it to the ingress's loopback address. */
+export const INGRESS_HOST = "capstan.test";
+export const TLS_SECRET = "capstan-ingress-tls";
+export const SEARCH_CLAIM = "capstan-search-data";
+const chart = fileURLToPath(new URL("../../../charts/capstan", import.meta.url));
+
+/** Image references written by scripts/images/build.sh next to the archives it built. */
+export function builtImages(): Record<string, string> {
+  const cache = process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache", "capstan");
+  const pointer = join(cache, "images", "current");
+  if (!existsSync(pointer)) throw new Error("no images built: run `bash scripts/images/build.sh`");
+  const dir = readFileSync(pointer, "utf8").trim();
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(join(dir, "tags.env"), "utf8").split("\n")) {
+    const m = /^([A-Z_]+)_IMAGE=(\S+)$/.exec(line.trim());
+    if (m) out[(m[1] as string).toLowerCase()] = m[2] as string;
+  }
+  return out;
+}
+
+function repoAndTag(ref: string): [string, string] {
+  const at = ref.lastIndexOf(":");
+  return [ref.slice(0, at), ref.slice(at + 1)];
+}
+
+export interface Tls {
+  ca: string;
+  dir: string;
+}
+
+/** A CA and a serving certificate for INGRESS_HOST, made with openssl in a temporary directory. */
+export function makeTls(dir: string): Tls {
+  mkdirSync(dir, { recursive: true });
+  const run = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+  run(
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2"].concat([
+      "-subj",
+      "/CN=capstan-e2e-ca",
+    ]),
+  );
+  run([
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "tls.key",
+    "-out",
+    "tls.csr",
+    "-subj",
+    `/CN=${INGRESS_HOST}`,
+  ]);
+  writeFileSync(join(dir, "tls.ext"), `subjectAltName=DNS:${INGRESS_HOST}\nextendedKeyUsage=serverAuth\n`);
+  run(
+    ["x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial"].concat([
+      "-out",
+      "tls.crt",
+      "-days",
+      "2",
+      "-extfile",
+      "tls.ext",
+    ]),
+  );
+  return { ca: readFileSync(join(dir, "ca.crt"), "utf8"), dir };
+}
+
+/** Base URL of the ingress over HTTPS, by host name (the port is the ingress's loopback port). */
+export function ingressBase(): string {
+  const https = new URL(inject("e2eIngressHttps"));
+  return `https://${INGRESS_HOST}:${https.port || 443}`;
+}
+
+/** An undici dispatcher that trusts the test CA and sends INGRESS_HOST to the ingress's address. */
+export function ingressDispatcher(ca: string): Agent {
+  const address = new URL(inject("e2eIngressHttps")).hostname;
+  return new Agent({
+    connect: {
+      ca,
+      servername: INGRESS_HOST,
+      lookup: (_host: string, _opts: unknown, cb: (err: Error | null, address: string, family: number) => void) =>
+        cb(null, address, 4),
+    } as never,
+  });
+}
+
+/** The values a local install uses: locally built images (never pulled), dev Redis, ingress with TLS. */
+export function installValues(images: Record<string, string>, extra: string[] = []): string[] {
+  const set: string[] = [];
+  for (const name of ["operator", "gateway", "search", "scraper"]) {
+    const ref = images[name];
+    if (!ref) throw new Error(`no ${name} image in tags.env`);
+    const [repo, tag] = repoAndTag(ref);
+    set.push(`${name}.image.repository=${repo}`, `${name}.image.tag=${tag}`, `${name}.image.pullPolicy=Never`);
+  }
+  for (const name of ["redis"]) {
+    const ref = images[name];
+    if (!ref) throw new Error(`no ${name} image in tags.env`);
+    const [repo, tag] = repoAndTag(ref);
+    set.push(`${name}.deploy.enabled=true`, `${name}.deploy.image.repository=${repo}`);
+    set.push(`${name}.deploy.image.tag=${tag}`, `${name}.deploy.image.pullPolicy=Never`);
+  }
+  set.push(
+    "operator.replicas=1",
+    "gateway.replicas=2",
+    "ingress.enabled=true",
+    "ingress.className=traefik",
+    `ingress.hosts[0]=${INGRESS_HOST}`,
+    `ingress.tls[0].secretName=${TLS_SECRET}`,
+    `ingress.tls[0].hosts[0]=${INGRESS_HOST}`,
+    `search.persistence.existingClaim=${SEARCH_CLAIM}`,
+    // Traefik runs on the node and reaches pods from the bridge's host address: trusting it makes
+    // search see the real client address in X-Forwarded-For (the examples allow 127.0.0.1).
+    "search.trustedProxies=198.18.0.0/15",
+    ...extra,
+  );
+  return set;
+}
+
+export async function helmInstall(home: string, set: string[], timeoutMs = 240_000) {
+  const args = ["upgrade", "--install", RELEASE, chart, "-n", SYSTEM_NS, "--create-namespace"];
+  args.push("--kubeconfig", inject("e2eKubeconfig"), "--wait", "--timeout", `${Math.floor(timeoutMs / 1000)}s`);
+  const res = await helm([...args, ...set.flatMap((s) => ["--set", s])], home, timeoutMs + 30_000);
+  if (res.code !== 0) throw new Error(`helm upgrade --install failed:\n${res.stderr}\n${res.stdout}`);
+  return res;
+}
+
+/** What must exist before the chart goes in: the namespace, the ingress's TLS Secret, search's volume. */
+export async function prerequisites(kube: KubeHttp, tls: Tls, dataDir: string): Promise<void> {
+  await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: SYSTEM_NS } });
+  await apply(kube, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: TLS_SECRET, namespace: SYSTEM_NS },
+    ...({
+      type: "kubernetes.io/tls",
+      stringData: {
+        "tls.crt": readFileSync(join(tls.dir, "tls.crt"), "utf8"),
+        "tls.key": readFileSync(join(tls.dir, "tls.key"), "utf8"),
+      },
+    } as object),
+  });
+  // No dynamic provisioner on a one-node test cluster: a hostPath volume pre-bound to the claim.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  execFileSync("chown", ["10001:10001", dataDir]);
+  await apply(kube, {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name: `${SEARCH_CLAIM}-pv` },
+    spec: {
+      capacity: { storage: "1Gi" },
+      accessModes: ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Retain",
+      storageClassName: "",
+      hostPath: { path: dataDir, type: "Directory" },
+      claimRef: { namespace: SYSTEM_NS, name: SEARCH_CLAIM },
+    },
+  });
+  await apply(kube, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: SEARCH_CLAIM, namespace: SYSTEM_NS },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      storageClassName: "",
+      volumeName: `${SEARCH_CLAIM}-pv`,
+      resources: { requests: { storage: "1Gi" } },
+    },
+  });
+}
+
+/** examples/ as a platform team applies them (kubectl apply -f examples/). */
+export async function applyExamples(kube: KubeHttp): Promise<void> {
+  const objects = rawExamples() as Obj[];
+  for (const o of objects.filter((o) => o.kind === "Namespace")) await apply(kube, o);
+  for (const o of objects.filter((o) => o.kind !== "Namespace")) await apply(kube, o);
+}
+
+/** The whole platform: chart installed, operator Ready, examples applied, data plane Ready. */
+export async function ensurePlatform(
+  kube: KubeHttp,
+  home: string,
+): Promise<{ tls: Tls; images: Record<string, string> }> {
+  const images = builtImages();
+  const tls = makeTls(join(home, "tls"));
+  await prerequisites(kube, tls, join(tmpdir(), "capstan-e2e-search-data"));
+  await helmInstall(home, installValues(images));
+  await applyExamples(kube);
+  await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
+  await deploymentReady(kube, SYSTEM_NS, "capstan-search");
+  await deploymentReady(kube, DEMO_NS, "web");
+  return { tls, images };
+}
+
+/** The plaintext key of an AccessChannel or SearchKey, read from the Secret its status names. */
+export async function keyOf(kube: KubeHttp, kind: "AccessChannel" | "SearchKey", name: string, ns = DEMO_NS) {
+  const obj = await get(kube, kind, "capstan.dev/v1alpha1", name, ns);
+  const secret = obj?.status?.secretName as string | undefined;
+  if (!secret) throw new Error(`${kind} ${ns}/${name} has no status.secretName yet`);
+  return secretValue(kube, ns, secret, "key");
+}
