@@ -346,7 +346,8 @@ describe("traffic", () => {
       ]),
     );
     const port = (name: string) =>
-      (services.find((s) => s.metadata.name === name)?.spec as { ports: { port: number }[] }).ports[0]?.port;
+      (services.find((s) => s.metadata.name === name)?.spec as { ports: { port: number }[] } | undefined)?.ports[0]
+        ?.port;
     expect(routes).toEqual({
       "/api/v1": `${GATEWAY_NAME}:${port(GATEWAY_NAME)}`,
       "/v1/rag": `${SEARCH_NAME}:${port(SEARCH_NAME)}`,
