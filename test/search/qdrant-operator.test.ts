@@ -93,6 +93,14 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
       90_000,
     );
     expect(up.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
+    // The collection's settings, derived from the model, in status: shared per model, one tenant.
+    expect(up.status?.collection).toBe("capstan_chunks_local_all_minilm_l6_v2_384/kb_outage");
+    expect(up.status?.vectors).toEqual({
+      backend: "qdrant",
+      size: 384,
+      distance: "Cosine",
+      hnsw: { m: 0, payloadM: 16, efConstruct: 128, efSearch: 128 },
+    });
     expect(await searchClient.getKnowledgeBase("kb_outage")).toEqual({
       knowledgeId: "kb_outage",
       documents: 3,

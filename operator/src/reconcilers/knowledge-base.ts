@@ -129,6 +129,7 @@ async function ingest(
   ctx: OperatorContext,
   kb: KB,
   collection: string | undefined,
+  vectors?: IngestionReport["vectors"],
 ): Promise<{ report: IngestionReport; docIds: string[] }> {
   const id = knowledgeIdOf(kb);
   const sources = kb.spec.sources;
@@ -165,6 +166,7 @@ async function ingest(
       documents: counts?.documents ?? docIds.length,
       chunks: counts?.chunks ?? 0,
       ...(collection ? { collection } : {}),
+      ...(vectors ? { vectors } : {}),
     },
     docIds: docIds.sort(),
   };
@@ -192,9 +194,13 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
 
     const id = knowledgeIdOf(kb);
     let collection: string | undefined;
+    let vectors: IngestionReport["vectors"];
     try {
-      const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as { collection?: string } | undefined;
+      const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as
+        | Pick<IngestionReport, "collection" | "vectors">
+        | undefined;
       collection = info?.collection;
+      vectors = info?.vectors;
     } catch (err) {
       const reason = err instanceof OperatorError ? err.reason : "SearchUnavailable";
       ctx.logger.warn({ kb: `${namespace}/${name}`, err: (err as Error).message }, "knowledge base not ensured");
@@ -203,7 +209,7 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     }
     const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now);
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
-    const { report, docIds } = await ingest(ctx, kb, collection);
+    const { report, docIds } = await ingest(ctx, kb, collection, vectors);
     const joined = docIds.join(",");
     if ((kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "") !== joined) {
       kb = await ctx.client.mergePatch<KB>(KNOWLEDGE_BASE, namespace, name, {

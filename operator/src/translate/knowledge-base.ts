@@ -3,7 +3,7 @@
 import type { KnowledgeBase, KnowledgeBaseStatus } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { type ConditionInput, compact, kubeTime, setConditions } from "../controller/conditions.ts";
-import type { KnowledgeBaseSettings } from "../ingest/search-documents.ts";
+import type { KnowledgeBaseInfo, KnowledgeBaseSettings } from "../ingest/search-documents.ts";
 import { shortHash } from "./common.ts";
 import { parseDuration } from "./duration.ts";
 
@@ -37,6 +37,7 @@ export interface IngestionReport {
   documents: number;
   chunks: number;
   collection?: string;
+  vectors?: KnowledgeBaseInfo["vectors"];
 }
 
 export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): KnowledgeBaseStatus {
@@ -88,6 +89,7 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
     ),
     knowledgeId: id,
     collection: r.collection ?? id,
+    vectors: r.vectors,
     documents: r.documents,
     chunks: r.chunks,
     failures,

@@ -44,7 +44,17 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     }
     const info = await d.ingester.ensure(knowledgeId, body as Record<string, unknown>);
     const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
-    return ok({ knowledgeId, model: info.model, dimensions: info.dimensions, chunking: info.chunking, ...stats });
+    const l = d.store.layout(info);
+    return ok({
+      knowledgeId,
+      model: info.model,
+      dimensions: info.dimensions,
+      chunking: info.chunking,
+      ...stats,
+      // Where the vectors live and how they are indexed (the KnowledgeBase shows this in its status).
+      collection: l.backend === "qdrant" ? `${l.collection}/${l.tenant}` : l.collection,
+      vectors: { backend: l.backend, size: l.vectorSize, distance: l.distance, hnsw: l.hnsw },
+    });
   });
 
   app.get(base, { preHandler: guard }, async (req) => {

@@ -9,6 +9,7 @@ import {
   type ChunkRecord,
   type ChunkWithVector,
   type CollectionInfo,
+  type CollectionLayout,
   type CollectionStats,
   cosineToScore,
   mergeHits,
@@ -51,6 +52,21 @@ export class EmbeddedStore implements VectorStore {
   constructor(opts: EmbeddedStoreOptions = {}) {
     this.opts = opts;
     if (opts.dataDir) this.loadAll(opts.dataDir);
+  }
+
+  layout(info: CollectionInfo): CollectionLayout {
+    return {
+      backend: "embedded",
+      collection: info.knowledgeId,
+      tenant: info.knowledgeId,
+      vectorSize: info.dimensions,
+      distance: "Cosine",
+      hnsw: {
+        m: this.opts.connectivity ?? 16,
+        efConstruct: this.opts.expansionAdd ?? 128,
+        efSearch: this.opts.expansionSearch ?? 256,
+      },
+    };
   }
 
   private newIndex(dimensions: number): Index {

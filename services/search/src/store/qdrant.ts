@@ -14,6 +14,7 @@ import {
   type ChunkRecord,
   type ChunkWithVector,
   type CollectionInfo,
+  type CollectionLayout,
   type CollectionStats,
   cosineFloorOf,
   cosineToScore,
@@ -39,16 +40,6 @@ export interface QdrantStoreOptions {
   upsertBatch?: number;
   /** How long a knowledge base's registry entry is cached (another replica may change it). */
   infoTtlMs?: number;
-}
-
-/** How a knowledge base's vectors are stored: derived from its model, shown in its status. */
-export interface CollectionLayout {
-  collection: string;
-  /** The payload value that selects this knowledge base's points in the shared collection. */
-  tenant: string;
-  vectorSize: number;
-  distance: "Cosine";
-  hnsw: { m: number; payloadM: number; efConstruct: number };
 }
 
 interface Condition {
@@ -119,11 +110,12 @@ export class QdrantStore implements VectorStore {
   layout(info: CollectionInfo): CollectionLayout {
     const hnsw = this.opts.hnsw ?? { m: 16, efConstruct: 128 };
     return {
+      backend: "qdrant",
       collection: this.collectionName(info),
       tenant: info.knowledgeId,
       vectorSize: info.dimensions,
       distance: "Cosine",
-      hnsw: { m: 0, payloadM: hnsw.m, efConstruct: hnsw.efConstruct },
+      hnsw: { m: 0, payloadM: hnsw.m, efConstruct: hnsw.efConstruct, efSearch: this.opts.searchEf ?? 128 },
     };
   }
 
@@ -156,7 +148,7 @@ export class QdrantStore implements VectorStore {
     if (!(await this.exists(l.collection))) {
       await this.create(l.collection, {
         vectors: { size: l.vectorSize, distance: l.distance },
-        hnsw_config: { m: l.hnsw.m, payload_m: l.hnsw.payloadM, ef_construct: l.hnsw.efConstruct },
+        hnsw_config: { m: l.hnsw.m, payload_m: l.hnsw.payloadM as number, ef_construct: l.hnsw.efConstruct },
       });
     }
     // Idempotent: also repairs a collection created by another replica that died half-way.

@@ -42,6 +42,19 @@ export interface VectorQuery {
   minScore: number;
 }
 
+/** How a knowledge base's vectors are stored, derived from its model; shown in its status. */
+export interface CollectionLayout {
+  backend: "embedded" | "qdrant";
+  /** The physical collection (Qdrant: shared by every knowledge base of the same model). */
+  collection: string;
+  /** The payload value selecting this knowledge base's points in a shared collection. */
+  tenant: string;
+  vectorSize: number;
+  distance: "Cosine";
+  /** m 0 with payloadM set: one HNSW graph per tenant instead of a global one (Qdrant). */
+  hnsw: { m: number; payloadM?: number; efConstruct: number; efSearch: number };
+}
+
 export interface CollectionStats {
   documents: number;
   chunks: number;
@@ -49,6 +62,8 @@ export interface CollectionStats {
 
 export interface VectorStore {
   readonly kind: "embedded" | "qdrant";
+  /** Where and how this knowledge base's vectors are kept (no I/O). */
+  layout(info: CollectionInfo): CollectionLayout;
   /** Creates the collection, or re-creates it empty when the model or dimensions changed. Idempotent. */
   ensureCollection(info: CollectionInfo): Promise<void>;
   getCollection(knowledgeId: string): Promise<CollectionInfo | undefined>;

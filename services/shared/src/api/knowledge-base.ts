@@ -82,6 +82,22 @@ export const knowledgeBaseStatus = z.object({
   ...baseStatus,
   knowledgeId: z.string().optional(),
   collection: z.string().optional().describe("vector collection (and tenant) holding the chunks"),
+  vectors: z
+    .object({
+      backend: z.enum(["embedded", "qdrant"]),
+      size: z.int().min(1).describe("vector dimensions of the embedding model"),
+      distance: z.string().describe("similarity of the index, e.g. Cosine"),
+      hnsw: z
+        .object({
+          m: z.int().min(0).describe("graph degree; 0 with payloadM: one graph per knowledge base"),
+          payloadM: z.int().min(0).optional(),
+          efConstruct: z.int().min(0),
+          efSearch: z.int().min(0),
+        })
+        .describe("HNSW index settings"),
+    })
+    .optional()
+    .describe("how the collection stores vectors, derived from the embedding model"),
   documents: z.int().min(0).optional(),
   chunks: z.int().min(0).optional(),
   failures: z.int().min(0).optional().describe("sources that failed in the last refresh"),

@@ -42,6 +42,14 @@ export interface KnowledgeBaseInfo {
   model?: string;
   dimensions?: number;
   chunking?: { size: number; overlap: number };
+  /** Set by PUT (ensure): where the vectors live and how they are indexed. */
+  collection?: string;
+  vectors?: {
+    backend: "embedded" | "qdrant";
+    size: number;
+    distance: string;
+    hnsw: { m: number; payloadM?: number; efConstruct: number; efSearch: number };
+  };
 }
 
 export interface DocumentInput {
