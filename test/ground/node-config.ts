@@ -143,7 +143,9 @@ maxPods: 110
 
 /**
  * kube-proxy in iptables mode. conntrack sizes/timeouts left as the host has them (0 = unchanged),
- * so kube-proxy writes no sysctls the machine does not allow.
+ * so kube-proxy writes no sysctls the machine does not allow. masqueradeAll: a pod calling a Service
+ * whose backend sits on the same bridge gets the reply back through the host (where the DNAT is
+ * undone) even on hosts without bridge netfilter.
  */
 export function kubeProxyConfig(o: {
   kubeconfig: string;

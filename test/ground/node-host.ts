@@ -55,9 +55,15 @@ function chainsOf(cmd: string, table: string): { chains: string[]; rules: string
   return { chains: rules.filter((l) => l.startsWith("-N ")).map((l) => l.slice(3).trim()), rules };
 }
 
+/**
+ * KUBE-* chains are never recorded as pre-existing: with no other kubelet on the machine (checked
+ * first), any found belong to an earlier run that died, and this run's stop() removes them too.
+ */
 export function snapshotChains(): ChainSnapshot {
   const snap: ChainSnapshot = {};
-  for (const cmd of commands) for (const t of tables) snap[`${cmd} ${t}`] = new Set(chainsOf(cmd, t).chains);
+  for (const cmd of commands)
+    for (const t of tables)
+      snap[`${cmd} ${t}`] = new Set(chainsOf(cmd, t).chains.filter((c) => !c.startsWith("KUBE-")));
   return snap;
 }
 
