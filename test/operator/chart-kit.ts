@@ -1,10 +1,15 @@
 // What the chart tests share: helm template with --set values, the kinds the chart renders (with
 // their API paths), and a server-side dry-run apply of a rendered object on the test API server.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { collectionPath, type KubeHttp } from "@capstan/shared/kube";
+import { expect } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { loadOperatorConfig, type OperatorConfig } from "../../operator/src/config.ts";
 import { type HelmResult, helm } from "../ground/helm.ts";
+import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
 
 export const chart = fileURLToPath(new URL("../../charts/capstan", import.meta.url));
 
@@ -94,4 +99,95 @@ export function one(objects: Rendered[], kind: string, name?: string): Rendered 
   const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
   if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ""}, found ${found.length}`);
   return found[0] as Rendered;
+}
+
+export interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
+  securityContext?: Record<string, unknown>;
+}
+export interface PodSpec {
+  containers: Container[];
+  nodeSelector?: Record<string, string>;
+  tolerations?: unknown[];
+  terminationGracePeriodSeconds?: number;
+  volumes?: { name: string; persistentVolumeClaim?: { claimName: string } }[];
+}
+export type Workload = Rendered & {
+  spec: { template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+};
+
+export function pod(obj: Rendered): PodSpec {
+  return (obj as Workload).spec.template.spec;
+}
+
+export function envOf(obj: Rendered, container = 0): Record<string, string | undefined> {
+  return Object.fromEntries((pod(obj).containers[container]?.env ?? []).map((e) => [e.name, e.value]));
+}
+
+/** One test file's chart renders: its own namespace on the test API server and helm home. */
+export class ChartRun {
+  readonly ns: string;
+  readonly release: string;
+  home = "";
+  admin!: KubeHttp;
+
+  constructor(prefix: string) {
+    const suffix = `${process.pid}-${Date.now().toString(36)}`;
+    this.ns = `${prefix}-${suffix}`;
+    this.release = `cap${prefix}-${suffix}`;
+  }
+
+  async setup(): Promise<void> {
+    this.home = mkdtempSync(join(tmpdir(), "capstan-helm-run-"));
+    this.admin = harnessKubeClient();
+    await installCrds(this.admin);
+    await ensureNamespace(this.admin, this.ns);
+  }
+
+  cleanup(): void {
+    if (this.home) rmSync(this.home, { recursive: true, force: true });
+  }
+
+  async render(set: string[], files: string[] = []): Promise<Rendered[]> {
+    const res = await helmTemplate(this.home, this.release, this.ns, set, files);
+    expect(res.stderr, `helm template ${set.join(" ")}`).toBe("");
+    expect(res.code).toBe(0);
+    return parseRendered(res.stdout);
+  }
+
+  /** helm template that must fail; its error output. */
+  async refused(set: string[]): Promise<string> {
+    const res = await helmTemplate(this.home, this.release, this.ns, set);
+    expect(res.code, `expected helm template ${set.join(" ")} to fail`).not.toBe(0);
+    return res.stderr;
+  }
+
+  /** The operator's config as the operator loads it: the ConfigMap's file plus the container's env. */
+  operatorConfig(objects: Rendered[]): OperatorConfig {
+    const file = join(this.home, `operator-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(file, one(objects, "ConfigMap").data?.["operator.yaml"] ?? "");
+    const env: Record<string, string> = {};
+    for (const e of pod(operatorOf(objects)).containers[0]?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+    // What the pod's mount and downward API would give.
+    return loadOperatorConfig({
+      ...env,
+      CAPSTAN_OPERATOR_CONFIG: file,
+      POD_NAME: "operator-0",
+      CAPSTAN_NAMESPACE: this.ns,
+    });
+  }
+
+  apply(obj: Rendered): Promise<void> {
+    return dryRunApply(this.admin, obj, this.ns);
+  }
+}
+
+/** The operator's Deployment among rendered objects. */
+export function operatorOf(objects: Rendered[]): Rendered {
+  const found = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-operator"));
+  if (!found) throw new Error("no operator Deployment rendered");
+  return found;
 }

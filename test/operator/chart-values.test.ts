@@ -1,87 +1,40 @@
 // charts/capstan's values with real helm: the schema rejects wrong types and unknown keys, settings
 // that cannot work together fail at render time with the fix in the message, and each optional
-// part (dev Redis, dev Qdrant, search's claim, Ingress, HTTPRoute, NetworkPolicies, budgets)
-// renders objects the real API server accepts (server-side dry run) that point at what the
-// operator really applies (its translators run on the rendered config).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// part (dev Redis, dev Qdrant, search's claim, pod settings, OTEL) renders objects the real API
+// server accepts (server-side dry run) that the operator's own translators turn into what it applies.
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { KubeHttp } from "@capstan/shared/kube";
+import { parseResource, type Scraper } from "@capstan/shared/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { GATEWAY_NAME, loadOperatorConfig, type OperatorConfig, SEARCH_NAME } from "../../operator/src/config.ts";
+import { GATEWAY_NAME, SEARCH_NAME } from "../../operator/src/config.ts";
+import { scraperObjects } from "../../operator/src/translate/scraper.ts";
 import { gatewayObjects, searchObjects } from "../../operator/src/translate/workloads.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
-import { dryRunApply, helmTemplate, MINIMAL, one, parseRendered, type Rendered } from "./chart-kit.ts";
+import { loadGatewayConfig } from "../../services/gateway/src/config.ts";
+import { loadScraperConfig } from "../../services/scraper/src/config.ts";
+import { loadSearchConfig } from "../../services/search/src/config.ts";
+import { rawExamples } from "../ground/kube-client.ts";
+import {
+  ChartRun,
+  type Container,
+  envOf,
+  MINIMAL,
+  one,
+  operatorOf,
+  pod,
+  type Rendered,
+  type Workload,
+} from "./chart-kit.ts";
 
-const suffix = `${process.pid}-${Date.now().toString(36)}`;
-const ns = `chartv-${suffix}`;
-const release = `capv-${suffix}`;
+const run = new ChartRun("chartv");
+const ns = run.ns;
 const chartDir = fileURLToPath(new URL("../../charts/capstan/", import.meta.url));
+const render = (set: string[], files: string[] = []) => run.render(set, files);
+const refused = (set: string[]) => run.refused(set);
+const operatorConfig = (objects: Rendered[]) => run.operatorConfig(objects);
 
-let home: string;
-let admin: KubeHttp;
-
-beforeAll(async () => {
-  home = mkdtempSync(join(tmpdir(), "capstan-helm-values-"));
-  admin = harnessKubeClient();
-  await installCrds(admin);
-  await ensureNamespace(admin, ns);
-});
-
-afterAll(() => {
-  if (home) rmSync(home, { recursive: true, force: true });
-});
-
-async function render(set: string[], files: string[] = []): Promise<Rendered[]> {
-  const res = await helmTemplate(home, release, ns, set, files);
-  expect(res.stderr, `helm template ${set.join(" ")}`).toBe("");
-  expect(res.code).toBe(0);
-  return parseRendered(res.stdout);
-}
-
-/** helm template that must fail; its error output. */
-async function refused(set: string[]): Promise<string> {
-  const res = await helmTemplate(home, release, ns, set);
-  expect(res.code, `expected helm template ${set.join(" ")} to fail`).not.toBe(0);
-  return res.stderr;
-}
-
-interface Container {
-  name: string;
-  image: string;
-  args?: string[];
-  env?: { name: string; value?: string; valueFrom?: unknown }[];
-  securityContext?: Record<string, unknown>;
-}
-interface PodSpec {
-  containers: Container[];
-  nodeSelector?: Record<string, string>;
-  tolerations?: unknown[];
-  terminationGracePeriodSeconds?: number;
-  volumes?: { name: string; persistentVolumeClaim?: { claimName: string } }[];
-}
-type Workload = Rendered & { spec: { template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } };
-
-function pod(obj: Rendered): PodSpec {
-  return (obj as Workload).spec.template.spec;
-}
-
-/** The operator's config as the operator loads it: the ConfigMap's file plus the container's env. */
-function operatorConfig(objects: Rendered[]): OperatorConfig {
-  const file = join(home, `operator-${Math.random().toString(36).slice(2)}.yaml`);
-  writeFileSync(file, one(objects, "ConfigMap").data?.["operator.yaml"] ?? "");
-  const operator = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-operator")) as Rendered;
-  const env: Record<string, string> = {};
-  for (const e of pod(operator).containers[0]?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
-  // What the pod's mount and downward API would give.
-  return loadOperatorConfig({ ...env, CAPSTAN_OPERATOR_CONFIG: file, POD_NAME: "operator-0", CAPSTAN_NAMESPACE: ns });
-}
-
-function envOf(obj: Rendered, container = 0): Record<string, string | undefined> {
-  return Object.fromEntries((pod(obj).containers[container]?.env ?? []).map((e) => [e.name, e.value]));
-}
+beforeAll(() => run.setup());
+afterAll(() => run.cleanup());
 
 describe("values.schema.json", () => {
   it("rejects a wrong type, naming the key", async () => {
@@ -160,7 +113,7 @@ describe("Redis", () => {
     ]);
     const gw = gatewayObjects(operatorConfig(objects), [])[0] as Rendered;
     expect(envOf(gw).REDIS_URL).toBe(`redis://capstan-redis.${ns}.svc:6379`);
-    for (const o of objects.filter((o) => o.metadata.name === "capstan-redis")) await dryRunApply(admin, o, ns);
+    for (const o of objects.filter((o) => o.metadata.name === "capstan-redis")) await run.apply(o);
   });
 
   it("a password Secret protects the dev Redis and reaches the gateway only through Kubernetes' $(VAR) expansion", async () => {
@@ -202,8 +155,7 @@ describe("Qdrant and search's store", () => {
     expect(one(objects, "PersistentVolumeClaim").metadata.name).toBe("capstan-qdrant-data");
     const search = searchObjects(operatorConfig(objects))[0] as Rendered;
     expect(envOf(search).QDRANT_URL).toBe(`http://capstan-qdrant.${ns}.svc:6333`);
-    for (const o of objects.filter((o) => o.metadata.name.startsWith("capstan-qdrant")))
-      await dryRunApply(admin, o, ns);
+    for (const o of objects.filter((o) => o.metadata.name.startsWith("capstan-qdrant"))) await run.apply(o);
   });
 
   it("the embedded store: a kept claim by default, mounted by the search Deployment the operator applies", async () => {
@@ -217,7 +169,7 @@ describe("Qdrant and search's store", () => {
       persistentVolumeClaim: { claimName: "capstan-search-data" },
     });
     expect(envOf(search).QDRANT_URL).toBeUndefined();
-    await dryRunApply(admin, claim, ns);
+    await run.apply(claim);
   });
 
   it('an existing claim is used as it is; storageClass "-" asks for static volumes', async () => {
@@ -287,12 +239,12 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
 
   it("the operator's own Deployment, with no empty variable", async () => {
     const objects = await render(set);
-    const operator = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-operator")) as Rendered;
+    const operator = operatorOf(objects);
     expect(pod(operator)).toMatchObject({ nodeSelector: { pool: "system" }, terminationGracePeriodSeconds: 40 });
     const env = pod(operator).containers[0]?.env ?? [];
     expect(envOf(operator)).toMatchObject({ OPERATOR_MARK: "yes", OTEL_SERVICE_NAME: "capstan-operator" });
     expect(env.filter((e) => e.value === "")).toEqual([]);
-    await dryRunApply(admin, operator, ns);
+    await run.apply(operator);
   });
 
   it("the data-plane images are plain env values of the operator container, and the operator uses them", async () => {
@@ -303,7 +255,7 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
       "search.image.tag=t2",
       "scraper.image.tag=t3",
     ]);
-    const operator = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-operator")) as Rendered;
+    const operator = operatorOf(objects);
     expect(envOf(operator)).toMatchObject({
       GATEWAY_IMAGE: "localhost/capstan/gateway:t1",
       SEARCH_IMAGE: "ghcr.io/capstan-dev/search:t2",
@@ -314,122 +266,38 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
   });
 });
 
-describe("traffic", () => {
-  it("the Ingress routes /api/v1 to the gateway and /v1/rag to search, with TLS from a Secret", async () => {
-    const objects = await render([
-      ...MINIMAL,
-      "ingress.enabled=true",
-      "ingress.className=traefik",
-      "ingress.hosts[0]=capstan.test",
-      "ingress.tls[0].secretName=capstan-tls",
-      "ingress.tls[0].hosts[0]=capstan.test",
-    ]);
-    const ingress = one(objects, "Ingress");
-    const spec = ingress.spec as {
-      ingressClassName: string;
-      tls: unknown[];
-      rules: {
-        host: string;
-        http: { paths: { path: string; backend: { service: { name: string; port: { number: number } } } }[] };
-      }[];
-    };
-    expect(spec.ingressClassName).toBe("traefik");
-    expect(spec.tls).toEqual([{ secretName: "capstan-tls", hosts: ["capstan.test"] }]);
-    expect(spec.rules).toHaveLength(1);
-    expect(spec.rules[0]?.host).toBe("capstan.test");
+/**
+ * A container's environment as the kubelet would give it: literal values, a stand-in for each
+ * Secret reference, and $(VAR) expanded from variables listed before (Kubernetes' rule).
+ */
+function containerEnv(c: Container): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) out[e.name] = e.value.replace(/\$\(([A-Z0-9_]+)\)/g, (m, v) => out[v] ?? m);
+    else if ((e.valueFrom as { secretKeyRef?: unknown } | undefined)?.secretKeyRef)
+      out[e.name] = "s3cret-0123456789abcdef";
+  }
+  return out;
+}
+
+describe("the processes accept the environment the operator renders from the chart", () => {
+  it("gateway, search and both scraper containers parse their config (nothing exits with status 2)", async () => {
+    const objects = await render([...MINIMAL, "redis.passwordSecret.name=redis-auth"]);
     const c = operatorConfig(objects);
-    const services = [...gatewayObjects(c, []), ...searchObjects(c)].filter((o) => o.kind === "Service");
-    const routes = Object.fromEntries(
-      (spec.rules[0]?.http.paths ?? []).map((p) => [
-        p.path,
-        `${p.backend.service.name}:${p.backend.service.port.number}`,
-      ]),
-    );
-    const port = (name: string) =>
-      (services.find((s) => s.metadata.name === name)?.spec as { ports: { port: number }[] } | undefined)?.ports[0]
-        ?.port;
-    expect(routes).toEqual({
-      "/api/v1": `${GATEWAY_NAME}:${port(GATEWAY_NAME)}`,
-      "/v1/rag": `${SEARCH_NAME}:${port(SEARCH_NAME)}`,
-    });
-    await dryRunApply(admin, ingress, ns);
-  });
-
-  it("an Ingress without hosts serves every host", async () => {
-    const spec = one(await render([...MINIMAL, "ingress.enabled=true"]), "Ingress").spec as {
-      rules: { host?: string }[];
-    };
-    expect(spec.rules).toHaveLength(1);
-    expect(spec.rules[0]?.host).toBeUndefined();
-  });
-
-  it("the HTTPRoute attaches to the given Gateway (refused without one)", async () => {
-    expect(await refused([...MINIMAL, "httpRoute.enabled=true"])).toContain("httpRoute.parentRefs");
-    const objects = await render([
-      ...MINIMAL,
-      "httpRoute.enabled=true",
-      "httpRoute.parentRefs[0].name=public",
-      "httpRoute.parentRefs[0].namespace=gateway-system",
-    ]);
-    // The test API server has no Gateway API CRDs, so the route's shape is checked here, not applied.
-    const route = one(objects, "HTTPRoute");
-    expect(route.apiVersion).toBe("gateway.networking.k8s.io/v1");
-    expect(route.spec).toMatchObject({
-      parentRefs: [{ name: "public", namespace: "gateway-system" }],
-      rules: [
-        {
-          matches: [{ path: { type: "PathPrefix", value: "/api/v1" } }],
-          backendRefs: [{ name: GATEWAY_NAME, port: 80 }],
-        },
-        {
-          matches: [{ path: { type: "PathPrefix", value: "/v1/rag" } }],
-          backendRefs: [{ name: SEARCH_NAME, port: 80 }],
-        },
-      ],
-    });
-  });
-
-  it("NetworkPolicies select the pods the operator really labels, and admit only their ports and peers", async () => {
-    const objects = await render([...MINIMAL, "qdrant.deploy.enabled=true"]);
-    const c = operatorConfig(objects);
-    const podLabels = (o: Rendered) => (o as Workload).spec.template.metadata.labels;
-    const gwLabels = podLabels(gatewayObjects(c, [])[0] as Rendered);
-    const seLabels = podLabels(searchObjects(c)[0] as Rendered);
-    type Policy = {
-      podSelector: { matchLabels: Record<string, string> };
-      ingress: { ports: { port: number }[]; from?: { podSelector: { matchLabels: Record<string, string> } }[] }[];
-    };
-    const policy = (name: string) => one(objects, "NetworkPolicy", name).spec as Policy;
-    expect(gwLabels).toMatchObject(policy("capstan-gateway").podSelector.matchLabels);
-    expect(policy("capstan-gateway").ingress).toEqual([{ ports: [{ port: c.gateway.port, protocol: "TCP" }] }]);
-    expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
-    expect(policy("capstan-search").ingress).toEqual([{ ports: [{ port: c.search.port, protocol: "TCP" }] }]);
-    const redisFrom = policy("capstan-redis").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
-    expect(gwLabels).toMatchObject(redisFrom);
-    expect(seLabels).not.toMatchObject(redisFrom);
-    const qdrantFrom = policy("capstan-qdrant").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
-    expect(seLabels).toMatchObject(qdrantFrom);
-    expect(gwLabels).not.toMatchObject(qdrantFrom);
-    const redisPod = podLabels(one(objects, "Deployment", "capstan-redis"));
-    expect(redisPod).toMatchObject(policy("capstan-redis").podSelector.matchLabels);
-    for (const o of objects.filter((o) => o.kind === "NetworkPolicy")) await dryRunApply(admin, o, ns);
-    expect(objects.filter((o) => o.kind === "NetworkPolicy")).toHaveLength(5);
-    expect(
-      (await render([...MINIMAL, "networkPolicy.enabled=false"])).filter((o) => o.kind === "NetworkPolicy"),
-    ).toEqual([]);
-  });
-
-  it("PodDisruptionBudgets cover each workload with more than one replica, selecting its real pods", async () => {
-    const objects = await render([...MINIMAL, "gateway.replicas=3", "operator.replicas=2"]);
-    const budgets = objects.filter((o) => o.kind === "PodDisruptionBudget");
-    expect(budgets.map((b) => b.metadata.name).sort()).toEqual([`${release}-capstan-operator`, GATEWAY_NAME].sort());
-    const gw = gatewayObjects(operatorConfig(objects), [])[0] as unknown as Workload;
-    const selector = (one(objects, "PodDisruptionBudget", GATEWAY_NAME).spec as { selector: { matchLabels: object } })
-      .selector.matchLabels;
-    expect(gw.spec.template.metadata.labels).toMatchObject(selector);
-    for (const b of budgets) await dryRunApply(admin, b, ns);
-    const single = await render([...MINIMAL, "gateway.replicas=1", "operator.replicas=1"]);
-    expect(single.filter((o) => o.kind === "PodDisruptionBudget")).toEqual([]);
+    const gateway = pod(gatewayObjects(c, [])[0] as Rendered).containers[0] as Container;
+    const gw = loadGatewayConfig(containerEnv(gateway));
+    expect(gw.namespace).toBeUndefined();
+    expect(gw.redisUrl).toBe(`redis://:s3cret-0123456789abcdef@capstan-redis.${ns}.svc:6379`);
+    const search = pod(searchObjects(c)[0] as Rendered).containers[0] as Container;
+    const se = loadSearchConfig(containerEnv(search));
+    expect(se.qdrant.url).toBeUndefined();
+    expect(se.dataDir).toBe(c.search.dataDir);
+    const raw = rawExamples().find((o) => o.kind === "Scraper");
+    if (!raw) throw new Error("examples/ has no Scraper");
+    const scraper = { ...parseResource(raw), metadata: { ...raw.metadata, uid: "0000-1111" } } as Scraper;
+    for (const container of pod(scraperObjects(scraper, c)[0] as Rendered).containers) {
+      expect(() => loadScraperConfig(containerEnv(container)), container.name).not.toThrow();
+    }
   });
 });
 
@@ -437,7 +305,7 @@ describe("ci/e2e-values.yaml (the local-install example)", () => {
   it("renders objects the API server accepts", async () => {
     const objects = await render([], [`${chartDir}ci/e2e-values.yaml`]);
     expect(objects.map((o) => o.kind)).toContain("Ingress");
-    for (const o of objects) await dryRunApply(admin, o, ns);
+    for (const o of objects) await run.apply(o);
     const c = operatorConfig(objects);
     expect(c.gateway.image).toBe("localhost/capstan/gateway:dev");
     expect(c.gateway.imagePullPolicy).toBe("Never");

@@ -1,0 +1,133 @@
+// charts/capstan's traffic objects with real helm: the Ingress and the HTTPRoute route the public
+// paths to the Services the operator applies, the NetworkPolicies and PodDisruptionBudgets select
+// the pods it really labels; all accepted by the real API server (server-side dry run), except the
+// HTTPRoute (the test API server has no Gateway API CRDs).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GATEWAY_NAME, SEARCH_NAME } from "../../operator/src/config.ts";
+import { gatewayObjects, searchObjects } from "../../operator/src/translate/workloads.ts";
+import { ChartRun, MINIMAL, one, type Rendered, type Workload } from "./chart-kit.ts";
+
+const run = new ChartRun("chartt");
+const release = run.release;
+
+beforeAll(() => run.setup());
+afterAll(() => run.cleanup());
+
+describe("traffic", () => {
+  it("the Ingress routes /api/v1 to the gateway and /v1/rag to search, with TLS from a Secret", async () => {
+    const objects = await run.render([
+      ...MINIMAL,
+      "ingress.enabled=true",
+      "ingress.className=traefik",
+      "ingress.hosts[0]=capstan.test",
+      "ingress.tls[0].secretName=capstan-tls",
+      "ingress.tls[0].hosts[0]=capstan.test",
+    ]);
+    const ingress = one(objects, "Ingress");
+    const spec = ingress.spec as {
+      ingressClassName: string;
+      tls: unknown[];
+      rules: {
+        host: string;
+        http: { paths: { path: string; backend: { service: { name: string; port: { number: number } } } }[] };
+      }[];
+    };
+    expect(spec.ingressClassName).toBe("traefik");
+    expect(spec.tls).toEqual([{ secretName: "capstan-tls", hosts: ["capstan.test"] }]);
+    expect(spec.rules).toHaveLength(1);
+    expect(spec.rules[0]?.host).toBe("capstan.test");
+    const c = run.operatorConfig(objects);
+    const services = [...gatewayObjects(c, []), ...searchObjects(c)].filter((o) => o.kind === "Service");
+    const routes = Object.fromEntries(
+      (spec.rules[0]?.http.paths ?? []).map((p) => [
+        p.path,
+        `${p.backend.service.name}:${p.backend.service.port.number}`,
+      ]),
+    );
+    const port = (name: string) =>
+      (services.find((s) => s.metadata.name === name)?.spec as { ports: { port: number }[] } | undefined)?.ports[0]
+        ?.port;
+    expect(routes).toEqual({
+      "/api/v1": `${GATEWAY_NAME}:${port(GATEWAY_NAME)}`,
+      "/v1/rag": `${SEARCH_NAME}:${port(SEARCH_NAME)}`,
+    });
+    await run.apply(ingress);
+  });
+
+  it("an Ingress without hosts serves every host", async () => {
+    const spec = one(await run.render([...MINIMAL, "ingress.enabled=true"]), "Ingress").spec as {
+      rules: { host?: string }[];
+    };
+    expect(spec.rules).toHaveLength(1);
+    expect(spec.rules[0]?.host).toBeUndefined();
+  });
+
+  it("the HTTPRoute attaches to the given Gateway (refused without one)", async () => {
+    expect(await run.refused([...MINIMAL, "httpRoute.enabled=true"])).toContain("httpRoute.parentRefs");
+    const objects = await run.render([
+      ...MINIMAL,
+      "httpRoute.enabled=true",
+      "httpRoute.parentRefs[0].name=public",
+      "httpRoute.parentRefs[0].namespace=gateway-system",
+    ]);
+    // The test API server has no Gateway API CRDs, so the route's shape is checked here, not applied.
+    const route = one(objects, "HTTPRoute");
+    expect(route.apiVersion).toBe("gateway.networking.k8s.io/v1");
+    expect(route.spec).toMatchObject({
+      parentRefs: [{ name: "public", namespace: "gateway-system" }],
+      rules: [
+        {
+          matches: [{ path: { type: "PathPrefix", value: "/api/v1" } }],
+          backendRefs: [{ name: GATEWAY_NAME, port: 80 }],
+        },
+        {
+          matches: [{ path: { type: "PathPrefix", value: "/v1/rag" } }],
+          backendRefs: [{ name: SEARCH_NAME, port: 80 }],
+        },
+      ],
+    });
+  });
+
+  it("NetworkPolicies select the pods the operator really labels, and admit only their ports and peers", async () => {
+    const objects = await run.render([...MINIMAL, "qdrant.deploy.enabled=true"]);
+    const c = run.operatorConfig(objects);
+    const podLabels = (o: Rendered) => (o as Workload).spec.template.metadata.labels;
+    const gwLabels = podLabels(gatewayObjects(c, [])[0] as Rendered);
+    const seLabels = podLabels(searchObjects(c)[0] as Rendered);
+    type Policy = {
+      podSelector: { matchLabels: Record<string, string> };
+      ingress: { ports: { port: number }[]; from?: { podSelector: { matchLabels: Record<string, string> } }[] }[];
+    };
+    const policy = (name: string) => one(objects, "NetworkPolicy", name).spec as Policy;
+    expect(gwLabels).toMatchObject(policy("capstan-gateway").podSelector.matchLabels);
+    expect(policy("capstan-gateway").ingress).toEqual([{ ports: [{ port: c.gateway.port, protocol: "TCP" }] }]);
+    expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
+    expect(policy("capstan-search").ingress).toEqual([{ ports: [{ port: c.search.port, protocol: "TCP" }] }]);
+    const redisFrom = policy("capstan-redis").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
+    expect(gwLabels).toMatchObject(redisFrom);
+    expect(seLabels).not.toMatchObject(redisFrom);
+    const qdrantFrom = policy("capstan-qdrant").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
+    expect(seLabels).toMatchObject(qdrantFrom);
+    expect(gwLabels).not.toMatchObject(qdrantFrom);
+    const redisPod = podLabels(one(objects, "Deployment", "capstan-redis"));
+    expect(redisPod).toMatchObject(policy("capstan-redis").podSelector.matchLabels);
+    for (const o of objects.filter((o) => o.kind === "NetworkPolicy")) await run.apply(o);
+    expect(objects.filter((o) => o.kind === "NetworkPolicy")).toHaveLength(5);
+    expect(
+      (await run.render([...MINIMAL, "networkPolicy.enabled=false"])).filter((o) => o.kind === "NetworkPolicy"),
+    ).toEqual([]);
+  });
+
+  it("PodDisruptionBudgets cover each workload with more than one replica, selecting its real pods", async () => {
+    const objects = await run.render([...MINIMAL, "gateway.replicas=3", "operator.replicas=2"]);
+    const budgets = objects.filter((o) => o.kind === "PodDisruptionBudget");
+    expect(budgets.map((b) => b.metadata.name).sort()).toEqual([`${release}-capstan-operator`, GATEWAY_NAME].sort());
+    const gw = gatewayObjects(run.operatorConfig(objects), [])[0] as unknown as Workload;
+    const selector = (one(objects, "PodDisruptionBudget", GATEWAY_NAME).spec as { selector: { matchLabels: object } })
+      .selector.matchLabels;
+    expect(gw.spec.template.metadata.labels).toMatchObject(selector);
+    for (const b of budgets) await run.apply(b);
+    const single = await run.render([...MINIMAL, "gateway.replicas=1", "operator.replicas=1"]);
+    expect(single.filter((o) => o.kind === "PodDisruptionBudget")).toEqual([]);
+  });
+});
