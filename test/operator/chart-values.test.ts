@@ -191,6 +191,7 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
     "otel.sampler=parentbased_traceidratio",
     "otel.samplerArg=0.5",
     "otel.resourceAttributes.deployment\\.environment=staging",
+    "otel.resourceAttributes.team=ai platform",
     "gateway.nodeSelector.pool=edge",
     "gateway.tolerations[0].key=dedicated",
     "gateway.tolerations[0].operator=Exists",
@@ -228,7 +229,7 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
       OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
       OTEL_TRACES_SAMPLER_ARG: "0.5",
-      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=staging",
+      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=staging,team=ai%20platform",
     });
     expect(Object.keys(env)).not.toContain("DROPPED");
     const search = searchObjects(c)[0] as unknown as Workload;
@@ -242,7 +243,13 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
     const operator = operatorOf(objects);
     expect(pod(operator)).toMatchObject({ nodeSelector: { pool: "system" }, terminationGracePeriodSeconds: 40 });
     const env = pod(operator).containers[0]?.env ?? [];
-    expect(envOf(operator)).toMatchObject({ OPERATOR_MARK: "yes", OTEL_SERVICE_NAME: "capstan-operator" });
+    expect(envOf(operator)).toMatchObject({
+      OPERATOR_MARK: "yes",
+      OTEL_SERVICE_NAME: "capstan-operator",
+      // The chart's template and the operator's translator encode the attributes alike.
+      OTEL_RESOURCE_ATTRIBUTES: envOf(gatewayObjects(run.operatorConfig(objects), [])[0] as Rendered)
+        .OTEL_RESOURCE_ATTRIBUTES,
+    });
     expect(env.filter((e) => e.value === "")).toEqual([]);
     await run.apply(operator);
   });

@@ -144,7 +144,9 @@ terminationGracePeriodSeconds: {{ .terminationGracePeriodSeconds }}
 {{- end }}
 {{- with .resourceAttributes }}
 {{- $pairs := list }}
-{{- range $k, $val := . }}{{ $pairs = append $pairs (printf "%s=%s" $k (urlquery $val)) }}{{ end }}
+{{- /* Values percent-encoded as the OTEL spec asks (the same bytes translate/common.ts writes for the
+common characters: %, space, comma, equals sign). */}}
+{{- range $k, $val := . }}{{ $pairs = append $pairs (printf "%s=%s" $k ($val | replace "%" "%25" | replace " " "%20" | replace "," "%2C" | replace "=" "%3D")) }}{{ end }}
 - name: OTEL_RESOURCE_ATTRIBUTES
   value: {{ join "," $pairs | quote }}
 {{- end }}
