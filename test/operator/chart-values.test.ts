@@ -13,11 +13,14 @@ import { gatewayObjects, searchObjects } from "../../operator/src/translate/work
 import { loadGatewayConfig } from "../../services/gateway/src/config.ts";
 import { loadScraperConfig } from "../../services/scraper/src/config.ts";
 import { loadSearchConfig } from "../../services/search/src/config.ts";
+import { helm } from "../ground/helm.ts";
 import { rawExamples } from "../ground/kube-client.ts";
 import {
   ChartRun,
   type Container,
+  chart,
   envOf,
+  KUBE_VERSION,
   MINIMAL,
   one,
   operatorOf,
@@ -41,6 +44,15 @@ describe("values.schema.json", () => {
     const err = await refused([...MINIMAL, "gateway.replicas=two"]);
     expect(err).toContain("gateway.replicas");
     expect(err).toMatch(/Expected: integer, given: string/);
+  });
+
+  it("helm lint --strict fails on it too, naming the key", async () => {
+    const args = ["lint", "--strict", chart, "--kube-version", KUBE_VERSION, "--set", "redis.deploy.enabled=true"];
+    const res = await helm([...args, "--set", "gateway.replicas=two"], run.home);
+    expect(res.code).not.toBe(0);
+    expect(res.stdout).toContain(
+      "[ERROR] values.yaml: - gateway.replicas: Invalid type. Expected: integer, given: string",
+    );
   });
 
   it("rejects unknown keys at the top and inside sections", async () => {
