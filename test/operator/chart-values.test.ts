@@ -170,6 +170,17 @@ describe("Qdrant and search's store", () => {
     for (const o of objects.filter((o) => o.metadata.name.startsWith("capstan-qdrant"))) await run.apply(o);
   });
 
+  it("an external Qdrant behind a private CA: the bundle is mounted into search (one source only)", async () => {
+    const url = "https://qdrant.db:6333";
+    const objects = await render([...MINIMAL, `qdrant.url=${url}`, "qdrant.caSecret.name=qdrant-tls"]);
+    const search = searchObjects(operatorConfig(objects))[0] as Rendered;
+    expect(envOf(search).QDRANT_URL).toBe(url);
+    expect(envOf(search).QDRANT_CA_FILE).toMatch(/\/ca\.crt$/);
+    expect(JSON.stringify(pod(search).volumes)).toContain('"secretName":"qdrant-tls"');
+    const both = [...MINIMAL, `qdrant.url=${url}`, "qdrant.caSecret.name=a", "qdrant.caConfigMap.name=b"];
+    expect(await refused(both)).toContain("not both");
+  });
+
   it("the embedded store: a kept claim by default, mounted by the search Deployment the operator applies", async () => {
     const objects = await render(MINIMAL);
     const claim = one(objects, "PersistentVolumeClaim", "capstan-search-data");

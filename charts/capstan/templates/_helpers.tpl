@@ -107,6 +107,9 @@ schema checks types; these are the rules between values).
 {{- if and $v.qdrant.url $v.qdrant.deploy.enabled -}}
 {{- fail "qdrant: set either qdrant.url (your Qdrant) or qdrant.deploy.enabled=true (a development Qdrant), not both" -}}
 {{- end -}}
+{{- if and $v.qdrant.caSecret.name $v.qdrant.caConfigMap.name -}}
+{{- fail "qdrant: set either qdrant.caSecret.name or qdrant.caConfigMap.name (the CA bundle), not both" -}}
+{{- end -}}
 {{- if not (include "capstan.qdrantUrl" .) -}}
 {{- if gt (int $v.search.replicas) 1 -}}
 {{- fail (printf "search.replicas=%v with the embedded vector store: it is one pod's disk, so replicas would diverge. Set search.replicas=1, or use Qdrant (qdrant.url or qdrant.deploy.enabled=true)" $v.search.replicas) -}}
