@@ -24,6 +24,13 @@ import {
 export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
 export const RENDER_PORT = 3000;
 
+/**
+ * The rendering container runs Chromium with its sandbox (on whenever it is not root), which
+ * chroots inside a user namespace; the runtime's default seccomp profile allows chroot only to a
+ * container holding SYS_CHROOT, so that one capability is kept (Chromium exits otherwise).
+ */
+const RENDER_SECURITY = { ...CONTAINER_SECURITY, capabilities: { drop: ["ALL"], add: ["SYS_CHROOT"] } };
+
 /** Name of the Secret holding a generated scraper API key (auth enabled, no apiKeySecretRef). */
 export function scraperKeySecretName(s: Scraper): string {
   return `${s.metadata.name}-scraper-key`;
@@ -117,7 +124,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           livenessProbe: probe("/scrape", "render", 15),
           readinessProbe: probe("/scrape", "render", 5),
           resources: c.scraper.renderResources,
-          securityContext: CONTAINER_SECURITY,
+          securityContext: RENDER_SECURITY,
           volumeMounts: mounts,
         },
       ],
