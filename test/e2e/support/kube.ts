@@ -1,6 +1,6 @@
 // What the end-to-end tests ask of the node's API server: apply, read, wait for, delete. Thin
 // helpers over the shared KubeHttp, authenticated with the admin kubeconfig of the e2e cluster.
-import { type KubeHttp, KubeApiError, collectionPath } from "@capstan/shared/kube";
+import { collectionPath, KubeApiError, type KubeHttp } from "@capstan/shared/kube";
 import { inject } from "vitest";
 import { kubeHttpFrom } from "../../ground/kube-client.ts";
 
