@@ -113,7 +113,17 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
     expect(data).toHaveLength(1);
     const res = await fetch(`${qdrant.url}/collections/${data[0]}`, { method: "DELETE" });
     expect(res.status).toBe(200);
-    await eventually("re-filled", async () => (await searchClient.getKnowledgeBase("kb_outage"))?.chunks === 3, 90_000);
+    let seen: { search?: { chunks: number }; status?: unknown } = {};
+    await eventually(
+      "re-filled",
+      async () => {
+        seen = { search: await searchClient.getKnowledgeBase("kb_outage"), status: (await kbNamed("outage"))?.status };
+        return seen.search?.chunks === 3;
+      },
+      90_000,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; last seen ${JSON.stringify(seen)}`);
+    });
     expect(await listCollections(qdrant.url)).toEqual(expect.arrayContaining(data));
   });
 });
