@@ -38,8 +38,10 @@ export async function setup(project: TestProject): Promise<void> {
   const dir = imagesDir();
   if (dir && existsSync(dir)) {
     const archives = readdirSync(dir).filter((f) => f.endsWith(".tar"));
+    const importStart = Date.now();
+    // Archives imported by an earlier run are skipped (the image store persists in the cache).
     for (const archive of archives) await cluster.importImage(join(dir, archive));
-    console.log(`[e2e] imported ${archives.length} image archive(s) from ${dir}`);
+    console.log(`[e2e] ${archives.length} image archive(s) from ${dir} in place in ${Date.now() - importStart} ms`);
   } else {
     console.log(
       `[e2e] no image directory (${dir ?? "CAPSTAN_E2E_IMAGES unset and no images/current pointer"}): importing none`,

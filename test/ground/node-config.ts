@@ -41,11 +41,17 @@ current-context: capstan-node
  * (no CAP_SYS_RESOURCE), and runc fails every sandbox that asks for a lower one. The sandbox
  * image is the locally built pause image, pinned so the kubelet's image GC never removes it.
  */
-export function containerdConfig(o: { dir: string; socket: string; pauseImage: string; cniConfDir: string }): string {
+export function containerdConfig(o: {
+  root: string;
+  state: string;
+  socket: string;
+  pauseImage: string;
+  cniConfDir: string;
+}): string {
   const cri = "io.containerd.cri.v1";
   return `version = 3
-root = "${o.dir}/root"
-state = "${o.dir}/state"
+root = "${o.root}"
+state = "${o.state}"
 [grpc]
   address = "${o.socket}"
 [ttrpc]

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRegistry } from "@capstan/shared";
 import { KubeApiError, KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
-import { type KubeControlPlane, signCert, startKube } from "./kube.ts";
+import { binaryCacheDir, type KubeControlPlane, signCert, startKube } from "./kube.ts";
 import { nodeBinaries } from "./node-binaries.ts";
 import { kubeconfigText, net } from "./node-config.ts";
 import {
@@ -157,7 +157,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     procs["kube-controller-manager"] = startControllerManager(bin, kube.kubeconfig, certDir);
     procs["kube-scheduler"] = startScheduler(bin, kube.kubeconfig);
 
-    runtime = await startRuntime(bin, dir);
+    runtime = await startRuntime(bin, dir, join(binaryCacheDir(), "node", "containerd-root"));
     await runtime.importImage(bin.pauseArchive);
 
     const nodeKubeconfig = join(dir, "node.kubeconfig");
