@@ -24,6 +24,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The image's own user is 10001 (the chart's runAsUser), and nothing can install or compile.
+hardened() { # CONTAINER IMAGE
+  local user
+  user=$(pod image inspect --format '{{.Config.User}}' "$2")
+  [ "$user" = "10001:10001" ] || fail "$1" "$2 runs as '$user', not 10001:10001"
+  pod exec "$1" sh -c 'for t in apt apt-get dpkg npm npx corepack yarn pip pip3 python3 gcc cc make; do
+    command -v "$t"; done' | grep . && fail "$1" "$2 has the tools above" || true
+}
+
 start() { # NAME IMAGE [podman run options...] -- [command...]
   local name=capstan-smoke-$1-$$ image=$2
   shift 2
@@ -33,6 +42,7 @@ start() { # NAME IMAGE [podman run options...] -- [command...]
   [[ " ${opts[*]} " == *" --network "* ]] || opts+=(--network none)
   started+=("$name")
   pod run --name "$name" "${run_opts[@]}" "${opts[@]}" "$image" "$@" >/dev/null
+  hardened "$name" "$image"
 }
 
 fail() { # CONTAINER MESSAGE
@@ -41,17 +51,16 @@ fail() { # CONTAINER MESSAGE
   exit 1
 }
 
-# GET (or POST with a body) until 200, for at most SECONDS; prints the start of the answer.
-probe() { # CONTAINER NODE_IMAGE_CONTAINER URL [SECONDS] [JSON_BODY]
-  local ctr=$1 via=$2 url=$3 secs=${4:-60} body=${5:-}
+# GET until 200, for at most SECONDS; prints the start of the answer.
+probe() { # CONTAINER NODE_IMAGE_CONTAINER URL [SECONDS]
+  local ctr=$1 via=$2 url=$3 secs=${4:-60}
   pod exec "$via" node -e '
-    const [url, secs, body] = process.argv.slice(1);
+    const [url, secs] = process.argv.slice(1);
     const deadline = Date.now() + Number(secs) * 1000;
-    const init = body ? { method: "POST", body, headers: { "content-type": "application/json" } } : {};
     (async () => {
       for (;;) {
         try {
-          const r = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
+          const r = await fetch(url, { signal: AbortSignal.timeout(30_000) });
           const text = await r.text();
           if (r.ok) { console.log(`${r.status} ${text.slice(0, 160)}`); return; }
           if (Date.now() > deadline) { console.error(`${r.status} ${text.slice(0, 300)}`); process.exit(1); }
@@ -60,7 +69,7 @@ probe() { # CONTAINER NODE_IMAGE_CONTAINER URL [SECONDS] [JSON_BODY]
         }
         await new Promise((r) => setTimeout(r, 500));
       }
-    })();' "$url" "$secs" "$body" || fail "$ctr" "$url"
+    })();' "$url" "$secs" || fail "$ctr" "$url"
 }
 
 resources=(--volume "$PWD/examples:/resources:ro" --env CAPSTAN_RESOURCES_DIR=/resources)
