@@ -8,6 +8,9 @@ import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-cli
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, INTERNAL_TOKEN, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
 
+/** The serving generation's model, as the documents API names it. */
+const MINILM = "local:all-MiniLM-L6-v2";
+
 const KEY = "cap_srch_docs_key";
 const dataDir = mkdtempSync(join(tmpdir(), "capstan-search-docs-"));
 const kbs = [knowledgeBase("manual", { chunking: { size: 200, overlap: 40 } }), knowledgeBase("notes")];
@@ -46,7 +49,13 @@ describe("documents API", () => {
       chunks: 0,
     });
     expect(b).toEqual(a);
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({ knowledgeId: "kb_manual", documents: 0, chunks: 0 });
+    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+      knowledgeId: "kb_manual",
+      model: MINILM,
+      dimensions: 384,
+      documents: 0,
+      chunks: 0,
+    });
     expect(await client.getKnowledgeBase("kb_notes")).toBeUndefined();
   });
 
@@ -69,6 +78,8 @@ describe("documents API", () => {
     expect(hits[0]?.text).toContain("P105");
     expect(await client.getKnowledgeBase("kb_manual")).toEqual({
       knowledgeId: "kb_manual",
+      model: MINILM,
+      dimensions: 384,
       documents: 1,
       chunks: r.chunks,
     });
@@ -93,7 +104,13 @@ describe("documents API", () => {
     const hits = await search("pump filter");
     expect(hits).toHaveLength(1);
     expect(hits[0]).toMatchObject({ docsName: "Pump manual v2", metadata: { chunkIndex: 0, totalChunks: 1 } });
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({ knowledgeId: "kb_manual", documents: 1, chunks: 1 });
+    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+      knowledgeId: "kb_manual",
+      model: MINILM,
+      dimensions: 384,
+      documents: 1,
+      chunks: 1,
+    });
   });
 
   it("creates the collection on first upsert and deletes documents", async () => {
@@ -120,7 +137,13 @@ describe("documents API", () => {
     await s.close();
     s = await startSearch({ kbs, keys, config: { dataDir } });
     client = new SearchClient({ baseURL: s.url, token: INTERNAL_TOKEN, timeoutMs: 60_000 });
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({ knowledgeId: "kb_manual", documents: 2, chunks: 2 });
+    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+      knowledgeId: "kb_manual",
+      model: MINILM,
+      dimensions: 384,
+      documents: 2,
+      chunks: 2,
+    });
     const hits = await new SearchClient({ baseURL: s.url, token: KEY }).search({
       knowledgeIds: ["kb_manual"],
       text: "ash from a volcano harming the pump",
@@ -159,5 +182,22 @@ describe("documents API", () => {
     expect((await put("kb_manual/documents/d1", { docsName: "x", text: "y", metadata: { a: { b: 1 } } })).status).toBe(
       400,
     );
+  });
+
+  it("switches generations only to one being built, with clear errors otherwise", async () => {
+    const post = (path: string, body: unknown) =>
+      call(s.url, `/internal/v1/knowledge-bases/${path}/switch`, { token: INTERNAL_TOKEN, body });
+    expect((await post("kb_manual", { model: 5 })).status).toBe(400);
+    const wrong = await post("kb_manual", { model: "local:bge-huge" });
+    expect(wrong.status).toBe(404);
+    expect(wrong.body.message).toMatch(/no generation of model local:bge-huge being built for kb_manual/);
+    expect((await post("kb_never", {})).status).toBe(404);
+    // Asked again after a switch (or with nothing to build): the serving model, switched false.
+    expect(await client.switchKnowledgeBase("kb_manual", MINILM)).toEqual({
+      knowledgeId: "kb_manual",
+      model: MINILM,
+      dimensions: 384,
+      switched: false,
+    });
   });
 });

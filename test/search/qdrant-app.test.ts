@@ -7,6 +7,9 @@ import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import { HANDBOOK, SCIENCE } from "./corpus.ts";
 import { call, INTERNAL_TOKEN, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
 
+/** The serving generation's model, as the documents API names it. */
+const MINILM = "local:all-MiniLM-L6-v2";
+
 const KEY = "cap_srch_qdrant_app";
 const url = inject("qdrantUrl");
 const prefix = qdrantPrefix("app");
@@ -72,6 +75,12 @@ describe("search on the Qdrant adapter", () => {
       method: "GET",
       token: INTERNAL_TOKEN,
     });
-    expect(info.body.data).toEqual({ knowledgeId: "kb_handbook", documents: 6, chunks: 6 });
+    expect(info.body.data).toEqual({
+      knowledgeId: "kb_handbook",
+      model: MINILM,
+      dimensions: 384,
+      documents: 6,
+      chunks: 6,
+    });
   });
 });

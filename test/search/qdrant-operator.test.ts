@@ -92,7 +92,7 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
       },
       90_000,
     );
-    expect(up.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
+    expect(up.status).toMatchObject({ documents: 3, chunks: 3, failures: 0, servingModel: "local:all-MiniLM-L6-v2" });
     // The collection's settings, derived from the model, in status: shared per model, one tenant.
     expect(up.status?.collection).toBe("capstan_chunks_local_all_minilm_l6_v2_384/kb_outage");
     expect(up.status?.vectors).toEqual({
@@ -103,6 +103,8 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
     });
     expect(await searchClient.getKnowledgeBase("kb_outage")).toEqual({
       knowledgeId: "kb_outage",
+      model: "local:all-MiniLM-L6-v2",
+      dimensions: 384,
       documents: 3,
       chunks: 3,
     });

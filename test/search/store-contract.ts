@@ -199,13 +199,78 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(lists.map((l) => l.map((h) => h.record.docsId))).toEqual([["d"], ["dy", "dx"], []]);
     });
 
-    it("updates chunking in place but re-creates the collection empty for another model", async () => {
+    it("updates chunking in place but builds another model's generation empty, beside the serving one", async () => {
       await store.ensureCollection({ ...info(kb("x")), chunking: { size: 400, overlap: 50 } });
       expect((await store.getCollection(kb("x")))?.chunking).toEqual({ size: 400, overlap: 50 });
       expect((await store.stats(kb("x")))?.chunks).toBe(1);
       await store.ensureCollection(info(kb("x"), "test:other-model", 4));
-      expect(await store.getCollection(kb("x"))).toEqual(info(kb("x"), "test:other-model", 4));
-      expect(await store.stats(kb("x"))).toEqual({ documents: 0, chunks: 0 });
+      expect(await store.generations(kb("x"))).toEqual({
+        serving: { ...info(kb("x")), chunking: { size: 400, overlap: 50 } },
+        building: info(kb("x"), "test:other-model", 4),
+      });
+      expect(await store.stats(kb("x"))).toEqual({ documents: 1, chunks: 1 });
+      expect(await store.stats(kb("x"), "building")).toEqual({ documents: 0, chunks: 0 });
+    });
+
+    it("serves the old generation while the new model's is built, then switches to it at once", async () => {
+      const id = kb("gen");
+      const v4 = (i: number) => unit(i).slice(0, 4);
+      await store.ensureCollection(info(id));
+      await store.replaceDocument(id, "d", [chunk(id, "d", 0, 1, unit(0), "old")]);
+      await store.ensureCollection(info(id, "test:model-b", 4));
+      await store.ensureCollection(info(id, "test:model-b", 4)); // resumed build: kept, not emptied
+      await store.replaceDocument(id, "d", [chunk(id, "d", 0, 1, v4(1), "new")]);
+      expect(await store.stats(id, "building")).toEqual({ documents: 1, chunks: 1 });
+      await store.ensureCollection(info(id, "test:model-b", 4));
+      expect(await store.stats(id, "building")).toEqual({ documents: 1, chunks: 1 });
+      // Searches still read the old vectors.
+      const before = await store.query({ knowledgeIds: [id], vector: unit(0), limit: 5, minScore: 0 });
+      expect(before.map((h) => h.record.text)).toEqual(["old"]);
+      expect(await store.switchGeneration(id, "test:model")).toBeUndefined(); // not what is being built
+      expect((await store.getCollection(id))?.model).toBe("test:model");
+
+      expect(await store.switchGeneration(id, "test:model-b")).toEqual(info(id, "test:model-b", 4));
+      expect(await store.generations(id)).toEqual({ serving: info(id, "test:model-b", 4) });
+      expect(await store.switchGeneration(id)).toBeUndefined(); // nothing left to switch to
+      const after = await store.query({ knowledgeIds: [id], vector: v4(1), limit: 5, minScore: 0 });
+      expect(after.map((h) => h.record.text)).toEqual(["new"]);
+      expect(await store.stats(id)).toEqual({ documents: 1, chunks: 1 });
+      // A search planned with the old model just before the switch still finds the old vectors...
+      const late = await store.query({
+        knowledgeIds: [id],
+        model: "test:model",
+        vector: unit(0),
+        limit: 5,
+        minScore: 0,
+      });
+      expect(late.map((h) => h.record.text)).toEqual(["old"]);
+      // ...until the grace period ends and they are deleted.
+      let gone: unknown[] = late;
+      for (let i = 0; i < 100 && gone.length > 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        gone = await store.query({ knowledgeIds: [id], model: "test:model", vector: unit(0), limit: 5, minScore: 0 });
+      }
+      expect(gone).toEqual([]);
+    });
+
+    it("abandons a build when the model goes back, and deletes documents from every generation", async () => {
+      const id = kb("back");
+      await store.ensureCollection(info(id));
+      await store.replaceDocument(id, "keep", [chunk(id, "keep", 0, 1, unit(0))]);
+      await store.replaceDocument(id, "gone", [chunk(id, "gone", 0, 1, unit(1))]);
+      await store.ensureCollection(info(id, "test:model-c", 4));
+      await store.replaceDocument(id, "gone", [chunk(id, "gone", 0, 1, unit(2).slice(0, 4))]);
+      expect(await store.deleteDocument(id, "gone")).toBe(2); // one chunk in each generation
+      await store.replaceDocument(id, "half", [chunk(id, "half", 0, 1, unit(3).slice(0, 4))]);
+      await store.ensureCollection(info(id));
+      expect(await store.generations(id)).toEqual({ serving: info(id) });
+      expect(await store.stats(id)).toEqual({ documents: 1, chunks: 1 });
+      // Starting that model again starts from empty: the abandoned build's documents are gone.
+      await store.ensureCollection(info(id, "test:model-c", 4));
+      expect(await store.stats(id, "building")).toEqual({ documents: 0, chunks: 0 });
+      expect(await store.dropCollection(id)).toBe(true);
+      expect(await store.generations(id)).toBeUndefined();
+      expect(await store.stats(id, "building")).toBeUndefined();
     });
 
     it("rejects vectors of the wrong size", async () => {

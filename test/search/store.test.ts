@@ -10,12 +10,18 @@ import { QdrantStore } from "../../services/search/src/store/qdrant.ts";
 import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import { chunk, storeContract, unit } from "./store-contract.ts";
 
-storeContract("embedded, in memory", async () => ({ store: new EmbeddedStore(), cleanup: async () => {} }));
+// A short grace period: the contract waits for a retired generation to be deleted.
+const retireGraceMs = 300;
+
+storeContract("embedded, in memory", async () => ({
+  store: new EmbeddedStore({ retireGraceMs }),
+  cleanup: async () => {},
+}));
 
 storeContract("embedded, persisted", async () => {
   const dir = mkdtempSync(join(tmpdir(), "capstan-store-"));
   return {
-    store: new EmbeddedStore({ dataDir: dir, flushDelayMs: 10 }),
+    store: new EmbeddedStore({ dataDir: dir, flushDelayMs: 10, retireGraceMs }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
 });
@@ -24,7 +30,7 @@ storeContract("real Qdrant server", async () => {
   const url = inject("qdrantUrl");
   const prefix = qdrantPrefix("contract");
   return {
-    store: new QdrantStore({ url, collectionPrefix: prefix }),
+    store: new QdrantStore({ url, collectionPrefix: prefix, retireGraceMs }),
     cleanup: () => dropCollections(url, prefix),
   };
 });
@@ -61,6 +67,39 @@ describe("embedded store persistence", () => {
       await second.close();
       const third = new EmbeddedStore({ dataDir: dir });
       expect(await third.getCollection(kb)).toBeUndefined();
+      await third.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps a generation being built across restarts, and the switched one after", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "capstan-persist-"));
+    const kb = "kb_generations";
+    const settings = (model: string, dimensions: number) => ({
+      knowledgeId: kb,
+      model,
+      dimensions,
+      chunking: { size: 800, overlap: 100 },
+    });
+    try {
+      const first = new EmbeddedStore({ dataDir: dir });
+      await first.ensureCollection(settings("test:a", 8));
+      await first.replaceDocument(kb, "a", [chunk(kb, "a", 0, 1, unit(0))]);
+      await first.ensureCollection(settings("test:b", 4));
+      await first.replaceDocument(kb, "b", [chunk(kb, "b", 0, 1, unit(1).slice(0, 4))]);
+      await first.close();
+
+      const second = new EmbeddedStore({ dataDir: dir });
+      expect(await second.generations(kb)).toEqual({ serving: settings("test:a", 8), building: settings("test:b", 4) });
+      expect(await second.stats(kb, "building")).toEqual({ documents: 1, chunks: 1 });
+      await second.switchGeneration(kb, "test:b");
+      await second.close();
+
+      const third = new EmbeddedStore({ dataDir: dir });
+      expect(await third.generations(kb)).toEqual({ serving: settings("test:b", 4) });
+      const hits = await third.query({ knowledgeIds: [kb], vector: unit(1).slice(0, 4), limit: 5, minScore: 0 });
+      expect(hits.map((h) => h.record.docsId)).toEqual(["b"]);
       await third.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

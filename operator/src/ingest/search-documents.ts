@@ -19,6 +19,8 @@ export interface SearchDocuments {
   upsertDocument(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<{ docsId: string; chunks: number }>;
   deleteDocument(knowledgeId: string, docsId: string): Promise<unknown>;
   getKnowledgeBase(knowledgeId: string): Promise<KnowledgeBaseInfo | undefined>;
+  /** Makes the generation built after a model change serve (absent: this backend has none). */
+  switchKnowledgeBase?(knowledgeId: string, model?: string): Promise<unknown>;
 }
 
 export class TokenSearchDocuments implements SearchDocuments {
@@ -59,5 +61,8 @@ export class TokenSearchDocuments implements SearchDocuments {
   }
   getKnowledgeBase(id: string) {
     return this.c.getKnowledgeBase(id);
+  }
+  switchKnowledgeBase(id: string, model?: string) {
+    return this.c.switchKnowledgeBase(id, model);
   }
 }

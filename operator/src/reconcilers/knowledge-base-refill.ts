@@ -1,7 +1,8 @@
 // When a KnowledgeBase must be ingested before its refresh is due: its last run could not reach
 // the search service or its vector store (retried with the controller's per-key backoff, so it
 // recovers by itself once the store is back), or its vectors vanished behind the operator's back
-// (a Qdrant collection deleted by hand), which the next reconcile re-creates and re-fills.
+// (a Qdrant collection deleted by hand), which the next reconcile re-creates and re-fills, or
+// the generation of a new embedding model is not complete (the old one keeps serving meanwhile).
 
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
@@ -18,6 +19,8 @@ export function searchUnavailable(err: unknown): boolean {
 
 export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Promise<boolean> {
   const conditions = kb.status?.conditions;
+  // A generation for a new model is not complete yet (a source failed): build it again.
+  if (kb.status?.building) return true;
   if (findCondition(conditions, "CollectionReady")?.status === "False") return true;
   if (findCondition(conditions, "Ingested")?.reason === SEARCH_UNAVAILABLE) return true;
   if (!kb.status?.chunks) return false;

@@ -2,6 +2,8 @@
 // before the object goes); the collection is ensured; sources (inline text, ConfigMap keys, URLs
 // through the referenced Scraper or the platform scraping settings) are ingested through the
 // documents API when the spec changes and every refreshInterval; counts and progress in status.
+// A model change is built beside the serving generation and switched to only once every source
+// is in (see completeBuild), so searches never answer from a half-filled collection.
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
@@ -9,7 +11,7 @@ import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
 import type { ScrapeTarget } from "../ingest/scrape.ts";
-import type { DocumentInput } from "../ingest/search-documents.ts";
+import type { DocumentInput, KnowledgeBaseInfo } from "../ingest/search-documents.ts";
 import {
   DOCUMENTS_ANNOTATION,
   docsIdFor,
@@ -130,6 +132,7 @@ async function ingest(
   kb: KB,
   collection: string | undefined,
   vectors?: IngestionReport["vectors"],
+  buildingModel?: string,
 ): Promise<{ report: IngestionReport; docIds: string[] }> {
   const id = knowledgeIdOf(kb);
   const sources = kb.spec.sources;
@@ -158,6 +161,12 @@ async function ingest(
   // Documents of sources that are gone from the spec are removed.
   const previous = (kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "").split(",").filter(Boolean);
   for (const stale of previous.filter((d) => !docIds.includes(d))) await ctx.search.deleteDocument(id, stale);
+  if (buildingModel && failed.length === 0 && (await completeBuild(ctx, id, buildingModel, failed))) {
+    // The serving collection changed with the model: its layout for the status.
+    const now = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
+    collection = now?.collection ?? collection;
+    vectors = now?.vectors ?? vectors;
+  }
   const counts = await ctx.search.getKnowledgeBase(id);
   return {
     report: {
@@ -167,9 +176,32 @@ async function ingest(
       chunks: counts?.chunks ?? 0,
       ...(collection ? { collection } : {}),
       ...(vectors ? { vectors } : {}),
+      servingModel: counts?.model,
+      building: counts?.building,
     },
     docIds: docIds.sort(),
   };
+}
+
+/**
+ * Every source is in the new model's generation: make it serve (one atomic switch in the search
+ * service; the old generation's vectors are deleted after it). A failed switch is reported like
+ * a failed source, so the build is retried and the old generation keeps serving.
+ */
+async function completeBuild(
+  ctx: OperatorContext,
+  id: string,
+  model: string,
+  failed: IngestionReport["failed"],
+): Promise<boolean> {
+  try {
+    await ctx.search.switchKnowledgeBase?.(id, model);
+    return true;
+  } catch (err) {
+    const reason = searchUnavailable(err) ? SEARCH_UNAVAILABLE : "SwitchFailed";
+    failed.push({ source: `(switch to ${model})`, reason, message: (err as Error).message });
+    return false;
+  }
 }
 
 export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
@@ -195,21 +227,21 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     const id = knowledgeIdOf(kb);
     let collection: string | undefined;
     let vectors: IngestionReport["vectors"];
+    let gens: Pick<KnowledgeBaseInfo, "model" | "building"> | undefined;
     try {
-      const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as
-        | Pick<IngestionReport, "collection" | "vectors">
-        | undefined;
+      const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
       collection = info?.collection;
       vectors = info?.vectors;
+      gens = info && { model: info.model, building: info.building };
     } catch (err) {
       const reason = err instanceof OperatorError ? err.reason : "SearchUnavailable";
       ctx.logger.warn({ kb: `${namespace}/${name}`, err: (err as Error).message }, "knowledge base not ensured");
       await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, kbUnavailableStatus(kb, reason, (err as Error).message, now));
       return { requeue: true };
     }
-    const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now);
+    const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, gens);
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
-    const { report, docIds } = await ingest(ctx, kb, collection, vectors);
+    const { report, docIds } = await ingest(ctx, kb, collection, vectors, gens?.building?.model);
     const joined = docIds.join(",");
     if ((kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "") !== joined) {
       kb = await ctx.client.mergePatch<KB>(KNOWLEDGE_BASE, namespace, name, {
@@ -226,6 +258,8 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     }
     // The search service or its store was down for some sources: again with backoff, not in 24 h.
     if (report.failed.some((f) => f.reason === SEARCH_UNAVAILABLE)) return { requeue: true };
+    // A new model's generation that is not complete is built again with backoff, not in 24 h.
+    if (report.building) return { requeue: true };
     return { requeueAfterMs: refreshDueIn({ ...kb, status }, finished) + REQUEUE_SLACK_MS };
   };
 }

@@ -38,6 +38,9 @@ export interface IngestionReport {
   chunks: number;
   collection?: string;
   vectors?: KnowledgeBaseInfo["vectors"];
+  /** The model answering searches, and the generation still being built (a failed or partial build). */
+  servingModel?: string | undefined;
+  building?: KnowledgeBaseInfo["building"];
 }
 
 export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): KnowledgeBaseStatus {
@@ -90,6 +93,8 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
     knowledgeId: id,
     collection: r.collection ?? id,
     vectors: r.vectors,
+    servingModel: r.servingModel,
+    building: r.building,
     documents: r.documents,
     chunks: r.chunks,
     failures,
@@ -122,8 +127,17 @@ export function kbUnavailableStatus(
   });
 }
 
-/** Status while a refresh runs: progress and an Ingested=Unknown condition, counts kept. */
-export function kbProgressStatus(kb: KnowledgeBase, done: number, total: number, now: Date): KnowledgeBaseStatus {
+/**
+ * Status while a refresh runs: progress and an Ingested=Unknown condition, counts kept; after a
+ * model change, the generation being built (searches still use the serving one).
+ */
+export function kbProgressStatus(
+  kb: KnowledgeBase,
+  done: number,
+  total: number,
+  now: Date,
+  gens?: Pick<KnowledgeBaseInfo, "model" | "building">,
+): KnowledgeBaseStatus {
   const st = kb.status ?? {};
   const kept = (st.conditions ?? []).filter((c) => c.type !== "Ingested");
   const ready = kept.find((c) => c.type === "Ready");
@@ -144,5 +158,7 @@ export function kbProgressStatus(kb: KnowledgeBase, done: number, total: number,
     knowledgeId: knowledgeIdOf(kb),
     conditions: setConditions(st.conditions, wanted, st.observedGeneration, now),
     progress: `${done}/${total} sources`,
+    ...(gens?.model ? { servingModel: gens.model } : {}),
+    ...(gens ? { building: gens.building } : {}),
   });
 }

@@ -1,6 +1,8 @@
 // Ingestion behind the documents API: chunk a document with its knowledge base's chunking,
 // embed the chunks (uncached, in slices, logging progress), and replace the document's chunks
-// in one store call, so re-ingesting a changed document leaves nothing orphaned.
+// in one store call, so re-ingesting a changed document leaves nothing orphaned. After a model
+// change documents go to the generation being built (with its model and chunking) until the
+// caller switches to it; searches keep reading the serving one meanwhile.
 
 import type { Logger } from "@capstan/shared";
 import { chunkingSpec, embeddingSpec } from "@capstan/shared/api";
@@ -76,6 +78,14 @@ export class Ingester {
     return info;
   }
 
+  /** Makes the generation being built serve; undefined when none is (or not of `model`). */
+  async switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined> {
+    const info = await this.d.store.switchGeneration(knowledgeId, model);
+    this.d.kbs.invalidate(knowledgeId);
+    if (info) this.d.logger.info({ knowledgeId, model: info.model }, "generation switched");
+    return info;
+  }
+
   async drop(knowledgeId: string): Promise<boolean> {
     const existed = await this.d.store.dropCollection(knowledgeId);
     this.d.kbs.invalidate(knowledgeId);
@@ -86,8 +96,8 @@ export class Ingester {
     const started = performance.now();
     this.d.metrics.ingestsInFlight.inc();
     try {
-      let info = await this.d.store.getCollection(knowledgeId);
-      info ??= await this.ensure(knowledgeId, {});
+      const gens = await this.d.store.generations(knowledgeId);
+      const info = gens ? (gens.building ?? gens.serving) : await this.ensure(knowledgeId, {});
       const embedder = this.d.embedders.get(info.model);
       if (!embedder) throw new SearchError("SEARCH_ERR_EMBEDDING", { detail: `model ${info.model} is not configured` });
       const texts = chunkText(doc.text, info.chunking);

@@ -149,6 +149,8 @@ export class SearchEngine {
         const limit = Math.max(p.req.maxResults * this.d.candidateFactor, this.d.minCandidates);
         queries.push({
           knowledgeIds: ids,
+          // The generation of this model, even if a switch happens while the text is embedded.
+          model,
           vector: vectors.get(model)?.get(p.req.text) as Float32Array,
           limit,
           minScore: p.req.minSimilarity,

@@ -1,7 +1,8 @@
-// The embedded vector store: one HNSW index (usearch, cosine) per knowledge base, chunk payloads
-// in memory, persisted to <dataDir>/collections/<knowledgeId>/ (index.usearch, chunks.json,
-// meta.json) by a debounced flush (write to a temporary file, then rename) and on close.
-// Without a dataDir it keeps everything in memory (tests, throwaway standalone runs).
+// The embedded vector store: one HNSW index (usearch, cosine) per knowledge base generation,
+// chunk payloads in memory, persisted to <dataDir>/collections/<knowledgeId>/ (the serving
+// generation) and <dataDir>/building/<knowledgeId>/ (a generation being built after a model
+// change), each with index.usearch, chunks.json and meta.json, by a debounced flush (write to a
+// temporary file, then rename) and on close. Without a dataDir it keeps everything in memory.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Index, MetricKind, ScalarKind } from "usearch";
@@ -12,8 +13,12 @@ import {
   type CollectionLayout,
   type CollectionStats,
   cosineToScore,
+  DEFAULT_RETIRE_GRACE_MS,
+  type GenerationName,
+  type Generations,
   mergeHits,
   StoreError,
+  sameModel,
   type VectorHit,
   type VectorQuery,
   type VectorStore,
@@ -26,16 +31,30 @@ export interface EmbeddedStoreOptions {
   expansionAdd?: number;
   expansionSearch?: number;
   flushDelayMs?: number;
+  /** How long a replaced generation still answers searches that name its model. */
+  retireGraceMs?: number;
   onError?: (err: Error) => void;
 }
 
+/** Where a generation is persisted: its folder under dataDir; retired ones are not persisted. */
+type Place = "collections" | "building" | "retired";
+
 interface Collection {
   info: CollectionInfo;
+  place: Place;
   index: Index;
   chunks: Map<bigint, ChunkRecord>;
   docs: Map<string, bigint[]>;
   nextKey: bigint;
   dirty: boolean;
+}
+
+interface Entry {
+  serving: Collection;
+  building?: Collection | undefined;
+  /** The generation replaced by the last switch, until its grace period ends. */
+  retired?: Collection | undefined;
+  retireTimer?: NodeJS.Timeout | undefined;
 }
 
 interface PersistedChunks {
@@ -45,7 +64,7 @@ interface PersistedChunks {
 
 export class EmbeddedStore implements VectorStore {
   readonly kind = "embedded" as const;
-  private readonly collections = new Map<string, Collection>();
+  private readonly entries = new Map<string, Entry>();
   private readonly opts: EmbeddedStoreOptions;
   private timer: NodeJS.Timeout | undefined;
 
@@ -81,34 +100,52 @@ export class EmbeddedStore implements VectorStore {
     });
   }
 
-  private dirOf(knowledgeId: string): string | undefined {
-    return this.opts.dataDir ? join(this.opts.dataDir, "collections", knowledgeId) : undefined;
+  private dirOf(place: Place, knowledgeId: string): string | undefined {
+    return this.opts.dataDir && place !== "retired" ? join(this.opts.dataDir, place, knowledgeId) : undefined;
   }
 
   private loadAll(dataDir: string): void {
-    const root = join(dataDir, "collections");
-    mkdirSync(root, { recursive: true });
-    for (const name of readdirSync(root)) {
-      const dir = join(root, name);
-      try {
-        const info = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as CollectionInfo;
-        const col = this.emptyCollection(info);
-        if (existsSync(join(dir, "chunks.json"))) {
-          const saved = JSON.parse(readFileSync(join(dir, "chunks.json"), "utf8")) as PersistedChunks;
-          col.nextKey = BigInt(saved.nextKey);
-          for (const [key, record] of saved.chunks) this.track(col, BigInt(key), record);
-          if (col.chunks.size > 0) col.index.load(join(dir, "index.usearch"));
+    for (const place of ["collections", "building"] as const) {
+      const root = join(dataDir, place);
+      mkdirSync(root, { recursive: true });
+      for (const name of readdirSync(root)) {
+        const col = this.load(join(root, name), place, name);
+        if (!col) continue;
+        const entry = this.entries.get(col.info.knowledgeId);
+        if (place === "collections") this.entries.set(col.info.knowledgeId, { serving: col });
+        else if (entry) entry.building = col;
+        else {
+          // Stopped half-way through a switch (the old folder removed, the new one not yet
+          // renamed): the built generation is the one that was being promoted.
+          renameSync(join(root, name), join(dataDir, "collections", name));
+          this.entries.set(col.info.knowledgeId, { serving: { ...col, place: "collections" } });
         }
-        this.collections.set(info.knowledgeId, col);
-      } catch (err) {
-        this.opts.onError?.(new StoreError(`cannot load collection ${name}: ${(err as Error).message}`));
       }
     }
   }
 
-  private emptyCollection(info: CollectionInfo): Collection {
+  private load(dir: string, place: Place, name: string): Collection | undefined {
+    try {
+      const info = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as CollectionInfo;
+      const col = this.emptyCollection(info, place);
+      if (existsSync(join(dir, "chunks.json"))) {
+        const saved = JSON.parse(readFileSync(join(dir, "chunks.json"), "utf8")) as PersistedChunks;
+        col.nextKey = BigInt(saved.nextKey);
+        for (const [key, record] of saved.chunks) this.track(col, BigInt(key), record);
+        if (col.chunks.size > 0) col.index.load(join(dir, "index.usearch"));
+      }
+      col.dirty = false;
+      return col;
+    } catch (err) {
+      this.opts.onError?.(new StoreError(`cannot load ${place} ${name}: ${(err as Error).message}`));
+      return undefined;
+    }
+  }
+
+  private emptyCollection(info: CollectionInfo, place: Place): Collection {
     return {
-      info,
+      info: { ...info },
+      place,
       index: this.newIndex(info.dimensions),
       chunks: new Map(),
       docs: new Map(),
@@ -124,43 +161,99 @@ export class EmbeddedStore implements VectorStore {
     else col.docs.set(record.docsId, [key]);
   }
 
-  private collection(knowledgeId: string): Collection {
-    const col = this.collections.get(knowledgeId);
-    if (!col) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
-    return col;
+  /** Forgets a generation and its folder. */
+  private discard(col: Collection | undefined): void {
+    if (!col) return;
+    const dir = this.dirOf(col.place, col.info.knowledgeId);
+    col.place = "retired";
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+
+  private expireRetired(e: Entry): void {
+    clearTimeout(e.retireTimer);
+    e.retireTimer = undefined;
+    e.retired = undefined;
   }
 
   async ensureCollection(info: CollectionInfo): Promise<void> {
-    const existing = this.collections.get(info.knowledgeId);
-    if (existing && existing.info.model === info.model && existing.info.dimensions === info.dimensions) {
-      if (
-        existing.info.chunking.size !== info.chunking.size ||
-        existing.info.chunking.overlap !== info.chunking.overlap
-      ) {
-        existing.info = { ...info };
-        this.markDirty(existing);
-      }
+    const e = this.entries.get(info.knowledgeId);
+    if (!e) {
+      const col = this.emptyCollection(info, "collections");
+      this.entries.set(info.knowledgeId, { serving: col });
+      this.markDirty(col);
       return;
     }
-    const col = this.emptyCollection({ ...info });
-    this.collections.set(info.knowledgeId, col);
+    if (sameModel(e.serving.info, info)) {
+      // Back to the serving model: a build in progress is abandoned.
+      this.discard(e.building);
+      e.building = undefined;
+      this.updateChunking(e.serving, info);
+      return;
+    }
+    if (e.building && sameModel(e.building.info, info)) {
+      this.updateChunking(e.building, info);
+      return;
+    }
+    this.discard(e.building);
+    e.building = this.emptyCollection(info, "building");
+    this.markDirty(e.building);
+  }
+
+  private updateChunking(col: Collection, info: CollectionInfo): void {
+    const c = col.info.chunking;
+    if (c.size === info.chunking.size && c.overlap === info.chunking.overlap) return;
+    col.info = { ...info };
     this.markDirty(col);
   }
 
   async getCollection(knowledgeId: string): Promise<CollectionInfo | undefined> {
-    const info = this.collections.get(knowledgeId)?.info;
+    const info = this.entries.get(knowledgeId)?.serving.info;
     return info ? { ...info } : undefined;
   }
 
+  async generations(knowledgeId: string): Promise<Generations | undefined> {
+    const e = this.entries.get(knowledgeId);
+    if (!e) return undefined;
+    return { serving: { ...e.serving.info }, ...(e.building ? { building: { ...e.building.info } } : {}) };
+  }
+
+  async switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined> {
+    const e = this.entries.get(knowledgeId);
+    const next = e?.building;
+    if (!e || !next || (model !== undefined && next.info.model !== model)) return undefined;
+    this.expireRetired(e);
+    const old = e.serving;
+    const from = this.dirOf("building", knowledgeId);
+    this.discard(old); // removes the serving folder; the built one is renamed in its place
+    e.serving = next;
+    e.building = undefined;
+    next.place = "collections";
+    const to = this.dirOf("collections", knowledgeId);
+    if (from && to && existsSync(from)) renameSync(from, to);
+    this.markDirty(next);
+    e.retired = old;
+    e.retireTimer = setTimeout(() => {
+      if (e.retired === old) this.expireRetired(e);
+    }, this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS);
+    e.retireTimer.unref();
+    return { ...next.info };
+  }
+
   async dropCollection(knowledgeId: string): Promise<boolean> {
-    const existed = this.collections.delete(knowledgeId);
-    const dir = this.dirOf(knowledgeId);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    return existed;
+    const e = this.entries.get(knowledgeId);
+    this.entries.delete(knowledgeId);
+    if (e) this.expireRetired(e);
+    for (const place of ["collections", "building"] as const) {
+      const dir = this.dirOf(place, knowledgeId);
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
+    return e !== undefined;
   }
 
   async replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
-    const col = this.collection(knowledgeId);
+    const e = this.entries.get(knowledgeId);
+    if (!e) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
+    const col = e.building ?? e.serving;
     for (const c of chunks) {
       if (c.vector.length !== col.info.dimensions) {
         throw new StoreError(`vector has ${c.vector.length} dimensions, collection has ${col.info.dimensions}`);
@@ -191,15 +284,19 @@ export class EmbeddedStore implements VectorStore {
   }
 
   async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
-    const col = this.collections.get(knowledgeId);
-    if (!col) return 0;
-    const n = this.removeDoc(col, docsId);
-    if (n > 0) this.markDirty(col);
+    const e = this.entries.get(knowledgeId);
+    let n = 0;
+    for (const col of e ? [e.serving, e.building] : []) {
+      const removed = col ? this.removeDoc(col, docsId) : 0;
+      if (col && removed > 0) this.markDirty(col);
+      n += removed;
+    }
     return n;
   }
 
-  async stats(knowledgeId: string): Promise<CollectionStats | undefined> {
-    const col = this.collections.get(knowledgeId);
+  async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
+    const e = this.entries.get(knowledgeId);
+    const col = generation === "building" ? e?.building : e?.serving;
     return col ? { documents: col.docs.size, chunks: col.chunks.size } : undefined;
   }
 
@@ -222,9 +319,16 @@ export class EmbeddedStore implements VectorStore {
     return hits;
   }
 
+  /** The generation a query reads: the one of its model (serving, or retired in its grace period). */
+  private readable(e: Entry, model: string | undefined): Collection | undefined {
+    if (model === undefined) return e.serving;
+    return [e.serving, e.retired].find((c) => c?.info.model === model);
+  }
+
   async query(q: VectorQuery): Promise<VectorHit[]> {
     const lists = q.knowledgeIds.flatMap((id) => {
-      const col = this.collections.get(id);
+      const e = this.entries.get(id);
+      const col = e && this.readable(e, q.model);
       return col ? [this.search(col, q)] : [];
     });
     return mergeHits(lists, q.limit);
@@ -248,31 +352,36 @@ export class EmbeddedStore implements VectorStore {
     this.timer.unref();
   }
 
-  /** Writes every changed collection to disk now. */
+  /** Writes every changed generation to disk now. */
   flush(): void {
-    for (const col of this.collections.values()) {
-      const dir = this.dirOf(col.info.knowledgeId);
-      if (!dir || !col.dirty) continue;
-      mkdirSync(dir, { recursive: true });
-      const chunks: PersistedChunks = {
-        nextKey: String(col.nextKey),
-        chunks: [...col.chunks].map(([k, r]) => [String(k), r]),
-      };
-      if (col.chunks.size > 0) {
-        col.index.save(join(dir, "index.usearch.tmp"));
-        renameSync(join(dir, "index.usearch.tmp"), join(dir, "index.usearch"));
-      }
-      writeFileSync(join(dir, "chunks.json.tmp"), JSON.stringify(chunks));
-      renameSync(join(dir, "chunks.json.tmp"), join(dir, "chunks.json"));
-      writeFileSync(join(dir, "meta.json.tmp"), JSON.stringify(col.info));
-      renameSync(join(dir, "meta.json.tmp"), join(dir, "meta.json"));
-      col.dirty = false;
+    for (const e of this.entries.values()) {
+      for (const col of [e.serving, e.building]) if (col) this.write(col);
     }
+  }
+
+  private write(col: Collection): void {
+    const dir = this.dirOf(col.place, col.info.knowledgeId);
+    if (!dir || !col.dirty) return;
+    mkdirSync(dir, { recursive: true });
+    const chunks: PersistedChunks = {
+      nextKey: String(col.nextKey),
+      chunks: [...col.chunks].map(([k, r]) => [String(k), r]),
+    };
+    if (col.chunks.size > 0) {
+      col.index.save(join(dir, "index.usearch.tmp"));
+      renameSync(join(dir, "index.usearch.tmp"), join(dir, "index.usearch"));
+    }
+    writeFileSync(join(dir, "chunks.json.tmp"), JSON.stringify(chunks));
+    renameSync(join(dir, "chunks.json.tmp"), join(dir, "chunks.json"));
+    writeFileSync(join(dir, "meta.json.tmp"), JSON.stringify(col.info));
+    renameSync(join(dir, "meta.json.tmp"), join(dir, "meta.json"));
+    col.dirty = false;
   }
 
   async close(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    for (const e of this.entries.values()) this.expireRetired(e);
     if (this.opts.dataDir) this.flush();
   }
 }

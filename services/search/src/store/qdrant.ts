@@ -2,25 +2,27 @@
 // collection per embedding model and size, `<prefix>_<model>_<dims>`, shared by every knowledge
 // base of that model and partitioned by payload: knowledgeId is a keyword index with
 // is_tenant=true (Qdrant co-locates each tenant's points) and HNSW is built per tenant
-// (payload_m) instead of globally (m=0), since every query filters on knowledgeId. Collection
-// settings (model, dimensions, chunking) live as points of `<prefix>_registry`.
-// Scores: Qdrant's raw cosine goes through cosineToScore like the embedded store's, and
-// minScore is inclusive: score_threshold is only a loose pre-filter (Qdrant's is strict), the
-// exact `score >= minScore` test runs here.
-import { createHash } from "node:crypto";
+// (payload_m) instead of globally (m=0), since every query filters on knowledgeId. Each
+// knowledge base's generations (serving, building, retired) live as one point of
+// `<prefix>_registry` (qdrant-registry.ts): a model change fills the new model's collection
+// beside the old one, and the switch is one atomic registry upsert.
+// Searches and scores: qdrant-query.ts.
 import type { OutboundMetrics } from "@capstan/shared";
-import { QdrantCallError, QdrantHttp } from "./qdrant-http.ts";
+import { QdrantHttp } from "./qdrant-http.ts";
+import { readable, type ScoredPoint, tenantSearch, toHits } from "./qdrant-query.ts";
+import { isMissing, QdrantRegistry, type RegistryEntry, settingsOf } from "./qdrant-registry.ts";
 import {
-  type ChunkRecord,
   type ChunkWithVector,
   type CollectionInfo,
   type CollectionLayout,
   type CollectionStats,
-  cosineFloorOf,
-  cosineToScore,
+  DEFAULT_RETIRE_GRACE_MS,
+  type GenerationName,
+  type Generations,
   mergeHits,
   pointIdOf,
   StoreError,
+  sameModel,
   type VectorHit,
   type VectorQuery,
   type VectorStore,
@@ -40,6 +42,8 @@ export interface QdrantStoreOptions {
   upsertBatch?: number;
   /** How long a knowledge base's registry entry is cached (another replica may change it). */
   infoTtlMs?: number;
+  /** How long a replaced generation still answers searches that name its model (> the caches' TTL). */
+  retireGraceMs?: number;
 }
 
 interface Condition {
@@ -51,11 +55,6 @@ interface Filter {
   must: Condition[];
   must_not?: Condition[];
 }
-interface ScoredPoint {
-  score: number;
-  payload?: Record<string, unknown> | null;
-}
-
 /** Payload fields searches and document operations filter on; each gets a payload index. */
 const PAYLOAD_INDEXES: { field: string; schema: unknown }[] = [
   { field: "knowledgeId", schema: { type: "keyword", is_tenant: true } },
@@ -70,21 +69,16 @@ function slug(s: string): string {
     .replace(/^_+|_+$/g, "");
 }
 
-function registryId(knowledgeId: string): string {
-  return pointIdOf(`emb_${createHash("sha256").update(knowledgeId).digest("hex")}`);
-}
-
-const isMissing = (err: unknown) => err instanceof QdrantCallError && err.status === 404;
-
 export class QdrantStore implements VectorStore {
   readonly kind = "qdrant" as const;
   private readonly http: QdrantHttp;
   private readonly opts: QdrantStoreOptions;
   private readonly prefix: string;
+  private readonly reg: QdrantRegistry;
   /** Collections known to exist; forgotten on a 404 (deleted behind our back) and re-created. */
   private readonly ready = new Set<string>();
-  /** Registry entries, cached briefly: every query needs them and they rarely change. */
-  private readonly infos = new Map<string, { info: CollectionInfo | undefined; at: number }>();
+  /** Pending deletions of retired generations, by knowledge base. */
+  private readonly retireTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(opts: QdrantStoreOptions) {
     this.opts = opts;
@@ -97,10 +91,11 @@ export class QdrantStore implements VectorStore {
       maxRetries: opts.maxRetries ?? 2,
       metrics: opts.metrics,
     });
+    this.reg = new QdrantRegistry(this.http, this.prefix, opts.infoTtlMs ?? 5000);
   }
 
   get registry(): string {
-    return `${this.prefix}_registry`;
+    return this.reg.name;
   }
 
   collectionName(info: Pick<CollectionInfo, "model" | "dimensions">): string {
@@ -132,14 +127,6 @@ export class QdrantStore implements VectorStore {
   private async exists(name: string): Promise<boolean> {
     const r = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${name}/exists`);
     return r.exists;
-  }
-
-  private async ensureRegistry(): Promise<void> {
-    if (this.ready.has(this.registry)) return;
-    if (!(await this.exists(this.registry))) {
-      await this.create(this.registry, { vectors: { size: 1, distance: "Dot" } });
-    }
-    this.ready.add(this.registry);
   }
 
   private async ensureData(info: CollectionInfo): Promise<string> {
@@ -174,47 +161,86 @@ export class QdrantStore implements VectorStore {
     }
   }
 
-  /** The same for the registry collection. */
-  private async onRegistry<T>(fn: () => Promise<T>): Promise<T> {
-    await this.ensureRegistry();
-    try {
-      return await fn();
-    } catch (err) {
-      if (!isMissing(err)) throw err;
-      this.ready.delete(this.registry);
-      await this.ensureRegistry();
-      return fn();
-    }
+  async getCollection(knowledgeId: string): Promise<CollectionInfo | undefined> {
+    const e = await this.reg.get(knowledgeId);
+    return e ? settingsOf(e) : undefined;
   }
 
-  async getCollection(knowledgeId: string): Promise<CollectionInfo | undefined> {
-    const cached = this.infos.get(knowledgeId);
-    if (cached && Date.now() - cached.at < (this.opts.infoTtlMs ?? 5000))
-      return cached.info ? { ...cached.info } : undefined;
-    const points = await this.onRegistry(() =>
-      this.http.call<{ payload?: unknown }[]>("retrieve", "POST", `collections/${this.registry}/points`, {
-        ids: [registryId(knowledgeId)],
-        with_payload: true,
-      }),
-    );
-    const payload = points[0]?.payload as CollectionInfo | undefined;
-    this.infos.set(knowledgeId, { info: payload, at: Date.now() });
-    return payload ? { ...payload } : undefined;
+  async generations(knowledgeId: string): Promise<Generations | undefined> {
+    const e = await this.reg.get(knowledgeId);
+    if (!e) return undefined;
+    return { serving: settingsOf(e), ...(e.building ? { building: settingsOf(e.building) } : {}) };
+  }
+
+  /** Deletes a generation's points (its tenant in its model's collection). */
+  private dropGeneration(g: CollectionInfo): Promise<void> {
+    return this.deletePoints(this.collectionName(g), this.kbFilter(g.knowledgeId));
   }
 
   async ensureCollection(info: CollectionInfo): Promise<void> {
-    this.infos.delete(info.knowledgeId);
-    const existing = await this.getCollection(info.knowledgeId);
-    if (existing && (existing.model !== info.model || existing.dimensions !== info.dimensions)) {
-      await this.deletePoints(this.collectionName(existing), this.kbFilter(info.knowledgeId));
+    const e = await this.reg.get(info.knowledgeId, true);
+    if (!e) {
+      await this.ensureData(info);
+      await this.reg.put({ ...info });
+      return;
+    }
+    const serving = settingsOf(e);
+    const keep = { retired: e.retired, retiredAt: e.retiredAt };
+    if (sameModel(serving, info)) {
+      // Back to the serving model: a build in progress is abandoned.
+      if (e.building) await this.dropGeneration(e.building);
+      await this.ensureData(info);
+      await this.reg.put({ ...info, ...keep });
+      return;
+    }
+    if (e.building && sameModel(e.building, info)) {
+      await this.ensureData(info);
+      await this.reg.put({ ...serving, building: { ...info }, ...keep });
+      return;
+    }
+    if (e.building) await this.dropGeneration(e.building);
+    if (e.retired && sameModel(e.retired, info)) {
+      // The new build goes where the retired generation still is: it must not count or keep those.
+      await this.dropGeneration(e.retired);
+      keep.retired = undefined;
+      keep.retiredAt = undefined;
     }
     await this.ensureData(info);
-    await this.onRegistry(() =>
-      this.http.call("upsert", "PUT", `collections/${this.registry}/points?wait=true`, {
-        points: [{ id: registryId(info.knowledgeId), vector: [1], payload: { ...info } }],
-      }),
-    );
-    this.infos.delete(info.knowledgeId);
+    await this.dropGeneration(info); // leftovers of a build abandoned by a crash: start clean
+    await this.reg.put({ ...serving, building: { ...info }, ...keep });
+  }
+
+  async switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined> {
+    const e = await this.reg.get(knowledgeId, true);
+    const next = e?.building;
+    if (!e || !next || (model !== undefined && next.model !== model)) return undefined;
+    if (e.retired) await this.dropGeneration(e.retired);
+    // The switch itself: one upsert of the registry point.
+    await this.reg.put({ ...settingsOf(next), retired: settingsOf(e), retiredAt: Date.now() });
+    this.scheduleRetire(knowledgeId, this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS);
+    return settingsOf(next);
+  }
+
+  private scheduleRetire(knowledgeId: string, delayMs: number): void {
+    clearTimeout(this.retireTimers.get(knowledgeId));
+    const timer = setTimeout(() => {
+      this.retireTimers.delete(knowledgeId);
+      // A failure leaves the entry as it is: the next ensure or switch deletes the generation.
+      this.purgeRetired(knowledgeId).catch(() => {});
+    }, delayMs);
+    timer.unref();
+    this.retireTimers.set(knowledgeId, timer);
+  }
+
+  /** Deletes the retired generation once its grace period is over. */
+  private async purgeRetired(knowledgeId: string): Promise<void> {
+    const e = await this.reg.get(knowledgeId, true);
+    if (!e?.retired) return;
+    const grace = this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
+    const left = (e.retiredAt ?? 0) + grace - Date.now();
+    if (left > 0) return this.scheduleRetire(knowledgeId, left);
+    await this.dropGeneration(e.retired);
+    await this.reg.put({ ...e, retired: undefined, retiredAt: undefined });
   }
 
   private kbFilter(knowledgeId: string, docsId?: string): Filter {
@@ -232,27 +258,24 @@ export class QdrantStore implements VectorStore {
   }
 
   async dropCollection(knowledgeId: string): Promise<boolean> {
-    this.infos.delete(knowledgeId);
-    const info = await this.getCollection(knowledgeId);
-    if (!info) return false;
-    await this.deletePoints(this.collectionName(info), this.kbFilter(knowledgeId));
-    await this.onRegistry(() =>
-      this.http.call("delete", "POST", `collections/${this.registry}/points/delete?wait=true`, {
-        points: [registryId(knowledgeId)],
-      }),
-    );
-    this.infos.delete(knowledgeId);
+    const e = await this.reg.get(knowledgeId, true);
+    if (!e) return false;
+    clearTimeout(this.retireTimers.get(knowledgeId));
+    this.retireTimers.delete(knowledgeId);
+    for (const g of [e, e.building, e.retired]) if (g) await this.dropGeneration(g);
+    await this.reg.remove(knowledgeId);
     return true;
   }
 
-  private async require(knowledgeId: string): Promise<CollectionInfo> {
-    const info = await this.getCollection(knowledgeId);
-    if (!info) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
-    return info;
+  /** Where document writes go: the building generation when there is one, else the serving one. */
+  private async writable(knowledgeId: string): Promise<CollectionInfo> {
+    const e = await this.reg.get(knowledgeId);
+    if (!e) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
+    return settingsOf(e.building ?? e);
   }
 
   async replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
-    const info = await this.require(knowledgeId);
+    const info = await this.writable(knowledgeId);
     for (const c of chunks) {
       if (c.vector.length !== info.dimensions) {
         throw new StoreError(`vector has ${c.vector.length} dimensions, collection has ${info.dimensions}`);
@@ -283,18 +306,25 @@ export class QdrantStore implements VectorStore {
   }
 
   async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
-    const info = await this.getCollection(knowledgeId);
-    if (!info) return 0;
+    const e = await this.reg.get(knowledgeId);
+    if (!e) return 0;
     const filter = this.kbFilter(knowledgeId, docsId);
-    return this.onData(info, async (name) => {
-      const n = await this.count(name, filter);
-      if (n > 0) await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
-      return n;
-    });
+    let n = 0;
+    for (const g of [settingsOf(e), e.building]) {
+      if (!g) continue;
+      n += await this.onData(g, async (name) => {
+        const found = await this.count(name, filter);
+        if (found > 0)
+          await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
+        return found;
+      });
+    }
+    return n;
   }
 
-  async stats(knowledgeId: string): Promise<CollectionStats | undefined> {
-    const info = await this.getCollection(knowledgeId);
+  async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
+    const e = await this.reg.get(knowledgeId);
+    const info = generation === "building" ? e?.building : e && settingsOf(e);
     if (!info) return undefined;
     const all = this.kbFilter(knowledgeId);
     const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
@@ -304,26 +334,6 @@ export class QdrantStore implements VectorStore {
     return { documents, chunks };
   }
 
-  /** One search of one tenant: its filter hits the per-tenant HNSW graph (payload_m). */
-  private request(q: VectorQuery, knowledgeId: string) {
-    return {
-      query: Array.from(q.vector),
-      filter: { must: [{ key: "knowledgeId", match: { value: knowledgeId } }] },
-      limit: q.limit,
-      // Strict and float32 on the server: pass a floor below the inclusive minimum (see toHits).
-      score_threshold: cosineFloorOf(q.minScore),
-      with_payload: true,
-      params: { hnsw_ef: Math.max(this.opts.searchEf ?? 128, q.limit) },
-    };
-  }
-
-  private toHits(points: ScoredPoint[], minScore: number): VectorHit[] {
-    return points
-      .filter((p) => p.payload)
-      .map((p) => ({ record: p.payload as unknown as ChunkRecord, score: cosineToScore(p.score) }))
-      .filter((h) => h.score >= minScore);
-  }
-
   async query(q: VectorQuery): Promise<VectorHit[]> {
     const [hits] = await this.queryBatch([q]);
     return hits ?? [];
@@ -331,13 +341,13 @@ export class QdrantStore implements VectorStore {
 
   async queryBatch(qs: VectorQuery[]): Promise<VectorHit[][]> {
     // One batch request per physical collection, holding one search per (query, knowledge base).
-    const infos = new Map<string, CollectionInfo | undefined>();
-    for (const id of new Set(qs.flatMap((q) => q.knowledgeIds))) infos.set(id, await this.getCollection(id));
+    const entries = new Map<string, RegistryEntry | undefined>();
+    for (const id of new Set(qs.flatMap((q) => q.knowledgeIds))) entries.set(id, await this.reg.get(id));
     const byCollection = new Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]>();
     for (const [owner, q] of qs.entries()) {
       if (q.limit <= 0) continue;
       for (const knowledgeId of new Set(q.knowledgeIds)) {
-        const info = infos.get(knowledgeId);
+        const info = readable(entries.get(knowledgeId), q.model);
         if (!info) continue;
         const name = this.collectionName(info);
         byCollection.set(name, [...(byCollection.get(name) ?? []), { owner, q, knowledgeId }]);
@@ -349,7 +359,7 @@ export class QdrantStore implements VectorStore {
         let res: { points: ScoredPoint[] }[];
         try {
           res = await this.http.call("query", "POST", `collections/${name}/points/query/batch`, {
-            searches: items.map((it) => this.request(it.q, it.knowledgeId)),
+            searches: items.map((it) => tenantSearch(it.q, it.knowledgeId, this.opts.searchEf ?? 128)),
           });
         } catch (err) {
           if (!isMissing(err)) throw err;
@@ -359,7 +369,7 @@ export class QdrantStore implements VectorStore {
         }
         res.forEach((r, k) => {
           const it = items[k];
-          if (it) lists[it.owner]?.push(this.toHits(r.points, it.q.minScore));
+          if (it) lists[it.owner]?.push(toHits(r.points, it.q.minScore));
         });
       }),
     );
@@ -367,6 +377,8 @@ export class QdrantStore implements VectorStore {
   }
 
   async close(): Promise<void> {
+    for (const t of this.retireTimers.values()) clearTimeout(t);
+    this.retireTimers.clear();
     this.http.close();
   }
 }

@@ -36,6 +36,12 @@ export interface VectorHit {
 
 export interface VectorQuery {
   knowledgeIds: string[];
+  /**
+   * The model the vector was embedded with. A search planned just before a generation switch
+   * still reads the generation of that model (kept for a grace period after the switch) instead
+   * of failing on the new one's dimensions. Absent: the serving generation.
+   */
+  model?: string;
   vector: Float32Array;
   limit: number;
   /** Hits scoring below this (0..1) are not returned; a hit scoring exactly this is. */
@@ -60,20 +66,56 @@ export interface CollectionStats {
   chunks: number;
 }
 
+/**
+ * A knowledge base's generations. `serving` answers searches; `building` (after a model or
+ * dimensions change) receives every document write until switchGeneration promotes it, so
+ * searches never see a half-filled collection.
+ */
+export interface Generations {
+  serving: CollectionInfo;
+  building?: CollectionInfo;
+}
+
+export type GenerationName = "serving" | "building";
+
+/** How long a replaced generation keeps answering searches planned before the switch. */
+export const DEFAULT_RETIRE_GRACE_MS = 15_000;
+
+/** Same model and vector size: the same generation (chunking may change in place). */
+export function sameModel(a: CollectionInfo, b: CollectionInfo): boolean {
+  return a.model === b.model && a.dimensions === b.dimensions;
+}
+
 export interface VectorStore {
   readonly kind: "embedded" | "qdrant";
   /** Where and how this knowledge base's vectors are kept (no I/O). */
   layout(info: CollectionInfo): CollectionLayout;
-  /** Creates the collection, or re-creates it empty when the model or dimensions changed. Idempotent. */
+  /**
+   * Creates the collection (serving at once: there is nothing to answer from yet). Afterwards:
+   * the serving model updates chunking in place and abandons a pending build; another model or
+   * size starts (or keeps) an empty building generation beside the serving one. Idempotent.
+   */
   ensureCollection(info: CollectionInfo): Promise<void>;
+  /** The serving generation's settings (what searches use). */
   getCollection(knowledgeId: string): Promise<CollectionInfo | undefined>;
-  /** Removes the collection and all its vectors; false when there was none. */
+  generations(knowledgeId: string): Promise<Generations | undefined>;
+  /**
+   * Makes the building generation serve, in one atomic step, and retires the old one: it keeps
+   * answering searches that name its model for a grace period, then its vectors are deleted.
+   * Returns the new serving settings; undefined when nothing is being built (or not `model`).
+   */
+  switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined>;
+  /** Removes every generation and all their vectors; false when there was none. */
   dropCollection(knowledgeId: string): Promise<boolean>;
-  /** Replaces every chunk of a document with these (none: deletes it). Idempotent. */
+  /**
+   * Replaces every chunk of a document with these (none: deletes it), in the building
+   * generation when there is one, else the serving one. Idempotent.
+   */
   replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
-  /** Number of chunks removed. */
+  /** Removes the document from every generation; number of chunks removed. */
   deleteDocument(knowledgeId: string, docsId: string): Promise<number>;
-  stats(knowledgeId: string): Promise<CollectionStats | undefined>;
+  /** Counts of one generation (default serving); undefined when it does not exist. */
+  stats(knowledgeId: string, generation?: GenerationName): Promise<CollectionStats | undefined>;
   /** Best hits across the listed knowledge bases, best first, at most limit. */
   query(q: VectorQuery): Promise<VectorHit[]>;
   /** Several queries in one call (Qdrant: one batch request). */

@@ -98,8 +98,20 @@ export const knowledgeBaseStatus = z.object({
     })
     .optional()
     .describe("how the collection stores vectors, derived from the embedding model"),
-  documents: z.int().min(0).optional(),
-  chunks: z.int().min(0).optional(),
+  servingModel: z.string().optional().describe("embedding model of the generation that answers searches"),
+  building: z
+    .object({
+      model: z.string(),
+      dimensions: z.int().min(1),
+      documents: z.int().min(0),
+      chunks: z.int().min(0),
+    })
+    .optional()
+    .describe(
+      "after a model change: the generation being built beside the serving one, which answers until it is complete",
+    ),
+  documents: z.int().min(0).optional().describe("documents of the serving generation"),
+  chunks: z.int().min(0).optional().describe("chunks of the serving generation"),
   failures: z.int().min(0).optional().describe("sources that failed in the last refresh"),
   lastRefreshTime: timestamp.optional(),
   progress: z.string().optional().describe("ingestion progress, e.g. 12/40 sources"),

@@ -42,6 +42,8 @@ export interface KnowledgeBaseInfo {
   model?: string;
   dimensions?: number;
   chunking?: { size: number; overlap: number };
+  /** After a model change: the generation being built beside the serving one, and its counts so far. */
+  building?: { model: string; dimensions: number; documents: number; chunks: number };
   /** Set by PUT (ensure): where the vectors live and how they are indexed. */
   collection?: string;
   vectors?: {
@@ -143,6 +145,22 @@ export class SearchClient {
       this.kbPath(knowledgeId),
       settings,
     ) as Promise<KnowledgeBaseInfo>;
+  }
+
+  /**
+   * Makes the generation being built (after a model change) serve, atomically; with model, only
+   * if it is that model's. switched: false when it already serves (asked twice). 404 otherwise.
+   */
+  async switchKnowledgeBase(
+    knowledgeId: string,
+    model?: string,
+  ): Promise<{ knowledgeId: string; model: string; dimensions: number; switched: boolean }> {
+    return this.call("switch_kb", "POST", `${this.kbPath(knowledgeId)}/switch`, model ? { model } : {}) as Promise<{
+      knowledgeId: string;
+      model: string;
+      dimensions: number;
+      switched: boolean;
+    }>;
   }
 
   /** Counts, or undefined when the knowledge base has no collection. */

@@ -1,0 +1,44 @@
+// Pieces of a Qdrant search: which generation a query reads, the request of one tenant's search,
+// and its answer mapped to hits. Scores: Qdrant's raw cosine goes through cosineToScore like the
+// embedded store's, and minScore is inclusive: score_threshold is only a loose pre-filter
+// (Qdrant's is strict), the exact `score >= minScore` test runs in toHits.
+import type { RegistryEntry } from "./qdrant-registry.ts";
+import {
+  type ChunkRecord,
+  type CollectionInfo,
+  cosineFloorOf,
+  cosineToScore,
+  type VectorHit,
+  type VectorQuery,
+} from "./types.ts";
+
+export interface ScoredPoint {
+  score: number;
+  payload?: Record<string, unknown> | null;
+}
+
+/** The generation a query reads: the one of its model (serving, or retired in its grace period). */
+export function readable(e: RegistryEntry | undefined, model: string | undefined): CollectionInfo | undefined {
+  if (!e || model === undefined) return e;
+  return [e, e.retired].find((g) => g?.model === model);
+}
+
+/** One search of one tenant: its filter hits the per-tenant HNSW graph (payload_m). */
+export function tenantSearch(q: VectorQuery, knowledgeId: string, searchEf: number) {
+  return {
+    query: Array.from(q.vector),
+    filter: { must: [{ key: "knowledgeId", match: { value: knowledgeId } }] },
+    limit: q.limit,
+    // Strict and float32 on the server: pass a floor below the inclusive minimum (see toHits).
+    score_threshold: cosineFloorOf(q.minScore),
+    with_payload: true,
+    params: { hnsw_ef: Math.max(searchEf, q.limit) },
+  };
+}
+
+export function toHits(points: ScoredPoint[], minScore: number): VectorHit[] {
+  return points
+    .filter((p) => p.payload)
+    .map((p) => ({ record: p.payload as unknown as ChunkRecord, score: cosineToScore(p.score) }))
+    .filter((h) => h.score >= minScore);
+}

@@ -1,0 +1,108 @@
+// The Qdrant adapter's registry: one point per knowledge base in `<prefix>_registry` whose
+// payload is the knowledge base's generations. The serving generation's settings sit at the top
+// level (model, dimensions, chunking: what searches use), `building` is the generation being
+// filled after a model change, `retired` (with `retiredAt`) the one replaced by the last switch.
+// Switching is one point upsert, which Qdrant applies atomically: that is the alias flip.
+import { createHash } from "node:crypto";
+import { QdrantCallError, type QdrantHttp } from "./qdrant-http.ts";
+import { type CollectionInfo, pointIdOf } from "./types.ts";
+
+export interface RegistryEntry extends CollectionInfo {
+  building?: CollectionInfo | undefined;
+  retired?: CollectionInfo | undefined;
+  /** Epoch milliseconds of the switch that retired `retired`. */
+  retiredAt?: number | undefined;
+}
+
+export const isMissing = (err: unknown) => err instanceof QdrantCallError && err.status === 404;
+
+function registryId(knowledgeId: string): string {
+  return pointIdOf(`emb_${createHash("sha256").update(knowledgeId).digest("hex")}`);
+}
+
+/** The settings of one generation, without the registry's bookkeeping. */
+export function settingsOf(c: CollectionInfo): CollectionInfo {
+  return { knowledgeId: c.knowledgeId, model: c.model, dimensions: c.dimensions, chunking: c.chunking };
+}
+
+export class QdrantRegistry {
+  private readonly http: QdrantHttp;
+  readonly name: string;
+  private readonly ttlMs: number;
+  private ready = false;
+  /** Entries, cached briefly: every query needs them and they rarely change. */
+  private readonly cache = new Map<string, { entry: RegistryEntry | undefined; at: number }>();
+
+  constructor(http: QdrantHttp, prefix: string, ttlMs: number) {
+    this.http = http;
+    this.name = `${prefix}_registry`;
+    this.ttlMs = ttlMs;
+  }
+
+  private async ensure(): Promise<void> {
+    if (this.ready) return;
+    const r = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${this.name}/exists`);
+    if (!r.exists) {
+      try {
+        await this.http.call("create", "PUT", `collections/${this.name}`, { vectors: { size: 1, distance: "Dot" } });
+      } catch (err) {
+        // Another replica creating it first is fine.
+        const again = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${this.name}/exists`);
+        if (!again.exists) throw err;
+      }
+    }
+    this.ready = true;
+  }
+
+  /** Runs fn on the registry; when it was deleted behind our back, re-creates it and retries once. */
+  private async on<T>(fn: () => Promise<T>): Promise<T> {
+    await this.ensure();
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      this.ready = false;
+      await this.ensure();
+      return fn();
+    }
+  }
+
+  forget(knowledgeId: string): void {
+    this.cache.delete(knowledgeId);
+  }
+
+  /** The entry, from the cache when fresh (fresh: always read it). */
+  async get(knowledgeId: string, fresh = false): Promise<RegistryEntry | undefined> {
+    const cached = this.cache.get(knowledgeId);
+    if (!fresh && cached && Date.now() - cached.at < this.ttlMs) return cached.entry;
+    const points = await this.on(() =>
+      this.http.call<{ payload?: unknown }[]>("retrieve", "POST", `collections/${this.name}/points`, {
+        ids: [registryId(knowledgeId)],
+        with_payload: true,
+      }),
+    );
+    const entry = (points[0]?.payload ?? undefined) as RegistryEntry | undefined;
+    this.cache.set(knowledgeId, { entry, at: Date.now() });
+    return entry;
+  }
+
+  /** Replaces the whole entry in one upsert (atomic on the server). */
+  async put(entry: RegistryEntry): Promise<void> {
+    const payload = JSON.parse(JSON.stringify(entry)) as RegistryEntry; // drops undefined fields
+    await this.on(() =>
+      this.http.call("upsert", "PUT", `collections/${this.name}/points?wait=true`, {
+        points: [{ id: registryId(entry.knowledgeId), vector: [1], payload }],
+      }),
+    );
+    this.cache.set(entry.knowledgeId, { entry: payload, at: Date.now() });
+  }
+
+  async remove(knowledgeId: string): Promise<void> {
+    await this.on(() =>
+      this.http.call("delete", "POST", `collections/${this.name}/points/delete?wait=true`, {
+        points: [registryId(knowledgeId)],
+      }),
+    );
+    this.cache.delete(knowledgeId);
+  }
+}
