@@ -33,7 +33,9 @@ async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | un
       const got = await fn();
       if (got !== undefined) return got;
     } catch (err) {
-      last = (err as Error).message;
+      // undici's "fetch failed" hides the reason in `cause`.
+      const cause = (err as { cause?: { message?: string } }).cause?.message;
+      last = cause ? `${(err as Error).message}: ${cause}` : (err as Error).message;
     }
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -207,8 +209,9 @@ describe("the e2e cluster", () => {
       connect: {
         ca: readFileSync(join(tlsDir, "ca.crt")),
         servername: host,
-        lookup: (_h: string, _o: unknown, cb: (e: Error | null, a: string, f: number) => void) =>
-          cb(null, https.hostname, 4),
+        // Node's net.connect asks with { all: true } (happy eyeballs), expecting a list back.
+        lookup: (_h: string, o: { all?: boolean }, cb: (e: Error | null, a: unknown, f?: number) => void) =>
+          o.all ? cb(null, [{ address: https.hostname, family: 4 }]) : cb(null, https.hostname, 4),
       } as never,
     });
     try {

@@ -129,6 +129,9 @@ export async function startTraefik(bin: NodeBinaries, kubeconfig: string): Promi
     [
       `--entryPoints.web.address=127.0.0.1:${web}`,
       `--entryPoints.websecure.address=127.0.0.1:${websecure}`,
+      // Every router on websecure is a TLS router: an Ingress's TLS section alone leaves Traefik
+      // serving the Secret's certificate but answering 404 over HTTPS.
+      "--entryPoints.websecure.http.tls=true",
       `--entryPoints.ping.address=127.0.0.1:${ping}`,
       "--ping=true",
       "--ping.entryPoint=ping",

@@ -94,6 +94,9 @@ export function createBridge(): void {
   const addrs = run("ip", ["-o", "-4", "addr", "show", "dev", net.bridge]);
   if (!addrs.includes(`${net.hostIp}/`)) run("ip", ["addr", "add", `${net.hostIp}/16`, "dev", net.bridge]);
   run("ip", ["link", "set", net.bridge, "up"]);
+  // Service addresses route to the bridge too: a packet to a ClusterIP that kube-proxy has not
+  // rewritten yet stays on the machine instead of leaving by the default route.
+  run("ip", ["route", "replace", net.serviceCidr, "dev", net.bridge]);
 }
 
 export function removeBridge(): void {
