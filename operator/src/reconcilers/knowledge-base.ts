@@ -158,9 +158,14 @@ async function ingest(
     }
   };
   await Promise.all(Array.from({ length: Math.min(SOURCE_CONCURRENCY, sources.length) }, worker));
-  // Documents of sources that are gone from the spec are removed.
+  // Documents of sources that are gone from the spec are removed. Not after an incomplete build
+  // of a new model: a delete reaches the serving generation too, and the documents of the
+  // sources that failed there must keep answering; the retry's complete run removes them.
   const previous = (kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "").split(",").filter(Boolean);
-  for (const stale of previous.filter((d) => !docIds.includes(d))) await ctx.search.deleteDocument(id, stale);
+  const keepPrevious = buildingModel !== undefined && failed.length > 0;
+  const stale = previous.filter((d) => !docIds.includes(d));
+  if (keepPrevious) docIds.push(...stale);
+  else for (const d of stale) await ctx.search.deleteDocument(id, d);
   if (buildingModel && failed.length === 0 && (await completeBuild(ctx, id, buildingModel, failed))) {
     // The serving collection changed with the model: its layout for the status.
     const now = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;

@@ -1,0 +1,240 @@
+// A KnowledgeBase's embedding-model change on the real API server, the real operator, the real
+// search service and the run's real Qdrant: searched continuously (a bounded loop) while its
+// spec switches from the local MiniLM model (A) to an OpenAI-compatible provider (B), no search
+// answers empty, the first build of B fails and leaves A serving, the retry completes it, the
+// switch happens, then the hits come from B's vectors and A's are deleted.
+// Provider B is an in-test HTTP server speaking the OpenAI embeddings wire protocol, backed by
+// the real local model: B(v) = [v, 0.5, 0 ...] / |.| in 512 dimensions, so it ranks like A but
+// has its own collection (another size) and its own scores: cosB = (cosA + 0.25) / 1.25.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig, OpenAIEmbedder } from "@capstan/search";
+import type { KnowledgeBase } from "@capstan/shared/api";
+import { SearchClient } from "@capstan/shared/clients/search-client";
+import type { KubeHttp } from "@capstan/shared/kube";
+import { ResourceView } from "@capstan/shared/resource-view";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Operator } from "../../operator/src/manager.ts";
+import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
+import { CAP, condition, create, eventually, get, type Obj, patch, startOperatorFor } from "../operator/helpers.ts";
+
+const ns = `kb-switch-${process.pid}-${Date.now().toString(36)}`;
+const TOKEN = "model-switch-test-token-0123456789";
+const ID = "kb_pumps";
+const MODEL_A = "local:all-MiniLM-L6-v2";
+const MODEL_B = "openai:pump-embed-512";
+const QUESTION = "How long is the warranty on a pump?";
+const B_DIMS = 512;
+
+const sources = [
+  { name: "Opening hours", text: "The support desk is open from 8:00 to 18:00 on weekdays." },
+  { name: "Warranty", text: "Every pump carries a two-year warranty covering parts and labour." },
+  { name: "Returns", text: "Unused items can be returned within thirty days for a full refund." },
+];
+
+let client: KubeHttp;
+let operator: Operator;
+let search: Awaited<ReturnType<typeof buildSearch>>;
+let searchClient: SearchClient;
+let provider: Server;
+let providerUrl: string;
+const qdrantUrl = inject("qdrantUrl");
+const prefix = qdrantPrefix("switch");
+/** Provider B refuses document embeddings (503) until the test lets the build through. */
+let documentsFail = true;
+let questionsToB = 0;
+let documentsRefused = 0;
+/** The real model, loaded once: model A of the search service and the engine behind provider B. */
+const local = loadLocalEmbedder(loadSearchConfig({}));
+
+async function embeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const send = (status: number, data: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(data));
+  };
+  if (req.url !== "/v1/embeddings" || req.method !== "POST") return send(404, { error: { message: "not found" } });
+  const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { model: string; input: string[] };
+  if (body.input.includes(QUESTION)) questionsToB++;
+  else if (documentsFail) {
+    documentsRefused++;
+    return send(503, { error: { message: "overloaded", type: "server_error" } });
+  }
+  const vectors = await (await local).embed(body.input);
+  const norm = Math.sqrt(1.25);
+  send(200, {
+    object: "list",
+    model: body.model,
+    data: vectors.map((v, index) => {
+      const b = new Array<number>(B_DIMS).fill(0);
+      v.forEach((x, i) => {
+        b[i] = x / norm;
+      });
+      b[v.length] = 0.5 / norm;
+      return { object: "embedding", index, embedding: b };
+    }),
+    usage: { prompt_tokens: 0, total_tokens: 0 },
+  });
+}
+
+const kbResource = (): KnowledgeBase =>
+  ({
+    apiVersion: CAP,
+    kind: "KnowledgeBase",
+    metadata: { name: "pumps", namespace: ns },
+    spec: { knowledgeId: ID, chunking: { size: 200, overlap: 20 }, sources },
+  }) as unknown as KnowledgeBase;
+
+/** Points of the knowledge base in one of the prefix's model collections. */
+async function pointsIn(model: "a" | "b"): Promise<number> {
+  const name = model === "a" ? `${prefix}_local_all_minilm_l6_v2_384` : `${prefix}_openai_pump_embed_512_${B_DIMS}`;
+  const res = await fetch(`${qdrantUrl}/collections/${name}/points/count`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ filter: { must: [{ key: "knowledgeId", match: { value: ID } }] }, exact: true }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!res.ok) throw new Error(`count in ${name}: ${res.status}`);
+  return ((await res.json()) as { result: { count: number } }).result.count;
+}
+
+beforeAll(async () => {
+  provider = createServer((req, res) => void embeddings(req, res));
+  await new Promise<void>((r) => provider.listen(0, "127.0.0.1", r));
+  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+  client = harnessKubeClient();
+  await installCrds(client);
+  await ensureNamespace(client, ns);
+  const view = new ResourceView();
+  view.replace("KnowledgeBase", [kbResource()]);
+  search = await buildSearch(
+    { internalToken: TOKEN, logLevel: "silent", qdrant: { url: qdrantUrl, collectionPrefix: prefix } },
+    {
+      view,
+      embedders: [
+        await local,
+        new OpenAIEmbedder({ baseURL: providerUrl, model: "pump-embed-512", dimensions: B_DIMS, maxRetries: 1 }),
+      ],
+    },
+  );
+  await search.listen({ port: 0, host: "127.0.0.1" });
+  const addr = search.server.address();
+  const url = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
+  searchClient = new SearchClient({ baseURL: url, token: TOKEN, timeoutMs: 30_000 });
+  await create(client, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: "capstan-internal-token",
+      namespace: ns,
+      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
+    },
+    data: { token: Buffer.from(TOKEN).toString("base64") },
+  });
+  operator = startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: url }, resyncSeconds: 2 });
+  await operator.start();
+});
+
+afterAll(async () => {
+  await operator?.stop();
+  await search?.close();
+  provider?.closeAllConnections();
+  await new Promise((r) => provider?.close(r));
+  await dropCollections(qdrantUrl, prefix);
+});
+
+const kb = () => get(client, CAP, "KnowledgeBase", ns, "pumps");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("changing a KnowledgeBase's embedding model", () => {
+  it("keeps answering from the old generation until the new one is complete, then from the new one", async () => {
+    await create(client, kbResource() as unknown as Obj);
+    await eventually(
+      "ingested with model A",
+      async () => {
+        const o = await kb();
+        return o?.status?.servingModel === MODEL_A && o.status.chunks === 3 && condition(o, "Ready")?.status === "True";
+      },
+      120_000,
+    );
+
+    // Searched continuously from here on: at most 3000 searches, stopped once the test is done.
+    type Seen = { phase: string; hits: number; top?: string | undefined; score?: number | undefined };
+    const log: Seen[] = [];
+    let phase = "before";
+    let stop = false;
+    const loop = (async () => {
+      for (let i = 0; i < 3000 && !stop; i++) {
+        const at = phase;
+        const hits = await searchClient.search({ knowledgeIds: [ID], text: QUESTION, maxResults: 3 });
+        log.push({ phase: at, hits: hits.length, top: hits[0]?.docsName, score: hits[0]?.score });
+        await sleep(25);
+      }
+    })();
+    const searched = (p: string, n: number) =>
+      eventually(`${n} searches ${p}`, () => log.filter((l) => l.phase === p).length >= n);
+    await searched("before", 3);
+
+    await patch(
+      client,
+      { apiVersion: CAP, kind: "KnowledgeBase", ns, name: "pumps" },
+      {
+        spec: { embedding: { provider: "openai", model: "pump-embed-512", baseURL: providerUrl, dimensions: B_DIMS } },
+      },
+    );
+    phase = "spec changed";
+    // Provider B refuses the documents: the build fails, A keeps serving, the status says so.
+    const failed = await eventually("a failed build of model B in status", async () => {
+      const o = await kb();
+      return (o?.status?.building as { model?: string } | undefined)?.model === MODEL_B &&
+        condition(o, "Ingested")?.status === "False"
+        ? o
+        : undefined;
+    });
+    expect(failed.status?.servingModel).toBe(MODEL_A);
+    expect(failed.status).toMatchObject({ documents: 3, chunks: 3 });
+    expect(documentsRefused).toBeGreaterThan(0);
+    phase = "failed build";
+    await searched("failed build", 5);
+
+    documentsFail = false; // the retry (with backoff) completes the build and switches
+    phase = "retrying";
+    const done = await eventually(
+      "serving model B",
+      async () => {
+        const o = await kb();
+        const ok = o?.status?.servingModel === MODEL_B && !o.status.building;
+        return ok && condition(o, "Ready")?.status === "True" ? o : undefined;
+      },
+      120_000,
+    );
+    expect(done.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
+    expect(done.status?.collection).toBe(`${prefix}_openai_pump_embed_512_${B_DIMS}/${ID}`);
+    expect(done.status?.vectors).toMatchObject({ backend: "qdrant", size: B_DIMS });
+    const questionsBefore = questionsToB;
+    phase = "after";
+    await searched("after", 5);
+    stop = true;
+    await loop;
+    const phases = Object.entries(Object.groupBy(log, (l) => l.phase)).map(([p, l]) => `${p} ${l?.length}`);
+    console.info(`[model switch] searches: ${phases.join(", ")}; empty: ${log.filter((l) => l.hits === 0).length}`);
+
+    // No search in between answered empty, and every one found the answer.
+    expect(log.filter((l) => l.hits === 0)).toEqual([]);
+    expect(new Set(log.map((l) => l.top))).toEqual(new Set(["Warranty"]));
+    // Before the switch the scores are A's; after it they are B's: cosB = (cosA + 0.25) / 1.25.
+    const scoreA = log[0]?.score as number;
+    const scoreB = ((2 * scoreA - 1 + 0.25) / 1.25 + 1) / 2;
+    for (const l of log.filter((x) => ["before", "spec changed", "failed build"].includes(x.phase))) {
+      expect(l.score).toBeCloseTo(scoreA, 5);
+    }
+    for (const l of log.filter((x) => x.phase === "after")) expect(l.score).toBeCloseTo(scoreB, 3);
+    expect(questionsToB).toBeGreaterThan(questionsBefore); // the question is embedded by B now
+
+    // The new generation holds the documents; the old one's vectors go after the grace period.
+    expect(await pointsIn("b")).toBe(3);
+    await eventually("model A's vectors deleted", async () => (await pointsIn("a")) === 0, 60_000);
+  });
+});
