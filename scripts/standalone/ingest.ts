@@ -50,5 +50,8 @@ export async function ingestKnowledgeBase(
       summary.failures.push(`${source.name}: ${(err as Error).message}`);
     }
   }
+  // A changed model is built beside the previous one (kept in the data dir): switch to it once
+  // every source is in; with a failure the previous one keeps answering until the next start.
+  if (summary.failures.length === 0) await deps.search.switchKnowledgeBase(knowledgeId);
   return summary;
 }
