@@ -3,7 +3,7 @@
 // runs; stopping removes exactly what this run created (chains that existed before, such as
 // podman's CNI-FORWARD, are left alone).
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { net } from "./node-config.ts";
 
@@ -42,6 +42,42 @@ export function assertHostFree(): void {
       `a kubelet already runs on this machine (pid ${kubelets.join(", ")}): one node per machine, ` +
         "since it owns the bridge, iptables, the kubepods cgroup and ports 10250/10248",
     );
+}
+
+const lockFile = "/run/capstan-node.lock";
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Takes the machine's node lock (a file holding the owner's pid) so two runs starting at the same
+ * moment cannot both pass the kubelet check and then tear down each other's bridge and chains. A
+ * lock whose owner died is taken over. Returns the release function.
+ */
+export function acquireNodeLock(): () => void {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockFile, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        if (readFileSync(lockFile, "utf8").trim() === String(process.pid)) unlinkSync(lockFile);
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = Number(readFileSync(lockFile, "utf8").trim());
+      if (owner && alive(owner))
+        throw new Error(`another run's node (pid ${owner}, ${lockFile}) is starting or running: one node per machine`);
+      unlinkSync(lockFile);
+    }
+  }
+  throw new Error(`could not take ${lockFile}`);
 }
 
 /** Chain names per command and table, to tell this run's chains from ones that existed before. */

@@ -20,6 +20,7 @@ import {
   startTraefik,
 } from "./node-daemons.ts";
 import {
+  acquireNodeLock,
   assertHostFree,
   cniNetns,
   createBridge,
@@ -91,6 +92,8 @@ function nodeCerts(certDir: string): string[] {
 export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster> {
   const bin = nodeBinaries();
   assertHostFree();
+  // Held until stop() has removed everything; a second run fails here, before touching the host.
+  const release = acquireNodeLock();
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "capstan-node-"));
   mkdirSync(dir, { recursive: true });
   const chainsBefore = snapshotChains();
@@ -133,6 +136,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       removeKubepodsCgroups();
       rmSync(dir, { recursive: true, force: true });
     });
+    await step("node lock", release);
   };
 
   try {
