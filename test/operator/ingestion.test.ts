@@ -111,6 +111,8 @@ describe("KnowledgeBase ingestion through the search service", () => {
     expect(changed.status?.progress).toBe("1/1 sources");
     expect(await searchClient.getKnowledgeBase("kb_support")).toEqual({
       knowledgeId: "kb_support",
+      model: "local:all-MiniLM-L6-v2",
+      dimensions: 384,
       documents: 1,
       chunks: 1,
     });
