@@ -106,3 +106,37 @@ describe("embedded store persistence", () => {
     }
   });
 });
+
+describe("Qdrant: a retired generation outliving its process", () => {
+  it("is deleted by the next ensure of that knowledge base", async () => {
+    const url = inject("qdrantUrl");
+    const prefix = qdrantPrefix("retired");
+    const kb = "kb_retired";
+    const settings = (model: string, dimensions: number) => ({
+      knowledgeId: kb,
+      model,
+      dimensions,
+      chunking: { size: 800, overlap: 100 },
+    });
+    const old = { knowledgeIds: [kb], model: "test:a", vector: unit(0), limit: 5, minScore: 0 };
+    try {
+      const first = new QdrantStore({ url, collectionPrefix: prefix, retireGraceMs });
+      await first.ensureCollection(settings("test:a", 8));
+      await first.replaceDocument(kb, "a", [chunk(kb, "a", 0, 1, unit(0))]);
+      await first.ensureCollection(settings("test:b", 4));
+      await first.replaceDocument(kb, "b", [chunk(kb, "b", 0, 1, unit(1).slice(0, 4))]);
+      await first.switchGeneration(kb, "test:b");
+      await first.close(); // stops before the grace period ends: the retired vectors stay
+
+      await new Promise((r) => setTimeout(r, retireGraceMs + 50));
+      const second = new QdrantStore({ url, collectionPrefix: prefix, retireGraceMs });
+      expect((await second.query(old)).map((h) => h.record.docsId)).toEqual(["a"]);
+      await second.ensureCollection(settings("test:b", 4));
+      expect(await second.query(old)).toEqual([]);
+      expect(await second.stats(kb)).toEqual({ documents: 1, chunks: 1 });
+      await second.close();
+    } finally {
+      await dropCollections(url, prefix);
+    }
+  });
+});

@@ -186,6 +186,13 @@ export class QdrantStore implements VectorStore {
     }
     const serving = settingsOf(e);
     const keep = { retired: e.retired, retiredAt: e.retiredAt };
+    const grace = this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
+    if (e.retired && Date.now() - (e.retiredAt ?? 0) >= grace) {
+      // Its deletion after the switch did not happen (the process stopped): do it now.
+      await this.dropGeneration(e.retired);
+      keep.retired = undefined;
+      keep.retiredAt = undefined;
+    }
     if (sameModel(serving, info)) {
       // Back to the serving model: a build in progress is abandoned.
       if (e.building) await this.dropGeneration(e.building);
