@@ -53,6 +53,8 @@ out=$images_dir/$tag
 if [ -f "$out/tags.env" ]; then
   log "up to date: $out"
 else
+  # The host's network: npm, PyPI and Debian are reachable from it, and buildah's own bridge
+  # network would hand out 10.88.0.0/16 addresses.
   build_opts=(--layers --runtime runc "${limit_opts[@]}" --network host --build-arg "BASE=$base_image")
   ca=${CAPSTAN_BUILD_CA:-${NODE_EXTRA_CA_CERTS:-}}
   if [ -n "$ca" ]; then
