@@ -24,13 +24,6 @@ import {
 export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
 export const RENDER_PORT = 3000;
 
-/**
- * The rendering container runs Chromium with its sandbox (on whenever it is not root), which
- * chroots inside a user namespace; the runtime's default seccomp profile allows chroot only to a
- * container holding SYS_CHROOT, so that one capability is kept (Chromium exits otherwise).
- */
-const RENDER_SECURITY = { ...CONTAINER_SECURITY, capabilities: { drop: ["ALL"], add: ["SYS_CHROOT"] } };
-
 /** Name of the Secret holding a generated scraper API key (auth enabled, no apiKeySecretRef). */
 export function scraperKeySecretName(s: Scraper): string {
   return `${s.metadata.name}-scraper-key`;
@@ -119,12 +112,15 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           name: "render",
           image: s.spec.image ?? c.scraper.image,
           imagePullPolicy: c.scraper.imagePullPolicy,
-          env: [env("SCRAPER_ROLE", "render"), ...common],
+          // Chromium's own sandbox needs user namespaces, which the runtime's default seccomp
+          // profile refuses (Chromium exits at start): it runs off, and the container is the
+          // boundary (non-root, no capabilities, RuntimeDefault seccomp, read-only root).
+          env: [env("SCRAPER_ROLE", "render"), env("CHROMIUM_SANDBOX", "false"), ...common],
           ports: [{ name: "render", containerPort: RENDER_PORT, protocol: "TCP" }],
           livenessProbe: probe("/scrape", "render", 15),
           readinessProbe: probe("/scrape", "render", 5),
           resources: c.scraper.renderResources,
-          securityContext: RENDER_SECURITY,
+          securityContext: CONTAINER_SECURITY,
           volumeMounts: mounts,
         },
       ],

@@ -83,6 +83,13 @@ describe("loadScraperConfig", () => {
     expect(message).toContain("(SEARCH_ENDPOINT)");
   });
 
+  it("leaves Chromium's sandbox to the process's user unless CHROMIUM_SANDBOX says", () => {
+    expect(loadScraperConfig({}).chromiumSandbox).toBeUndefined();
+    expect(loadScraperConfig({ CHROMIUM_SANDBOX: "false" }).chromiumSandbox).toBe(false);
+    expect(loadScraperConfig({ CHROMIUM_SANDBOX: "true" }).chromiumSandbox).toBe(true);
+    expect(() => loadScraperConfig({ CHROMIUM_SANDBOX: "maybe" })).toThrow(/CHROMIUM_SANDBOX/);
+  });
+
   it("requires API_KEY when AUTH_ENABLED=true", () => {
     expect(() => loadScraperConfig({ AUTH_ENABLED: "true" })).toThrow(/apiKey \(API_KEY\): API_KEY is required/);
   });

@@ -49,6 +49,13 @@ export const scraperConfigSchema = z
      * The binary itself, not /usr/bin's shell wrapper, which stays a parent process of every browser.
      */
     chromiumPath: z.string().min(1).default("/usr/lib/chromium/chromium-headless-shell"),
+    /**
+     * Chromium's own sandbox (user namespaces and chroot). Unset: on unless running as root. In a
+     * pod the runtime's default seccomp profile refuses the namespaces it needs, so the operator
+     * turns it off there and the container is the boundary (non-root, no capabilities, seccomp,
+     * read-only root filesystem, the SSRF guard in front of every request).
+     */
+    chromiumSandbox: z.boolean({ error: "must be true or false" }).optional(),
     renderPort: port.default(3000),
     renderUrl: httpUrl.default("http://127.0.0.1:3000"),
     allowedHosts: z.array(z.string().min(1).max(260)).default([]),
@@ -101,6 +108,7 @@ export const SCRAPER_ENV: EnvMap = {
   API_KEY: "apiKey",
   AUTH_ENABLED: bool("authEnabled"),
   CHROMIUM_PATH: "chromiumPath",
+  CHROMIUM_SANDBOX: bool("chromiumSandbox"),
   RENDER_PORT: int("renderPort"),
   RENDER_URL: "renderUrl",
   SCRAPER_ALLOWED_HOSTS: list("allowedHosts"),

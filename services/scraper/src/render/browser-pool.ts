@@ -69,6 +69,8 @@ export interface PageSlot {
 
 export interface BrowserPoolOptions {
   chromiumPath: string;
+  /** Chromium's own sandbox; undefined: on unless this process is root. */
+  chromiumSandbox?: boolean | undefined;
   /** Pages rendering at once (WORKER_CONCURRENCY). */
   size: number;
   recycleAfter: number;
@@ -141,7 +143,7 @@ export class BrowserPool {
       .launch({
         executablePath: this.opts.chromiumPath,
         headless: true,
-        chromiumSandbox: !isRoot,
+        chromiumSandbox: this.opts.chromiumSandbox ?? !isRoot,
         timeout: 60_000,
         args: [
           ...CHROMIUM_FLAGS,

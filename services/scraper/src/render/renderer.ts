@@ -65,6 +65,7 @@ export class Renderer {
     );
     this.pool = new BrowserPool({
       chromiumPath: config.chromiumPath,
+      chromiumSandbox: config.chromiumSandbox,
       size: config.workerConcurrency,
       recycleAfter: config.pageRecycleAfter,
       logger: deps.logger,
