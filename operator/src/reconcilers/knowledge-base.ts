@@ -7,7 +7,7 @@
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
-import { findCondition } from "../controller/conditions.ts";
+import { findCondition, kubeTime } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
 import type { ScrapeTarget } from "../ingest/scrape.ts";
@@ -15,6 +15,7 @@ import type { DocumentInput, KnowledgeBaseInfo } from "../ingest/search-document
 import {
   DOCUMENTS_ANNOTATION,
   docsIdFor,
+  FAILING_SINCE_ANNOTATION,
   type IngestionReport,
   KB_FINALIZER,
   kbProgressStatus,
@@ -247,13 +248,20 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, gens);
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
     const { report, docIds } = await ingest(ctx, kb, collection, vectors, gens?.building?.model);
+    const finished = ctx.now();
     const joined = docIds.join(",");
-    if ((kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "") !== joined) {
+    const annotations = kb.metadata.annotations ?? {};
+    // The start of a run of failed refreshes sets how soon the failed sources are tried again.
+    const failingSince =
+      report.failed.length > 0 ? (annotations[FAILING_SINCE_ANNOTATION] ?? kubeTime(finished)) : null;
+    if (
+      (annotations[DOCUMENTS_ANNOTATION] ?? "") !== joined ||
+      (annotations[FAILING_SINCE_ANNOTATION] ?? null) !== failingSince
+    ) {
       kb = await ctx.client.mergePatch<KB>(KNOWLEDGE_BASE, namespace, name, {
-        metadata: { annotations: { [DOCUMENTS_ANNOTATION]: joined } },
+        metadata: { annotations: { [DOCUMENTS_ANNOTATION]: joined, [FAILING_SINCE_ANNOTATION]: failingSince } },
       });
     }
-    const finished = ctx.now();
     const status = kbStatus(kb, report, finished);
     const before = findCondition(kb.status?.conditions, "Ready");
     await writeStatus(ctx.client, KNOWLEDGE_BASE, { ...kb, status: progress }, status);

@@ -10,12 +10,28 @@ import { parseDuration } from "./duration.ts";
 export const KB_FINALIZER = "capstan.dev/knowledge-base";
 export const DOCUMENTS_ANNOTATION = "capstan.dev/documents";
 
-/** Milliseconds until the next refresh is due; 0 when due now. */
+/** When the current run of failed refreshes began (absent while every source ingests). */
+export const FAILING_SINCE_ANNOTATION = "capstan.dev/failing-since";
+/** The first retry after a source failed. */
+export const FIRST_RETRY_MS = 30_000;
+
+/**
+ * Milliseconds until the next refresh is due; 0 when due now. A refresh in which sources failed
+ * (a scraper restarting, a page briefly down) is retried sooner than the interval: 30 s after the
+ * first failure, then after as long as the sources have been failing (so the wait doubles),
+ * never later than the refresh interval.
+ */
 export function refreshDueIn(kb: KnowledgeBase, now: Date): number {
   const st = kb.status;
   if (!st?.lastRefreshTime || st.observedGeneration !== kb.metadata.generation) return 0;
-  const next = new Date(st.lastRefreshTime).getTime() + parseDuration(kb.spec.refreshInterval);
-  return Math.max(0, next - now.getTime());
+  const last = new Date(st.lastRefreshTime).getTime();
+  const interval = parseDuration(kb.spec.refreshInterval);
+  const since = Date.parse(kb.metadata.annotations?.[FAILING_SINCE_ANNOTATION] ?? "");
+  const wait =
+    (st.failures ?? 0) > 0 && Number.isFinite(since)
+      ? Math.min(interval, Math.max(FIRST_RETRY_MS, last - since))
+      : interval;
+  return Math.max(0, last + wait - now.getTime());
 }
 
 /** A document id that stays the same across refreshes, so a refresh replaces instead of adding. */
