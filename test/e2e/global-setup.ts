@@ -1,5 +1,6 @@
 // Global setup of the e2e project: one real single-node cluster (test/ground/node.ts) per run,
 // the images of the last image build imported into its runtime, always torn down.
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -27,9 +28,21 @@ function imagesDir(): string | undefined {
   return existsSync(pointer) ? readFileSync(pointer, "utf8").trim() : undefined;
 }
 
+/**
+ * The images of this tree: scripts/images/build.sh tags them by a hash of their inputs, so an
+ * unchanged tree builds nothing (under a second) and a changed one rebuilds what changed.
+ */
+function buildImages(): void {
+  if (process.env.CAPSTAN_E2E_IMAGES) return;
+  const started = Date.now();
+  execFileSync("bash", ["scripts/images/build.sh"], { stdio: ["ignore", "inherit", "inherit"] });
+  console.log(`[e2e] images of this tree ready in ${Date.now() - started} ms`);
+}
+
 export async function setup(project: TestProject): Promise<void> {
   const missing = nodeBinariesPresent();
   if (missing) throw new Error(`[e2e] cannot start the cluster: ${missing}`);
+  buildImages();
   const started = Date.now();
   cluster = await startCluster();
   const up = Date.now() - started;

@@ -22,13 +22,22 @@ import {
   secretValue,
 } from "./support/kube.ts";
 import { DEMO_NS, ensurePlatform, ingressBase, ingressDispatcher, keyOf, SYSTEM_NS } from "./support/platform.ts";
-import { channel, PAGE_FACT, PAGE_NAME, PAGE_URL, podProcesses, servePage } from "./support/workloads.ts";
+import {
+  channel,
+  nodeDaemonsRssKiB,
+  PAGE_FACT,
+  PAGE_NAME,
+  PAGE_URL,
+  podProcesses,
+  servePage,
+} from "./support/workloads.ts";
 
 const CR = "capstan.dev/v1alpha1";
 let kube: KubeHttp;
 let home: string;
 let dispatcher: Agent;
 let images: Record<string, string>;
+let installStarted: number;
 
 function sdk(apiKey: string): OpenAI {
   return new OpenAI({
@@ -55,6 +64,7 @@ beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), "capstan-e2e-"));
   const installed = await ensurePlatform(kube, home);
   images = installed.images;
+  installStarted = installed.installStarted;
   dispatcher = ingressDispatcher(installed.tls.ca);
 }, 900_000);
 
@@ -93,6 +103,7 @@ describe("chat through the ingress (official OpenAI SDK, HTTPS)", () => {
     });
     expect(completion.object).toBe("chat.completion");
     expect(completion.choices[0]?.message.content).toMatch(/429|Retry-After/);
+    console.log(`[e2e] helm install to the first chat answer through the ingress: ${Date.now() - installStarted} ms`);
   });
 
   it("streams a completion that ends with a finish reason", async () => {
@@ -189,6 +200,11 @@ describe("scraping inside the cluster", () => {
       return (s?.status?.observedGeneration as number) > generation ? s : undefined;
     });
     await deploymentReady(kube, DEMO_NS, "web");
+    // The replaced pods are gone too, so every request below reaches the new configuration.
+    await eventually("the Scraper's old pods gone", async () => {
+      const pods = await list(kube, "Pod", "v1", DEMO_NS, "app.kubernetes.io/instance=web");
+      return pods.length === 2 && pods.every((p) => !p.metadata.deletionTimestamp) ? pods : undefined;
+    });
   }, 300_000);
 
   it("scrapes a page served by a pod, through the scraper's Service", async () => {
@@ -256,13 +272,19 @@ describe("what the pods really run", () => {
     for (const prefix of ["capstan-operator", "capstan-gateway", "capstan-search", "web-"]) {
       expect(names, `a running ${prefix} pod`).toContain(prefix);
     }
+    let rss = 0;
     for (const pod of pods) {
       const procs = podProcesses(pod.metadata.uid as string);
+      rss += procs.reduce((sum, p) => sum + p.rssKiB, 0);
       expect(procs.length, `processes of ${pod.metadata.name}`).toBeGreaterThan(0);
       for (const p of procs) {
         expect(p.uid, `${pod.metadata.name}: ${p.command}`).not.toBe(0);
         expect(p.rootReadOnly, `${pod.metadata.name}: ${p.command} has a read-only /`).toBe(true);
       }
     }
+    const mib = (kib: number) => Math.round(kib / 1024);
+    console.log(
+      `[e2e] resident memory: the platform's pods ${mib(rss)} MiB, the node's daemons ${mib(nodeDaemonsRssKiB())} MiB`,
+    );
   });
 });

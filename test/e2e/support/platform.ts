@@ -95,8 +95,9 @@ export function ingressDispatcher(ca: string): Agent {
     connect: {
       ca,
       servername: INGRESS_HOST,
-      lookup: (_host: string, _opts: unknown, cb: (err: Error | null, address: string, family: number) => void) =>
-        cb(null, address, 4),
+      // Node asks with { all: true } and then expects a list of addresses.
+      lookup: (_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) =>
+        opts.all ? cb(null, [{ address, family: 4 }]) : cb(null, address, 4),
     } as never,
   });
 }
@@ -197,16 +198,19 @@ export async function applyExamples(kube: KubeHttp): Promise<void> {
 export async function ensurePlatform(
   kube: KubeHttp,
   home: string,
-): Promise<{ tls: Tls; images: Record<string, string> }> {
+): Promise<{ tls: Tls; images: Record<string, string>; installStarted: number }> {
   const images = builtImages();
   const tls = makeTls(join(home, "tls"));
   await prerequisites(kube, tls, join(tmpdir(), "capstan-e2e-search-data"));
+  const installStarted = Date.now();
   await helmInstall(home, installValues(images));
+  console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms`);
   await applyExamples(kube);
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
   await deploymentReady(kube, SYSTEM_NS, "capstan-search");
   await deploymentReady(kube, DEMO_NS, "web");
-  return { tls, images };
+  console.log(`[e2e] helm install to the examples' data plane Ready: ${Date.now() - installStarted} ms`);
+  return { tls, images, installStarted };
 }
 
 /** The plaintext key of an AccessChannel or SearchKey, read from the Secret its status names. */

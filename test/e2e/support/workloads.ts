@@ -76,6 +76,26 @@ export interface PodProcess {
   uid: number;
   rootReadOnly: boolean;
   command: string;
+  rssKiB: number;
+}
+
+function rssOf(pid: string): number {
+  return Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+}
+
+/** Resident memory of the node's own processes (control plane, kubelet, runtime, DNS, ingress). */
+export function nodeDaemonsRssKiB(): number {
+  const names = /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kubelet|kube-proxy|containerd|coredns|traefik)/;
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (names.test(readFileSync(`/proc/${entry}/comm`, "utf8").trim())) total += rssOf(entry);
+    } catch {
+      // the process ended while being read
+    }
+  }
+  return total;
 }
 
 /**
@@ -99,7 +119,8 @@ export function podProcesses(podUid: string): PodProcess[] {
         .split("\n")
         .find((l) => l.split(" ")[4] === "/");
       const options = rootLine?.split(" ")[5] ?? "";
-      out.push({ pid: Number(entry), uid, rootReadOnly: options.split(",").includes("ro"), command });
+      const rootReadOnly = options.split(",").includes("ro");
+      out.push({ pid: Number(entry), uid, rootReadOnly, command, rssKiB: rssOf(entry) });
     } catch {
       // the process ended while being read
     }
