@@ -118,6 +118,8 @@ describe("examples/", () => {
     expect(kb.status?.chunks).toBeGreaterThanOrEqual(2);
     expect(condition(kb, "Ready")).toMatchObject({ status: "True", reason: "PartiallyIngested" });
     expect(condition(kb, "Ingested")?.status).toBe("False");
+    // The failed source is tried again on a backoff that starts here, not in a day.
+    expect(kb.metadata.annotations?.["capstan.dev/failing-since"]).toBeDefined();
     const stored = search.kbs.get("kb_product_docs");
     expect([...(stored?.docs.values() ?? [])].map((d) => d.docsName).sort()).toEqual([
       "Keys and expiry",
@@ -426,6 +428,18 @@ describe("deletion", () => {
 
 describe("steady state", () => {
   it("a resync writes nothing; a restarted operator issues no second key and writes nothing", async () => {
+    // Steady state means nothing failing: a failed source is retried on its backoff (writes). The
+    // example's page cannot be reached from here, so it leaves the knowledge base first.
+    const kbRef = { apiVersion: CAP, kind: "KnowledgeBase", ns, name: "product-docs" };
+    const sources = ((await get(client, CAP, "KnowledgeBase", ns, "product-docs"))?.spec?.sources ?? []) as {
+      url?: string;
+    }[];
+    await patch(client, kbRef, { spec: { sources: sources.filter((s) => !s.url) } });
+    await eventually("product-docs ingested with nothing failing", async () => {
+      const o = await get(client, CAP, "KnowledgeBase", ns, "product-docs");
+      const settled = o?.status?.failures === 0 && condition(o, "Ingested")?.status === "True";
+      return settled && !o?.metadata.annotations?.["capstan.dev/failing-since"] ? o : undefined;
+    });
     await quiesce(operator);
     const writes = operator.http.writes;
     const seen: string[] = [];

@@ -26,7 +26,9 @@ export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Prom
   if (!kb.status?.chunks) return false;
   try {
     const info = await ctx.search.getKnowledgeBase(knowledgeIdOf(kb));
-    return !info || info.chunks === 0;
+    // Fewer chunks than the last complete ingestion stored: vectors were lost (all, or part of
+    // them when a write re-created a deleted collection); ingest again.
+    return !info || info.chunks < kb.status.chunks;
   } catch {
     return false; // search itself is down: the refresh, when due, reports it
   }
