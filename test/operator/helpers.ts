@@ -2,6 +2,7 @@
 // server, polling, object creation, and an in-memory stand-in for the search service's documents
 // API at the interface level (used where the real search service is not started).
 import { createLogger, createRegistry } from "@capstan/shared";
+import { SearchClient } from "@capstan/shared/clients/search-client";
 import { KubeApiError, type KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
 import type {
@@ -10,6 +11,33 @@ import type {
   SearchDocuments,
 } from "../../operator/src/ingest/search-documents.ts";
 import { Operator, type OperatorDeps } from "../../operator/src/manager.ts";
+
+/**
+ * A real search service for the operator: listening on loopback, a client of its documents API,
+ * and the internal-token Secret it was started with (the operator never overwrites an existing one).
+ */
+export async function serveSearchToOperator(
+  client: KubeHttp,
+  ns: string,
+  search: { listen(o: { port: number; host: string }): Promise<unknown>; server: { address(): unknown } },
+  token: string,
+  timeoutMs = 30_000,
+): Promise<{ url: string; searchClient: SearchClient }> {
+  await search.listen({ port: 0, host: "127.0.0.1" });
+  const addr = search.server.address() as { port?: number } | null;
+  const url = `http://127.0.0.1:${addr?.port ?? 0}`;
+  await create(client, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: "capstan-internal-token",
+      namespace: ns,
+      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
+    },
+    data: { token: Buffer.from(token).toString("base64") },
+  });
+  return { url, searchClient: new SearchClient({ baseURL: url, token, timeoutMs }) };
+}
 
 export function startOperatorFor(
   kubeconfig: string,

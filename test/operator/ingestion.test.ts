@@ -3,13 +3,24 @@
 // internal documents API, with the internal token read from the Secret the data plane shares.
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { parseResource } from "@capstan/shared/api";
-import { SearchClient } from "@capstan/shared/clients/search-client";
+import type { SearchClient } from "@capstan/shared/clients/search-client";
 import type { KubeHttp } from "@capstan/shared/kube";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
-import { CAP, condition, create, eventually, get, patch, remove, startOperatorFor, whenCondition } from "./helpers.ts";
+import {
+  CAP,
+  condition,
+  create,
+  eventually,
+  get,
+  patch,
+  remove,
+  serveSearchToOperator,
+  startOperatorFor,
+  whenCondition,
+} from "./helpers.ts";
 
 const ns = `ingest-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "operator-ingestion-test-token-0123456789";
@@ -25,21 +36,9 @@ beforeAll(async () => {
   await ensureNamespace(client, ns);
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
   search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
-  await search.listen({ port: 0, host: "127.0.0.1" });
-  const addr = search.server.address();
-  const url = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
-  searchClient = new SearchClient({ baseURL: url, token: TOKEN, timeoutMs: 60_000 });
-  // The token the search service was started with; the operator never overwrites an existing one.
-  await create(client, {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: {
-      name: "capstan-internal-token",
-      namespace: ns,
-      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
-    },
-    data: { token: Buffer.from(TOKEN).toString("base64") },
-  });
+  const served = await serveSearchToOperator(client, ns, search, TOKEN, 60_000);
+  const url = served.url;
+  searchClient = served.searchClient;
   await create(client, {
     apiVersion: "v1",
     kind: "ConfigMap",

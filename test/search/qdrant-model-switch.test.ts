@@ -10,14 +10,24 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig, OpenAIEmbedder } from "@capstan/search";
 import type { KnowledgeBase } from "@capstan/shared/api";
-import { SearchClient } from "@capstan/shared/clients/search-client";
+import type { SearchClient } from "@capstan/shared/clients/search-client";
 import type { KubeHttp } from "@capstan/shared/kube";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
 import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
-import { CAP, condition, create, eventually, get, type Obj, patch, startOperatorFor } from "../operator/helpers.ts";
+import {
+  CAP,
+  condition,
+  create,
+  eventually,
+  get,
+  type Obj,
+  patch,
+  serveSearchToOperator,
+  startOperatorFor,
+} from "../operator/helpers.ts";
 
 const ns = `kb-switch-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "model-switch-test-token-0123456789";
@@ -119,20 +129,9 @@ beforeAll(async () => {
       ],
     },
   );
-  await search.listen({ port: 0, host: "127.0.0.1" });
-  const addr = search.server.address();
-  const url = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
-  searchClient = new SearchClient({ baseURL: url, token: TOKEN, timeoutMs: 30_000 });
-  await create(client, {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: {
-      name: "capstan-internal-token",
-      namespace: ns,
-      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
-    },
-    data: { token: Buffer.from(TOKEN).toString("base64") },
-  });
+  const served = await serveSearchToOperator(client, ns, search, TOKEN, 30_000);
+  const url = served.url;
+  searchClient = served.searchClient;
   operator = startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: url }, resyncSeconds: 2 });
   await operator.start();
 });
