@@ -21,21 +21,20 @@ export function harnessKubeClient(): KubeHttp {
   return kubeHttpFrom(path);
 }
 
-/** Creates or replaces every generated CRD and waits until each is Established. */
+/**
+ * Applies every generated CRD (server-side apply, so test files that install them at the same time
+ * do not conflict as create-then-replace did) and waits until each is Established.
+ */
 export async function installCrds(client: KubeHttp): Promise<void> {
   const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   for (const { crd } of allCrds()) {
     const name = (crd.metadata as { name: string }).name;
-    try {
-      await client.json(base, { method: "POST", body: crd });
-    } catch (err) {
-      if (!(err instanceof KubeApiError) || err.status !== 409) throw err;
-      const current = await client.json<{ metadata: { resourceVersion: string } }>(`${base}/${name}`);
-      await client.json(`${base}/${name}`, {
-        method: "PUT",
-        body: { ...crd, metadata: { ...(crd.metadata as object), resourceVersion: current.metadata.resourceVersion } },
-      });
-    }
+    await client.json(`${base}/${name}`, {
+      method: "PATCH",
+      contentType: "application/apply-patch+yaml",
+      query: { fieldManager: "capstan-test-ground", force: "true" },
+      body: crd,
+    });
   }
   for (const { crd } of allCrds()) {
     const name = (crd.metadata as { name: string }).name;

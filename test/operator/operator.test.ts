@@ -1,6 +1,6 @@
 // The operator against the real test API server: examples/ become Ready objects, keys land in
 // owner-referenced Secrets, the data plane is applied as specified, bad references and expiry
-// flip conditions, rotation overlaps, finalizers clean up, and a restart or a resync writes nothing.
+// flip conditions, rotation overlaps and finalizers clean up (steady state: steady-state.test.ts).
 import { createHash } from "node:crypto";
 import { hasValidChecksum } from "@capstan/shared";
 import type { KubeHttp } from "@capstan/shared/kube";
@@ -17,7 +17,6 @@ import {
   list,
   type Obj,
   patch,
-  quiesce,
   remove,
   startOperatorFor,
   whenCondition,
@@ -423,47 +422,5 @@ describe("deletion", () => {
       else expect(owner?.metadata.uid).toBe(ref?.uid);
       expect(ref).toMatchObject({ controller: true, blockOwnerDeletion: true });
     }
-  });
-});
-
-describe("steady state", () => {
-  it("a resync writes nothing; a restarted operator issues no second key and writes nothing", async () => {
-    // Steady state means nothing failing: a failed source is retried on its backoff (writes). The
-    // example's page cannot be reached from here, so it leaves the knowledge base first.
-    const kbRef = { apiVersion: CAP, kind: "KnowledgeBase", ns, name: "product-docs" };
-    const sources = ((await get(client, CAP, "KnowledgeBase", ns, "product-docs"))?.spec?.sources ?? []) as {
-      url?: string;
-    }[];
-    await patch(client, kbRef, { spec: { sources: sources.filter((s) => !s.url) } });
-    await eventually("product-docs ingested with nothing failing", async () => {
-      const o = await get(client, CAP, "KnowledgeBase", ns, "product-docs");
-      const settled = o?.status?.failures === 0 && condition(o, "Ingested")?.status === "True";
-      return settled && !o?.metadata.annotations?.["capstan.dev/failing-since"] ? o : undefined;
-    });
-    await quiesce(operator);
-    const writes = operator.http.writes;
-    const seen: string[] = [];
-    operator.http.onWrite = (m, p) => seen.push(`${m} ${p}`);
-    for (const inf of Object.values(operator.informers)) inf.resync();
-    await quiesce(operator);
-    expect(seen).toEqual([]);
-    expect(operator.http.writes - writes).toBe(0);
-
-    const secretsBefore = (await list(client, "v1", "Secret", ns)).map((s) => [s.metadata.name, s.data?.key]);
-    const statusBefore = (await list(client, CAP, "AccessChannel", ns)).map((c) => [
-      c.metadata.name,
-      c.status?.keyHash,
-    ]);
-    await operator.stop();
-    operator = startOperatorFor(inject("kubeconfig"), ns, overrides, { search });
-    await operator.start();
-    await quiesce(operator);
-    const reconciled = Object.values(operator.controllers).reduce((n, c) => n + c.reconciles, 0);
-    expect(reconciled).toBeGreaterThan(0);
-    expect(operator.http.writes).toBe(0);
-    expect((await list(client, "v1", "Secret", ns)).map((s) => [s.metadata.name, s.data?.key])).toEqual(secretsBefore);
-    expect((await list(client, CAP, "AccessChannel", ns)).map((c) => [c.metadata.name, c.status?.keyHash])).toEqual(
-      statusBefore,
-    );
   });
 });
