@@ -49,7 +49,7 @@ beforeAll(async () => {
     LOG_LEVEL: "warn",
     OTEL_SDK_DISABLED: "true",
   });
-  await waitFor("search ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+  await waitFor("search ready", async () => (await statusOf(`${url}/readyz`)) === 200, {
     timeoutMs: 120_000,
     proc,
   });
@@ -59,9 +59,19 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * A GET's status, with the body read: an unread body keeps its kept-alive socket, and the process
+ * stopping later (the SIGTERM test) would surface as an unhandled "other side closed" error.
+ */
+async function statusOf(target: string): Promise<number> {
+  const res = await fetch(target);
+  await res.arrayBuffer();
+  return res.status;
+}
+
 describe("search process", () => {
   it("serves health, metrics, ingestion and search from env configuration", async () => {
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect(await statusOf(`${url}/healthz`)).toBe(200);
     await ingest(url, "kb_handbook", HANDBOOK.slice(0, 4));
     const r = await call<{ docsId: string }[]>(url, "/v1/rag/search", {
       token: "proc-key",

@@ -2,7 +2,7 @@
 // repository (scripts/images/build.sh), `helm upgrade --install` of charts/capstan with a TLS
 // Secret for the ingress and a PersistentVolume for search's embedded store, then examples/.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -159,6 +159,9 @@ export async function prerequisites(kube: KubeHttp, tls: Tls, dataDir: string): 
     } as object),
   });
   // No dynamic provisioner on a one-node test cluster: a hostPath volume pre-bound to the claim.
+  // A new cluster (no such volume yet) starts from an empty folder, not an earlier run's vectors.
+  if (!(await get(kube, "PersistentVolume", "v1", `${SEARCH_CLAIM}-pv`)))
+    rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   execFileSync("chown", ["10001:10001", dataDir]);
   await apply(kube, {
