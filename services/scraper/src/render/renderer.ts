@@ -140,6 +140,7 @@ export class Renderer {
       const remaining = () => Math.max(1, deadline - Date.now());
       let target = req.url;
       let response: Response | null = null;
+      let retriedInterrupted = false;
       for (let hops = 0; ; hops++) {
         state.redirect = undefined;
         state.mainError = undefined;
@@ -158,6 +159,12 @@ export class Renderer {
             continue;
           }
           if ((err as Error).name === "TimeoutError") throw new ScraperError("TIMEOUT", [timeout, "page load"]);
+          // A pooled page can still carry a navigation the previous scrape's document started
+          // (a late client-side redirect) that interrupts this one: navigate once more.
+          if (!retriedInterrupted && /interrupted by another navigation/.test((err as Error).message)) {
+            retriedInterrupted = true;
+            continue;
+          }
           throw this.navigationError(err as Error);
         }
       }
