@@ -3,24 +3,10 @@
 import { collectionPath, KubeApiError, type KubeHttp } from "@capstan/shared/kube";
 import { inject } from "vitest";
 import { kubeHttpFrom } from "../../ground/kube-client.ts";
+import type { Obj } from "../../operator/helpers.ts";
 
-export interface Obj {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    generation?: number;
-    ownerReferences?: { kind: string; name: string }[];
-    deletionTimestamp?: string;
-  };
-  spec?: Record<string, unknown>;
-  status?: Record<string, unknown>;
-  data?: Record<string, string>;
-}
+/** The shape of an API object the tests read and write (shared with the operator's tests). */
+export type { Obj } from "../../operator/helpers.ts";
 
 /** Plural of each kind the e2e tests touch (the path of an object needs it). */
 const PLURALS: Record<string, string> = {
