@@ -3,9 +3,10 @@
 // GET /api/v1/history, plus /healthz, /readyz and /metrics from buildBaseApp.
 import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
 import type { Agent } from "@capstan/shared/api";
+import { createRedis, RedisLimiter } from "@capstan/shared/limiter";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { ExtractiveAgent } from "./agents/extractive-agent.ts";
 import { LlmAgent } from "./agents/llm-agent.ts";
 import { type Retriever, SearchServiceClient } from "./agents/retrieval.ts";
@@ -18,7 +19,6 @@ import { type HistoryStore, MemoryHistoryStore, RedisHistoryStore } from "./hist
 import { installErrorHandling } from "./http/error-handler.ts";
 import { installRequestContext } from "./http/request-context.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
-import { RedisLimiter } from "./limiter/redis-limiter.ts";
 import { type GatewayMetrics, gatewayMetrics } from "./metrics.ts";
 import { registerChatRoute } from "./routes/chat.ts";
 import { registerMetaRoutes } from "./routes/meta.ts";
@@ -52,33 +52,6 @@ export interface Gateway {
 export function modeOf(agent: Agent): AgentMode {
   if (!agent.spec.provider) return "extractive";
   return agent.spec.knowledge ? "rag" : "llm";
-}
-
-/** A Redis client for the data path: fail fast while disconnected (the policy applies), reconnect forever. */
-export function createRedis(url: string, logger: Logger, commandTimeoutMs = 5_000): Redis {
-  const redis = new Redis(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2_000,
-    // A bound on every command (history writes, reads); the limiter races its own shorter timeout.
-    commandTimeout: commandTimeoutMs,
-    retryStrategy: (times) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)),
-    lazyConnect: false,
-    // No auto-pipelining: it builds a Pipeline object for every command, which at low concurrency
-    // costs more CPU than the write it saves. The limiter corks the socket for one tick instead
-    // (RedisLimiter.cork), so concurrent limiter calls still leave in one write.
-    enableAutoPipelining: false,
-  });
-  let lastError = "";
-  redis.on("error", (err: Error) => {
-    if (err.message !== lastError) logger.warn({ err: err.message }, "redis connection error");
-    lastError = err.message;
-  });
-  redis.on("ready", () => {
-    lastError = "";
-    logger.info("redis connected");
-  });
-  return redis;
 }
 
 export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: GatewayDeps): FastifyInstance {

@@ -1,7 +1,8 @@
 // @capstan/gateway: the OpenAI-compatible chat gateway.
 
+export { createRedis } from "@capstan/shared/limiter";
 export type { Retriever, SearchQuery, SearchResult } from "./agents/retrieval.ts";
-export { buildApp, createRedis, type Gateway, type GatewayDeps, modeOf } from "./app.ts";
+export { buildApp, type Gateway, type GatewayDeps, modeOf } from "./app.ts";
 export {
   type GatewayConfig,
   type GatewayConfigInput,

@@ -1,6 +1,7 @@
 // The gateway's Prometheus metrics. Labels carry channel ids (namespace/name) and agent names,
 // never keys. Request counts and latency per route come from buildBaseApp.
-import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
+import { Counter, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
+import { limiterMetrics } from "@capstan/shared/limiter";
 
 const TOKEN_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 200_000];
 
@@ -59,30 +60,8 @@ export function gatewayMetrics(registry: Registry) {
       labelNames: ["channel", "backend"] as const,
       registers,
     }),
-    limiterDecisions: new Counter({
-      name: "gateway_limiter_decisions_total",
-      help: "Limiter decisions by backend (redis, local, none) and result",
-      labelNames: ["backend", "result"] as const,
-      registers,
-    }),
-    limiterBackendErrors: new Counter({
-      name: "gateway_limiter_backend_errors_total",
-      help: "Limiter calls Redis could not answer (unavailable, timeout, error); the Redis-down policy applied",
-      labelNames: ["reason"] as const,
-      registers,
-    }),
-    limiterDegraded: new Gauge({
-      name: "gateway_limiter_degraded",
-      help: "1 while the Redis limiter is unavailable and the Redis-down policy is in force",
-      registers,
-    }),
-    limiterLatency: new Histogram({
-      name: "gateway_limiter_duration_seconds",
-      help: "Limiter decision latency by backend",
-      labelNames: ["backend"] as const,
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers,
-    }),
+    // gateway_limiter_decisions_total, _backend_errors_total, _degraded, _duration_seconds
+    ...limiterMetrics(registry, "gateway"),
     historyWrites: new Counter({
       name: "gateway_history_writes_total",
       help: "Exchanges written to history by outcome",

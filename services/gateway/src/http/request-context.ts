@@ -3,6 +3,7 @@
 // QPM decision. Auth and the limiter run in onRequest, before the body is read, so a rejected
 // request costs little.
 import { randomUUID } from "node:crypto";
+import { type LimitDecision, rateLimitHeaders, retryAfterSeconds } from "@capstan/shared/limiter";
 import {
   type Context,
   context,
@@ -17,7 +18,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import type { Gateway } from "../app.ts";
 import type { ResolvedChannel } from "../channels.ts";
 import { GatewayError } from "../errors.ts";
-import { type LimitDecision, rateLimitHeaders, retryAfterSeconds } from "../limiter/decision.ts";
 import { tracerOf } from "../tracer.ts";
 
 declare module "fastify" {

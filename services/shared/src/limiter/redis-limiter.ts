@@ -1,5 +1,6 @@
-// Exact requests-per-window limiting shared by every gateway replica: a sliding log in one Redis
-// sorted set per channel, checked and updated by one Lua script in one round trip (EVALSHA). The
+// Exact requests-per-window limiting shared by every replica of a service (the gateway's
+// per-channel QPM, search's per-key requests per minute): a sliding log in one Redis sorted set
+// per limited subject, checked and updated by one Lua script in one round trip (EVALSHA). The
 // script reads Redis' own clock (TIME), so replicas with skewed clocks still agree, and Redis runs
 // scripts one at a time, so no two replicas can both take the last slot: at most `limit` requests
 // are accepted in any window, however many replicas share the Redis.
