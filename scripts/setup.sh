@@ -32,13 +32,43 @@ fi
 export PATH="$PWD/node_modules/.bin:$PATH"
 log "node $(node --version)"
 
+# The container images the e2e tests install (scripts/images/build.sh) build in the background
+# while the Go builds below run: buildah spends its time on downloads, dpkg and compression more
+# than on compiling, so the two overlap well on two cores. Its tools come first (30-images.sh);
+# its output goes to a log printed when it ends. CAPSTAN_SKIP_IMAGES=1 leaves the images to the
+# e2e tests' own build.
+images_pid=""
+if [ "${CAPSTAN_SKIP_IMAGES:-}" != "1" ]; then
+  log "running scripts/setup.d/30-images.sh"
+  bash scripts/setup.d/30-images.sh
+  images_log=$(mktemp -t capstan-images-build.XXXXXX.log)
+  log "building the container images in the background (log: $images_log)"
+  # Its own session, so that a failing step below can stop the whole build (trap).
+  setsid bash scripts/images/build.sh >"$images_log" 2>&1 &
+  images_pid=$!
+  trap '[ -n "$images_pid" ] && kill -- -"$images_pid" 2>/dev/null' EXIT
+fi
+
 if [ "${CAPSTAN_SKIP_KUBE:-}" != "1" ]; then
   bash test/scripts/build-kube-binaries.sh
 fi
 
 for snippet in scripts/setup.d/*.sh; do
   [ -e "$snippet" ] || continue
+  [ -n "$images_pid" ] && [ "$(basename "$snippet")" = 30-images.sh ] && continue
   log "running $snippet"
   bash "$snippet"
 done
+
+if [ -n "$images_pid" ]; then
+  log "waiting for the container images"
+  if ! wait "$images_pid"; then
+    tail -n 40 "$images_log" >&2
+    log "the container image build failed (whole log: $images_log)"
+    exit 1
+  fi
+  images_pid=""
+  grep -E '^\[images\] ' "$images_log" | tail -n 12
+  rm -f "$images_log"
+fi
 log "done in $((SECONDS - start)) s"

@@ -1,6 +1,8 @@
 // Child processes of the test ground: started with their output kept for diagnostics, stopped
 // with SIGTERM then SIGKILL, and always killed when the test process exits.
 import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream, mkdirSync } from "node:fs";
+import { join } from "node:path";
 
 export interface ManagedProcess {
   readonly name: string;
@@ -18,6 +20,8 @@ process.on("exit", () => {
 /**
  * `detached` starts the process in its own session (setsid), so a signal to the caller's process
  * group (a `timeout`, Ctrl-C) does not reach it and teardown can stop daemons in order.
+ * With CAPSTAN_GROUND_LOGS set to a directory, each process's whole output is also appended to
+ * `<dir>/<name>.log`, kept after the run (the in-memory tail keeps only the last lines).
  */
 export function startProcess(
   name: string,
@@ -39,6 +43,14 @@ export function startProcess(
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
+  const logDir = process.env.CAPSTAN_GROUND_LOGS;
+  if (logDir) {
+    mkdirSync(logDir, { recursive: true });
+    const file = createWriteStream(join(logDir, `${name}.log`), { flags: "a" });
+    child.stdout?.pipe(file, { end: false });
+    child.stderr?.pipe(file, { end: false });
+    child.on("exit", () => file.end());
+  }
   child.on("exit", () => live.delete(child));
   return {
     name,
