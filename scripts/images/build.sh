@@ -43,11 +43,13 @@ fi
 
 # The images' tag: the base, the build files and every file of the build context (what
 # .dockerignore lets through: manifests, lock, the processes' sources without tests).
-qdrant_xz=$(ls ../shared/vendor/qdrant/qdrant-*-x86_64-linux-gnu.xz)
+# The development Qdrant image carries the server setup installs into the cache (45-qdrant.sh,
+# idempotent; it finds the vendored server).
+qdrant_bin=$(bash scripts/setup.d/45-qdrant.sh | tail -n 1)
 mapfile -t context < <(git ls-files -co --exclude-standard -- package.json package-lock.json services operator |
   grep -v -e '\.test\.ts$' -e '/node_modules/' | sort -u | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 tag=$( (echo "$base_tag"; hash_files Dockerfile .dockerignore scripts/images/{build.sh,lib.sh,runtime-os.sh} \
-  scripts/images/{model-requirements.txt,dev.Dockerfile} "$qdrant_xz" "${context[@]}") | sha256sum | cut -c1-12)
+  scripts/images/{model-requirements.txt,dev.Dockerfile} "$qdrant_bin" "${context[@]}") | sha256sum | cut -c1-12)
 out=$images_dir/$tag
 
 if [ -f "$out/tags.env" ]; then
@@ -66,7 +68,7 @@ else
   dev_ctx=$(mktemp -d)
   trap 'rm -rf "$dev_ctx"' EXIT
   cp scripts/images/runtime-os.sh "$dev_ctx/"
-  bash ../shared/vendor/qdrant/install.sh "$dev_ctx" >/dev/null
+  cp "$qdrant_bin" "$dev_ctx/qdrant"
 
   for name in "${apps[@]}" "${devs[@]}"; do
     image=localhost/capstan/$name:$tag

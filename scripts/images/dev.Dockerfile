@@ -1,7 +1,7 @@
 # Development images for the chart's opt-in in-chart dependencies. NOT for production: one
 # replica, no persistence (Redis) or a single node (Qdrant), no authentication inside the cluster.
 # Built by scripts/images/build.sh from a context folder holding runtime-os.sh and the vendored
-# Qdrant server binary (../shared/vendor/qdrant/install.sh); same user and hardening as the app images.
+# Qdrant server binary (the one scripts/setup.d/45-qdrant.sh installs); same user and hardening as the app images.
 ARG BASE=node:24-bookworm-slim
 
 # Neither server runs Node: the base's node binary (120 MB) goes too.

@@ -20,6 +20,10 @@ if [ -z "$qdrant_vendor" ]; then
   : "${qdrant_vendor:=${candidates[0]}}"
 fi
 qdrant_dir=${CAPSTAN_CACHE:-$HOME/.cache/capstan}/qdrant/$qdrant_version
+# One install at a time: the image build (scripts/images/build.sh) runs this too, beside setup.
+mkdir -p "$(dirname "$qdrant_dir")"
+exec 8>"$qdrant_dir.lock"
+flock 8
 if ! "$qdrant_dir/qdrant" --version 2>/dev/null | grep -q "$qdrant_version"; then
   if [ ! -f "$qdrant_vendor/install.sh" ]; then
     echo "[setup] qdrant: no vendored Qdrant at $qdrant_vendor (set QDRANT_VENDOR_DIR to the folder holding install.sh)" >&2
@@ -30,4 +34,6 @@ if ! "$qdrant_dir/qdrant" --version 2>/dev/null | grep -q "$qdrant_version"; the
     nice -n 10 bash "$qdrant_vendor/build.sh" "$qdrant_dir"
   fi
 fi
-"$qdrant_dir/qdrant" --version
+"$qdrant_dir/qdrant" --version >&2
+# The last line is the binary's path (scripts/images/build.sh reads it).
+echo "$qdrant_dir/qdrant"
