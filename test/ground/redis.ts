@@ -7,6 +7,10 @@ export interface RedisServer {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /** SIGSTOP: the process keeps its connections but answers nothing (a hung node, a partition). */
+  freeze(): void;
+  /** SIGCONT: it answers again, including what was sent while it was frozen. */
+  thaw(): void;
 }
 
 function ping(port: number): Promise<boolean> {
@@ -41,5 +45,14 @@ export async function startRedis(opts: { port?: number } = {}): Promise<RedisSer
     "yes",
   ]);
   await waitFor("redis PING", () => ping(port), { timeoutMs: 15_000, proc });
-  return { url: `redis://127.0.0.1:${port}`, port, stop: () => proc.stop() };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: async () => {
+      proc.child.kill("SIGCONT"); // a frozen process would ignore SIGTERM until killed
+      await proc.stop();
+    },
+    freeze: () => proc.child.kill("SIGSTOP"),
+    thaw: () => proc.child.kill("SIGCONT"),
+  };
 }

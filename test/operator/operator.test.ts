@@ -210,6 +210,7 @@ describe("examples/", () => {
       template: {
         spec: {
           serviceAccountName: string;
+          terminationGracePeriodSeconds: number;
           securityContext: Record<string, unknown>;
           containers: {
             image: string;
@@ -242,6 +243,8 @@ describe("examples/", () => {
       CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
       CAPSTAN_INTERNAL_TOKEN: { secretKeyRef: { name: "capstan-internal-token", key: "token" } },
       CAPSTAN_SECRETS_DIR: "/var/run/capstan/secrets",
+      CAPSTAN_LIMITER_REPLICAS: "2",
+      CAPSTAN_TERMINATION_GRACE_SECONDS: String(g.template.spec.terminationGracePeriodSeconds),
     });
     expect(s.replicas).toBe(1);
     const senv = Object.fromEntries(

@@ -198,6 +198,9 @@ export function gatewayObjects(
         env("CAPSTAN_SEARCH_URL", searchInternalUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
+        // The limiter's Redis-down share is QPM / replicas; the drain window fits the grace period.
+        env("CAPSTAN_LIMITER_REPLICAS", c.gateway.replicas),
+        env("CAPSTAN_TERMINATION_GRACE_SECONDS", c.gateway.terminationGracePeriodSeconds),
         ...otelEnv(c.otel, GATEWAY_NAME),
         ...extraEnv(c.gateway.extraEnv),
       ],

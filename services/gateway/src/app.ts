@@ -15,11 +15,14 @@ import type { AgentMode, ChatAgent } from "./agents/types.ts";
 import { UpstreamClient } from "./agents/upstream.ts";
 import { ChannelDirectory } from "./channels.ts";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.ts";
+import { BufferedHistoryStore } from "./history/buffered.ts";
 import { type HistoryStore, MemoryHistoryStore, RedisHistoryStore } from "./history/store.ts";
+import { Drain } from "./http/drain.ts";
 import { installErrorHandling } from "./http/error-handler.ts";
 import { installRequestContext } from "./http/request-context.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
 import { type GatewayMetrics, gatewayMetrics } from "./metrics.ts";
+import { RedisBreaker } from "./redis/breaker.ts";
 import { registerChatRoute } from "./routes/chat.ts";
 import { registerMetaRoutes } from "./routes/meta.ts";
 import { ChainSecretResolver, EnvSecretResolver, FileSecretResolver, type SecretResolver } from "./secrets.ts";
@@ -43,10 +46,23 @@ export interface Gateway {
   channels: ChannelDirectory;
   limiter: QpmLimiter;
   history: HistoryStore;
+  /** The circuit breaker in front of Redis (absent without Redis). */
+  breaker: RedisBreaker | undefined;
+  /** Graceful stop: readiness off, then open requests cut at the end of the drain window. */
+  drain: Drain;
   metrics: GatewayMetrics;
   logger: Logger;
   now: () => number;
   agentFor(agent: Agent): ChatAgent;
+}
+
+const gateways = new WeakMap<FastifyInstance, Gateway>();
+
+/** The gateway behind an app built by buildApp (for the graceful stop and tests). */
+export function gatewayOf(app: FastifyInstance): Gateway {
+  const gateway = gateways.get(app);
+  if (!gateway) throw new Error("not a gateway app");
+  return gateway;
 }
 
 export function modeOf(agent: Agent): AgentMode {
@@ -66,18 +82,37 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
       : undefined;
   const redis = deps.redis ?? ownRedis;
 
+  const breaker = redis
+    ? new RedisBreaker({
+        redis,
+        timeoutMs: config.limiter.redisTimeoutMs,
+        failureThreshold: config.limiter.breakerFailures,
+        probeIntervalMs: config.limiter.breakerProbeMs,
+        metrics,
+        logger,
+      })
+    : undefined;
   const limiter = new QpmLimiter({
-    redis: redis ? new RedisLimiter(redis, config.limiter) : undefined,
+    redis: redis && breaker ? { limiter: new RedisLimiter(redis, config.limiter), breaker } : undefined,
     windowMs: config.limiter.windowMs,
     policy: config.limiter.redisDownPolicy,
-    timeoutMs: config.limiter.redisTimeoutMs,
+    replicas: config.limiter.replicas,
+    startWaitMs: config.limiter.redisTimeoutMs,
     metrics,
     logger,
   });
-  const history: HistoryStore = redis
-    ? new RedisHistoryStore(redis, config.history)
-    : new MemoryHistoryStore(config.history);
+  const buffered =
+    redis && breaker
+      ? new BufferedHistoryStore(new RedisHistoryStore(redis, config.history), breaker, {
+          maxBuffered: config.history.bufferEntries,
+          overflowLogIntervalMs: config.history.overflowLogIntervalMs,
+          metrics,
+          logger,
+        })
+      : undefined;
+  const history: HistoryStore = buffered ?? new MemoryHistoryStore(config.history);
   if (!redis) logger.warn("no REDIS_URL: conversation history is kept in process memory only (lost on restart)");
+  const drain = new Drain();
 
   const secrets =
     deps.secrets ??
@@ -110,10 +145,37 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     registry,
     logger,
     bodyLimit: config.bodyLimitBytes,
-    notReady: () =>
-      deps.view.hasSynced("AccessChannel", "Agent")
+    notReady: () => {
+      if (drain.draining) return "shutting down";
+      return deps.view.hasSynced("AccessChannel", "Agent")
         ? limiter.notReady(startedAt, config.limiter.readyWaitMs, Date.now())
-        : "resources not loaded yet",
+        : "resources not loaded yet";
+    },
+    readyDetails: () => ({
+      conditions: [
+        limiter.condition(),
+        ...(breaker
+          ? [
+              {
+                type: "RedisAvailable",
+                status: breaker.closed ? "True" : "False",
+                reason: breaker.closed ? "CircuitClosed" : "CircuitOpen",
+                message: `circuit ${breaker.state} since ${new Date(breaker.changedAt).toISOString()}`,
+              },
+            ]
+          : []),
+        ...(buffered && buffered.buffered > 0
+          ? [
+              {
+                type: "HistoryWritten",
+                status: "False",
+                reason: "Buffered",
+                message: `${buffered.buffered} exchange(s) wait for Redis`,
+              },
+            ]
+          : []),
+      ],
+    }),
   });
   const gateway: Gateway = {
     config,
@@ -121,20 +183,35 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     channels,
     limiter,
     history,
+    breaker,
+    drain,
     metrics,
     logger,
     now: deps.now ?? Date.now,
     agentFor: (agent) => agents[modeOf(agent)],
   };
   installErrorHandling(app, config.bodyLimitBytes);
+  // While draining, answers close their connection, so clients reconnect to another replica.
+  app.addHook("onSend", async (_req, reply) => {
+    if (drain.draining) reply.header("connection", "close");
+  });
   installRequestContext(app, gateway);
   registerChatRoute(app, gateway);
   registerMetaRoutes(app, gateway);
 
+  // Runs after the server has closed and every request has ended (Fastify closes the server in
+  // the onClose hook it adds last, and runs onClose hooks last-added first).
   app.addHook("onClose", async () => {
     channels.close();
-    await Promise.allSettled([upstream.close(), searchClient?.close()]);
+    limiter.close();
+    await Promise.allSettled([upstream.close(), searchClient?.close(), buffered?.flush()]);
+    if (buffered && buffered.buffered > 0) {
+      logger.warn({ lost: buffered.buffered }, "history buffer not written before exit (Redis unavailable)");
+    }
+    buffered?.close();
+    breaker?.close();
     if (ownRedis) ownRedis.disconnect();
   });
+  gateways.set(app, gateway);
   return app;
 }

@@ -8,7 +8,22 @@ describe("gateway config", () => {
     expect(c).toMatchObject({ port: 8080, host: "0.0.0.0", resourcesDirs: [] });
     expect(c.redisUrl).toBeUndefined();
     expect(c.search.url).toBe("http://127.0.0.1:8081");
-    expect(c.limiter).toMatchObject({ windowMs: 60_000, redisDownPolicy: "local" });
+    expect(c.limiter).toMatchObject({ windowMs: 60_000, redisDownPolicy: "local", replicas: 1 });
+    expect(c.shutdown).toEqual({ terminationGraceSeconds: 30, unreadyDelayMs: 5_000, reserveMs: 4_000 });
+  });
+
+  it("reads the replica count and the grace period the operator passes, and refuses a grace too short", () => {
+    const c = loadGatewayConfig({
+      CAPSTAN_LIMITER_REPLICAS: "3",
+      CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "fail-open",
+      CAPSTAN_TERMINATION_GRACE_SECONDS: "60",
+    });
+    expect(c.limiter).toMatchObject({ replicas: 3, redisDownPolicy: "fail-open" });
+    expect(c.shutdown.terminationGraceSeconds).toBe(60);
+    expect(() => loadGatewayConfig({ CAPSTAN_TERMINATION_GRACE_SECONDS: "8" })).toThrow(/terminationGraceSeconds/);
+    expect(() => loadGatewayConfig({ CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "allow" })).toThrow(
+      /CAPSTAN_LIMITER_REDIS_DOWN_POLICY/,
+    );
   });
 
   it("reads the environment", () => {

@@ -26,24 +26,27 @@ export const gatewayConfigSchema = z.object({
     .object({
       /** Sliding-window length; QPM means "at most qpm requests in any window of this length". */
       windowMs: z.int().min(1000).max(3_600_000).default(60_000),
-      /** What to do when Redis cannot answer: local = in-process limiter per replica. */
-      redisDownPolicy: z.enum(["local", "allow", "deny"]).default("local"),
       /**
-       * How long one limiter call may wait for Redis before the policy applies. Generous on
-       * purpose: a slow (overloaded) Redis still gives exact answers, a fallback does not.
+       * While Redis cannot answer: local = each replica admits floor(QPM / replicas); deny = 503;
+       * fail-open = no limit (explicit opt-in only: the fleet's QPM is then not held).
+       */
+      redisDownPolicy: z.enum(["local", "deny", "fail-open"]).default("local"),
+      /** Gateway replicas sharing each channel's QPM: the local policy's divisor (the operator passes it). */
+      replicas: z.int().min(1).max(1000).default(1),
+      /**
+       * How long one call may wait for Redis before it counts as a failure. Generous on purpose: a
+       * slow (overloaded) Redis still gives exact answers; a frozen one opens the breaker.
        */
       redisTimeoutMs: z.int().min(1).max(10_000).default(2_000),
+      /** Consecutive failed Redis calls that open the breaker. */
+      breakerFailures: z.int().min(1).max(1000).default(3),
+      /** While the breaker is open: how often a probe asks Redis whether it answers again. */
+      breakerProbeMs: z.int().min(10).max(60_000).default(1_000),
       /** At start-up, /readyz waits this long for the first Redis connection before serving degraded. */
       readyWaitMs: z.int().min(0).max(600_000).default(10_000),
       keyPrefix: z.string().default("capstan:rl:"),
     })
-    .default({
-      windowMs: 60_000,
-      redisDownPolicy: "local",
-      redisTimeoutMs: 2_000,
-      readyWaitMs: 10_000,
-      keyPrefix: "capstan:rl:",
-    }),
+    .prefault({}),
   history: z
     .object({
       /** Exchanges older than this are trimmed. Default 30 days. */
@@ -54,9 +57,29 @@ export const gatewayConfigSchema = z.object({
         .default(30 * 86400),
       /** At most this many exchanges per channel. */
       maxEntries: z.int().min(1).max(1_000_000).default(10_000),
+      /** Exchanges kept in process while Redis is away, written when it returns (oldest dropped beyond). */
+      bufferEntries: z.int().min(0).max(1_000_000).default(10_000),
+      /** At most one "history buffer full" log line per this interval. */
+      overflowLogIntervalMs: z.int().min(100).max(3_600_000).default(60_000),
       keyPrefix: z.string().default("capstan:history:"),
     })
-    .default({ retentionSeconds: 30 * 86400, maxEntries: 10_000, keyPrefix: "capstan:history:" }),
+    .prefault({}),
+  shutdown: z
+    .object({
+      /**
+       * The pod's terminationGracePeriodSeconds (the chart's <workload>.terminationGracePeriodSeconds,
+       * passed by the operator): everything below fits inside it.
+       */
+      terminationGraceSeconds: z.int().min(5).max(3600).default(30),
+      /** After SIGTERM, readiness fails and requests are still served this long (endpoints catch up). */
+      unreadyDelayMs: z.int().min(0).max(60_000).default(5_000),
+      /** Kept free at the end of the grace period to end cut streams, write history and exit. */
+      reserveMs: z.int().min(1_000).max(60_000).default(4_000),
+    })
+    .prefault({})
+    .refine((s) => s.unreadyDelayMs + s.reserveMs < s.terminationGraceSeconds * 1000, {
+      message: "unreadyDelayMs + reserveMs must be shorter than terminationGraceSeconds",
+    }),
   search: z
     .object({
       url: z
@@ -95,10 +118,16 @@ export const gatewayEnvMap: EnvMap = {
   CAPSTAN_RESOURCES_DIR: { path: "resourcesDirs", parse: envParsers.list },
   CAPSTAN_LIMITER_WINDOW_MS: { path: "limiter.windowMs", parse: envParsers.int },
   CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",
+  CAPSTAN_LIMITER_REPLICAS: { path: "limiter.replicas", parse: envParsers.int },
   CAPSTAN_LIMITER_REDIS_TIMEOUT_MS: { path: "limiter.redisTimeoutMs", parse: envParsers.int },
+  CAPSTAN_REDIS_BREAKER_FAILURES: { path: "limiter.breakerFailures", parse: envParsers.int },
+  CAPSTAN_REDIS_BREAKER_PROBE_MS: { path: "limiter.breakerProbeMs", parse: envParsers.int },
   CAPSTAN_LIMITER_READY_WAIT_MS: { path: "limiter.readyWaitMs", parse: envParsers.int },
   CAPSTAN_HISTORY_RETENTION_SECONDS: { path: "history.retentionSeconds", parse: envParsers.int },
   CAPSTAN_HISTORY_MAX_ENTRIES: { path: "history.maxEntries", parse: envParsers.int },
+  CAPSTAN_HISTORY_BUFFER_ENTRIES: { path: "history.bufferEntries", parse: envParsers.int },
+  CAPSTAN_TERMINATION_GRACE_SECONDS: { path: "shutdown.terminationGraceSeconds", parse: envParsers.int },
+  CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS: { path: "shutdown.unreadyDelayMs", parse: envParsers.int },
   CAPSTAN_SEARCH_URL: "search.url",
   CAPSTAN_INTERNAL_TOKEN: "search.internalToken",
   CAPSTAN_SEARCH_TIMEOUT_MS: { path: "search.timeoutMs", parse: envParsers.int },

@@ -94,6 +94,13 @@ export const ERRORS = {
     message: "Knowledge retrieval failed: {detail}",
     retry: true,
   },
+  server_shutting_down: {
+    status: 503,
+    type: "server_error",
+    message:
+      "The gateway is shutting down and could not finish this answer; the answer is incomplete. Retry the request.",
+    retry: true,
+  },
   internal_error: { status: 500, type: "server_error", message: "Internal server error.", retry: true },
 } as const satisfies Record<string, ErrorSpec>;
 

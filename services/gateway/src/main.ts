@@ -5,6 +5,7 @@ import { KubeHttp, loadKubeAccess } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
+import { drainAndClose, drainTimes } from "./shutdown.ts";
 
 async function main(): Promise<void> {
   const tracing = startTracing("capstan-gateway");
@@ -46,13 +47,14 @@ async function main(): Promise<void> {
   const app = buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
 
+  const times = drainTimes(config.shutdown);
   stopOnSignals(
     async () => {
+      await drainAndClose(app, times, logger);
       stopSource();
-      await app.close();
       await tracing.shutdown();
     },
-    { logger },
+    { logger, graceMs: times.exitAfterMs },
   );
 }
 

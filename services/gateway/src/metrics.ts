@@ -1,6 +1,6 @@
 // The gateway's Prometheus metrics. Labels carry channel ids (namespace/name) and agent names,
 // never keys. Request counts and latency per route come from buildBaseApp.
-import { Counter, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
+import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
 import { limiterMetrics } from "@capstan/shared/limiter";
 
 const TOKEN_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 200_000];
@@ -60,12 +60,41 @@ export function gatewayMetrics(registry: Registry) {
       labelNames: ["channel", "backend"] as const,
       registers,
     }),
-    // gateway_limiter_decisions_total, _backend_errors_total, _degraded, _duration_seconds
+    // gateway_limiter_decisions_total, _backend_errors_total, _degraded, _duration_seconds; here
+    // _degraded is 1 while the QPM is not decided by Redis alone (policy in force, or recovery).
     ...limiterMetrics(registry, "gateway"),
+    limiterMode: new Gauge({
+      name: "gateway_limiter_mode",
+      help: "1 for the limiter's current mode: shared (Redis), fallback (Redis-down policy), recovering, in-process",
+      labelNames: ["mode"] as const,
+      registers,
+    }),
+    redisBreakerState: new Gauge({
+      name: "gateway_redis_breaker_state",
+      help: "1 for the current state of the circuit breaker in front of Redis: closed, open, half_open",
+      labelNames: ["state"] as const,
+      registers,
+    }),
+    redisBreakerTransitions: new Counter({
+      name: "gateway_redis_breaker_transitions_total",
+      help: "Changes of the Redis circuit breaker to open or closed",
+      labelNames: ["to"] as const,
+      registers,
+    }),
     historyWrites: new Counter({
       name: "gateway_history_writes_total",
-      help: "Exchanges written to history by outcome",
+      help: "Exchanges written to history by outcome (ok: at once, buffered: kept for later, flushed: written from the buffer)",
       labelNames: ["outcome"] as const,
+      registers,
+    }),
+    historyBuffered: new Gauge({
+      name: "gateway_history_buffered",
+      help: "Exchanges waiting in the history buffer for Redis to return",
+      registers,
+    }),
+    historyDropped: new Counter({
+      name: "gateway_history_buffer_dropped_total",
+      help: "Exchanges dropped because the history buffer was full (the oldest go first)",
       registers,
     }),
     clientAborts: new Counter({

@@ -11,6 +11,8 @@ export interface BaseAppOptions {
   logger?: Logger;
   /** Readiness: returns a reason when not ready. */
   notReady?: () => string | undefined;
+  /** More fields of the /readyz body, ready or not (e.g. conditions of a degraded mode). */
+  readyDetails?: () => Record<string, unknown>;
   bodyLimit?: number;
   trustProxy?: FastifyServerOptions["trustProxy"];
 }
@@ -48,8 +50,9 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
   app.get("/healthz", async () => ({ status: "ok", service: opts.service }));
   app.get("/readyz", async (_req, reply) => {
     const reason = opts.notReady?.();
-    if (reason) return reply.code(503).send({ status: "not ready", reason });
-    return { status: "ready" };
+    const details = opts.readyDetails?.() ?? {};
+    if (reason) return reply.code(503).send({ status: "not ready", reason, ...details });
+    return { status: "ready", ...details };
   });
   app.get("/metrics", async (_req, reply) => {
     reply.header("content-type", opts.registry.contentType);

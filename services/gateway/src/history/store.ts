@@ -46,13 +46,42 @@ export interface HistoryOptions {
 
 const CURSOR = /^\d+-\d+$/;
 
+// KEYS[1] = the channel's stream, KEYS[2] = the exchange's write marker; ARGV = min id, max
+// entries, retention (s), the exchange's JSON, marker lifetime (s). The marker makes a write
+// idempotent: a write that timed out while Redis was frozen may still run when it thaws, and the
+// buffered copy written after it must not add the exchange twice.
+const APPEND_SCRIPT = `
+if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[5]) then return 0 end
+redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'exchange', ARGV[4])
+redis.call('XTRIM', KEYS[1], 'MAXLEN', '~', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+`;
+const MARKER_SECONDS = 3600;
+type AppendRunner = (
+  stream: string,
+  marker: string,
+  minId: string,
+  maxEntries: number,
+  retention: number,
+  json: string,
+  markerSeconds: number,
+) => Promise<number>;
+
 export class RedisHistoryStore implements HistoryStore {
   private readonly redis: Redis;
   private readonly opts: HistoryOptions;
 
+  private readonly run: AppendRunner;
+
   constructor(redis: Redis, opts: HistoryOptions) {
     this.redis = redis;
     this.opts = opts;
+    if (!(redis as unknown as Record<string, unknown>).capstanHistoryAppend) {
+      redis.defineCommand("capstanHistoryAppend", { numberOfKeys: 2, lua: APPEND_SCRIPT });
+    }
+    const r = redis as unknown as { capstanHistoryAppend: AppendRunner };
+    this.run = (...args) => r.capstanHistoryAppend(...args);
   }
 
   keyOf(channelId: string): string {
@@ -60,14 +89,16 @@ export class RedisHistoryStore implements HistoryStore {
   }
 
   async append(channelId: string, record: ExchangeRecord): Promise<void> {
-    const key = this.keyOf(channelId);
     const minId = Date.now() - this.opts.retentionSeconds * 1000;
-    await this.redis
-      .multi()
-      .xadd(key, "MINID", "~", String(minId), "*", "exchange", JSON.stringify(record))
-      .xtrim(key, "MAXLEN", "~", this.opts.maxEntries)
-      .expire(key, this.opts.retentionSeconds)
-      .exec();
+    await this.run(
+      this.keyOf(channelId),
+      `${this.opts.keyPrefix}written:${record.id}`,
+      String(minId),
+      this.opts.maxEntries,
+      this.opts.retentionSeconds,
+      JSON.stringify(record),
+      MARKER_SECONDS,
+    );
   }
 
   async list(channelId: string, opts: { limit: number; before?: string }): Promise<HistoryPage> {

@@ -74,8 +74,11 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
         firstTokenMs: ex.firstTokenAt === null ? null : Math.round(ex.firstTokenAt - ex.started),
       },
     };
+    // With Redis, the buffered store counts its own outcomes and logs once per state change.
     gateway.history.append(channel.id, entry).then(
-      () => metrics.historyWrites.inc({ outcome: "ok" }),
+      () => {
+        if (!gateway.breaker) metrics.historyWrites.inc({ outcome: "ok" });
+      },
       (err: Error) => {
         metrics.historyWrites.inc({ outcome: "error" });
         req.log.warn({ err: err.message, channel: channel.id }, "history write failed");
@@ -133,10 +136,20 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
       throw err;
     };
 
+    const open = gateway.drain.track();
+    reply.raw.once("close", open.done);
     if (parsed.stream !== true) {
       let completion: Completion;
       try {
-        completion = await context.with(spanCtx, () => impl.complete(ctx));
+        const answer = context.with(spanCtx, () => impl.complete(ctx));
+        const first = await Promise.race([answer, open.cut]);
+        if (first === "cut") {
+          // The drain window is over and the answer is not: a 503 the SDKs retry elsewhere.
+          abort.abort();
+          answer.catch(() => {});
+          throw new GatewayError("server_shutting_down");
+        }
+        completion = first;
       } catch (err) {
         return failed(err);
       }
@@ -163,9 +176,17 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     }
 
     const iterator = impl.stream(ctx)[Symbol.asyncIterator]();
+    /** The agent's next piece, or "cut" when the drain window ends first. */
+    const next = (): Promise<IteratorResult<StreamPiece> | "cut"> =>
+      Promise.race([context.with(spanCtx, () => iterator.next()), open.cut]);
     let first: IteratorResult<StreamPiece>;
     try {
-      first = await context.with(spanCtx, () => iterator.next());
+      const step = await next();
+      if (step === "cut") {
+        abort.abort();
+        throw new GatewayError("server_shutting_down");
+      }
+      first = step;
     } catch (err) {
       return failed(err);
     }
@@ -213,12 +234,18 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
               ...(piece.finish_reason && citations ? { citations } : {}),
             });
           }
-          step = await context.with(spanCtx, () => iterator.next());
+          const following = await next();
+          if (following === "cut") {
+            // Never end silently: a client must be able to tell a cut answer from a complete one.
+            abort.abort();
+            throw new GatewayError("server_shutting_down");
+          }
+          step = following;
         }
         if (includeUsage && usage) yield sseData({ ...base(), choices: [], usage });
         yield SSE_DONE;
       } catch (err) {
-        if (err instanceof ClientGone || abort.signal.aborted) {
+        if (err instanceof ClientGone || (abort.signal.aborted && !(err instanceof GatewayError))) {
           metrics.clientAborts.inc({ channel: channel.id });
           req.log.info({ channel: channel.id }, "client disconnected mid-stream; upstream call aborted");
           return;
@@ -229,7 +256,12 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
         yield sseData(failure.toBody());
       } finally {
         span.end();
-        await iterator.return?.(undefined);
+        // After a cut the agent's pending step may settle only once the aborted upstream call
+        // notices: do not hold the response (and the shutdown) for it.
+        const closing = iterator.return?.(undefined);
+        if (failure?.code === "server_shutting_down") closing?.catch(() => {});
+        else await closing;
+        open.done();
         record(ex, req, parsed, {
           answer,
           finishReason,
