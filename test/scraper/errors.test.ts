@@ -46,6 +46,24 @@ afterAll(async () => {
   await site?.close();
 });
 
+describe("the rendering service's port", () => {
+  it("renders only for the scraper API: with an API key, POST /scrape needs that key", async () => {
+    const key = "render-test-api-key";
+    const scraper = await scraperWith({ apiKey: key, authEnabled: true });
+    const target = { url: `${site.origin}/ok` };
+    const anonymous = await post(scraper.renderUrl, "/scrape", target);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body).toMatchObject({ success: false, code: "UNAUTHORIZED" });
+    expect((await post(scraper.renderUrl, "/scrape", target, { authorization: "Bearer wrong-key-value" })).status).toBe(
+      401,
+    );
+    // The probe stays open (it renders nothing), and the API, which sends the key, still renders.
+    expect((await fetch(`${scraper.renderUrl}/scrape`)).status).toBe(200);
+    const viaApi = await post(scraper.url, "/scrape", target, { authorization: `Bearer ${key}` });
+    expect(viaApi.status).toBe(200);
+  });
+});
+
 describe("bad input", () => {
   let scraper: Scraper;
   beforeAll(async () => {
@@ -71,6 +89,22 @@ describe("bad input", () => {
     const res = await post(scraper.url, "/scrape", "{not json");
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ success: false, code: "BAD_REQUEST" });
+  });
+
+  it("wrong method on a known route → 405 with Allow", async () => {
+    const res = await fetch(`${scraper.url}/scrape`, { method: "DELETE" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect(await res.json()).toMatchObject({ success: false, code: "METHOD_NOT_ALLOWED" });
+  });
+
+  it("a text/plain body → 415 naming application/json", async () => {
+    const res = await post(scraper.url, "/scrape", JSON.stringify({ url: `${site.origin}/ok` }), {
+      "content-type": "text/plain",
+    });
+    expect(res.status).toBe(415);
+    expect(res.body).toMatchObject({ success: false, code: "MEDIA_TYPE" });
+    expect(String(res.body.error)).toContain("application/json");
   });
 
   it("unknown route → 404 in the error shape", async () => {

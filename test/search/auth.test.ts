@@ -190,6 +190,27 @@ describe("error envelopes", () => {
     expectError(await call(v4.url, "/v1/rag/nothing", { token: "key-scoped", body }), 404, /not found/);
   });
 
+  it("415 naming the received and the accepted type for a text/plain body (not a 400)", async () => {
+    const res = await fetch(`${v4.url}/v1/rag/search`, {
+      method: "POST",
+      headers: { authorization: "Bearer key-scoped", "content-type": "text/plain" },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(415);
+    const json = (await res.json()) as { code: number; message: string };
+    expect(json.code).toBe(415);
+    expect(json.message).toContain("'text/plain'");
+    expect(json.message).toContain("application/json");
+  });
+
+  it("405 with Allow for a known path and the wrong method", async () => {
+    const res = await fetch(`${v4.url}/v1/rag/search`, { headers: { authorization: "Bearer key-scoped" } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect(res.headers.get("x-capstan-error")).toBe("SEARCH_ERR_METHOD");
+    expect(await res.json()).toMatchObject({ code: 405, data: null, message: expect.stringMatching(/GET .*use POST/) });
+  });
+
   it("carries the registry code in x-capstan-error and never a 500", async () => {
     const r = await search(v4, "key-scoped", { ...body, knowledgeIds: ["kb_secret"] });
     expect(r.headers.get("x-capstan-error")).toBe("SEARCH_ERR_KNOWLEDGE_ID");

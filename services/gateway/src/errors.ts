@@ -43,6 +43,18 @@ export const ERRORS = {
     message: "The request body is larger than {limit} bytes.",
     retry: false,
   },
+  unsupported_media_type: {
+    status: 415,
+    type: "invalid_request_error",
+    message: "Unsupported content type '{got}': send the body as JSON with 'Content-Type: application/json'.{hint}",
+    retry: false,
+  },
+  method_not_allowed: {
+    status: 405,
+    type: "invalid_request_error",
+    message: "Method {method} is not allowed on {url}; use {allow}.",
+    retry: false,
+  },
   not_found: { status: 404, type: "invalid_request_error", message: "Unknown route {method} {url}.", retry: false },
   model_not_found: {
     status: 404,

@@ -8,6 +8,11 @@ export const ERRORS = {
   UNAUTHORIZED: { status: 401, message: "missing or invalid API key" },
   BLOCKED_TARGET: { status: 403, message: "target blocked by SSRF policy: %s" },
   NOT_FOUND: { status: 404, message: "route not found: %s" },
+  METHOD_NOT_ALLOWED: { status: 405, message: "method %s not allowed on %s; use %s" },
+  MEDIA_TYPE: {
+    status: 415,
+    message: "unsupported request content type '%s': send the body as JSON with 'Content-Type: application/json'",
+  },
   PAYLOAD_TOO_LARGE: { status: 413, message: "request body too large" },
   UNSUPPORTED_CONTENT: { status: 415, message: "unsupported content type: %s" },
   UNREACHABLE: { status: 502, message: "target unreachable: %s" },

@@ -1,6 +1,7 @@
 // Turns any error into the scraper's error shape {success: false, error, code} with the
 // registry's status, for both HTTP services. Unknown errors are logged and answered as 500
 // without their message (it may carry internals).
+import { allowedMethods } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import type { z } from "zod";
 import { isScraperError, ScraperError } from "./errors.ts";
@@ -18,14 +19,28 @@ export function zodMessage(error: z.ZodError): string {
 }
 
 export function installErrorHandlers(app: FastifyInstance): void {
+  // JSON bodies only: Fastify would otherwise hand a text/plain body to the schema as a string.
+  app.removeContentTypeParser("text/plain");
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (isScraperError(err)) return sendError(reply, err);
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return sendError(reply, new ScraperError("PAYLOAD_TOO_LARGE"));
+    if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+      return sendError(
+        reply,
+        new ScraperError("MEDIA_TYPE", [String(req.headers["content-type"] ?? "").slice(0, 100)]),
+      );
+    }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return sendError(reply, new ScraperError("BAD_REQUEST", [err.message]));
     }
     req.log.error({ err }, "unhandled error");
     return sendError(reply, new ScraperError("INTERNAL"));
   });
-  app.setNotFoundHandler((req, reply) => sendError(reply, new ScraperError("NOT_FOUND", [`${req.method} ${req.url}`])));
+  app.setNotFoundHandler((req, reply) => {
+    const url = req.url.split("?")[0] ?? "";
+    const allow = allowedMethods(app, url);
+    if (allow.length === 0) return sendError(reply, new ScraperError("NOT_FOUND", [`${req.method} ${req.url}`]));
+    reply.header("allow", allow.join(", "));
+    return sendError(reply, new ScraperError("METHOD_NOT_ALLOWED", [req.method, url, allow.join(" or ")]));
+  });
 }

@@ -1,6 +1,13 @@
 // buildApp(config, deps): the search service's Fastify app, apart from listen(), so tests drive
 // it with inject() or over loopback and production runs the same app (main.ts).
-import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
+import {
+  allowedMethods,
+  buildBaseApp,
+  createLogger,
+  createRegistry,
+  type Logger,
+  type Registry,
+} from "@capstan/shared";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyError, FastifyInstance } from "fastify";
 import { SearchKeyAuthenticator } from "./auth/search-keys.ts";
@@ -89,8 +96,9 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     else if (err instanceof StoreError) e = new SearchError("SEARCH_ERR_STORE", { detail: err.message });
     else if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       e = new SearchError("SEARCH_ERR_BODY_TOO_LARGE", { limit: req.routeOptions.bodyLimit ?? 1024 * 1024 });
-    } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") e = new SearchError("SEARCH_ERR_MEDIA_TYPE");
-    else if (err.statusCode === 400 || err.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+    } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+      e = new SearchError("SEARCH_ERR_MEDIA_TYPE", { got: String(req.headers["content-type"] ?? "").slice(0, 100) });
+    } else if (err.statusCode === 400 || err.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
       e = new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: not valid JSON" });
     } else {
       req.log.error({ err }, "unhandled error");
@@ -99,8 +107,17 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     metrics.errors.inc({ code: e.code });
     return reply.code(e.status).header("x-capstan-error", e.code).send(errorEnvelope(e));
   });
+  // JSON only: Fastify would otherwise hand a text/plain body to the schema as a string (a 400).
+  app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((req, reply) => {
-    const e = new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `${req.method} ${req.url.split("?")[0]}` });
+    const url = req.url.split("?")[0] ?? "";
+    const allow = allowedMethods(app, url);
+    if (allow.length > 0) {
+      const e = new SearchError("SEARCH_ERR_METHOD", { method: req.method, url, allow: allow.join(" or ") });
+      metrics.errors.inc({ code: e.code });
+      return reply.code(405).header("allow", allow.join(", ")).header("x-capstan-error", e.code).send(errorEnvelope(e));
+    }
+    const e = new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `${req.method} ${url}` });
     metrics.errors.inc({ code: e.code });
     return reply.code(404).header("x-capstan-error", e.code).send(errorEnvelope(e));
   });

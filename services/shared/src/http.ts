@@ -17,6 +17,36 @@ export interface BaseAppOptions {
   trustProxy?: FastifyServerOptions["trustProxy"];
 }
 
+interface RouteMethod {
+  method: string;
+  pattern: RegExp;
+}
+const routeTables = new WeakMap<FastifyInstance, RouteMethod[]>();
+
+/** A route path (`/v1/items/:id`, `/files/*`) as a regular expression over concrete paths. */
+function routePattern(url: string): RegExp {
+  const escaped = url
+    .split("/")
+    .map((part) => {
+      if (part === "*") return ".*";
+      if (part.startsWith(":")) return "[^/]+";
+      return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    })
+    .join("/");
+  return new RegExp(`^${escaped}$`);
+}
+
+/**
+ * The methods an app built by buildBaseApp answers on a path (for 405 with `Allow` when only the
+ * method is wrong); empty when no route matches the path at all (a 404).
+ */
+export function allowedMethods(app: FastifyInstance, url: string): string[] {
+  const path = url.split("?")[0] ?? url;
+  const methods = new Set<string>();
+  for (const r of routeTables.get(app) ?? []) if (r.pattern.test(path)) methods.add(r.method);
+  return [...methods].sort();
+}
+
 export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: opts.logger,
@@ -27,6 +57,13 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
     return503OnClosing: true,
     requestIdHeader: "x-request-id",
   }) as unknown as FastifyInstance;
+
+  const routes: RouteMethod[] = [];
+  routeTables.set(app, routes);
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) routes.push({ method, pattern: routePattern(route.url) });
+  });
 
   const requests = new Counter({
     name: "http_requests_total",

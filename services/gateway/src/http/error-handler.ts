@@ -1,8 +1,47 @@
 // Every error leaves the gateway in the OpenAI shape {"error":{message,type,param,code}}: our
-// GatewayErrors as declared in errors.ts, Fastify's own (body too large → 413, bad JSON → 400),
-// unknown routes → 404, and anything unexpected → 500 with no detail (it is logged instead).
+// GatewayErrors as declared in errors.ts, Fastify's own (body too large → 413, bad JSON → 400,
+// another content type → 415 naming the accepted one), a known path with the wrong method → 405
+// with Allow, unknown routes → 404, and anything unexpected → 500 with no detail (it is logged).
+import { allowedMethods } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import sjson from "secure-json-parse";
 import { GatewayError } from "../errors.ts";
+
+/** What secure-json-parse says of a body with a __proto__ or constructor.prototype key. */
+const PROTO_KEY = /forbidden prototype property|constructor property/i;
+
+/**
+ * The JSON body parser (Fastify's own says only "Body is not valid JSON"): JSON.parse's own
+ * message for bad JSON, and a __proto__ / constructor.prototype key (refused, as prototype
+ * poisoning) named as such.
+ */
+function parseJson(body: string): unknown {
+  if (body.length === 0) {
+    throw new GatewayError("invalid_request", { detail: "The request body is empty; send a JSON object." });
+  }
+  try {
+    return sjson.parse(body, { protoAction: "error", constructorAction: "error" });
+  } catch (err) {
+    if (PROTO_KEY.test((err as Error).message)) {
+      throw new GatewayError("invalid_request", {
+        detail:
+          "The request body contains a '__proto__' or 'constructor.prototype' key, which is refused for safety; remove it.",
+      });
+    }
+    throw new GatewayError("invalid_json", { detail: (err as Error).message });
+  }
+}
+
+function mediaTypeError(got: string, body?: string): GatewayError {
+  let hint = "";
+  if (body !== undefined) {
+    try {
+      JSON.parse(body);
+      hint = " The body is JSON: only the header is wrong (curl: add -H 'Content-Type: application/json').";
+    } catch {}
+  }
+  return new GatewayError("unsupported_media_type", { got: got.slice(0, 100), hint });
+}
 
 export function toGatewayError(err: unknown, bodyLimit: number): GatewayError | undefined {
   if (err instanceof GatewayError) return err;
@@ -13,6 +52,7 @@ export function toGatewayError(err: unknown, bodyLimit: number): GatewayError | 
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new GatewayError("invalid_request", { detail: "The request body is empty; send a JSON object." });
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return mediaTypeError(String(e.message.match(/Unsupported Media Type: (.*)$/)?.[1] ?? "unknown"));
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new GatewayError("invalid_request", { detail: e.message });
     default:
@@ -36,10 +76,25 @@ export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply 
 }
 
 export function installErrorHandling(app: FastifyInstance, bodyLimit: number): void {
-  // Bodies with another (or no) content type are still parsed as JSON, so a bad body is a 400
-  // naming the problem rather than a 415.
-  app.removeContentTypeParser("text/plain");
-  app.addContentTypeParser("*", { parseAs: "string", bodyLimit }, app.getDefaultJsonParser("error", "error"));
+  // JSON only (application/json, any charset). A body with no content type is read as JSON too
+  // (the client said nothing else); any other type is a 415 naming the accepted one, and a
+  // form-encoded body that is really JSON (curl -d without -H) is told so.
+  const json = (body: string, done: (err: Error | null, value?: unknown) => void) => {
+    try {
+      done(null, parseJson(body));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  };
+  app.removeContentTypeParser(["application/json", "text/plain"]);
+  app.addContentTypeParser("application/json", { parseAs: "string", bodyLimit }, (_req, body, done) =>
+    json(String(body), done),
+  );
+  app.addContentTypeParser("*", { parseAs: "string", bodyLimit }, (req, body, done) => {
+    const type = req.headers["content-type"];
+    if (type === undefined || type.trim() === "") return json(String(body), done);
+    done(mediaTypeError(type, String(body)), undefined);
+  });
 
   app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const mapped = toGatewayError(err, bodyLimit);
@@ -48,7 +103,16 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
     return sendError(reply, new GatewayError("internal_error"));
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    sendError(reply, new GatewayError("not_found", { method: req.method, url: req.url.split("?")[0] ?? "" })),
-  );
+  app.setNotFoundHandler((req, reply) => {
+    const url = req.url.split("?")[0] ?? "";
+    const allow = allowedMethods(app, url);
+    if (allow.length > 0) {
+      reply.header("allow", allow.join(", "));
+      return sendError(
+        reply,
+        new GatewayError("method_not_allowed", { method: req.method, url, allow: allow.join(" or ") }),
+      );
+    }
+    return sendError(reply, new GatewayError("not_found", { method: req.method, url }));
+  });
 }

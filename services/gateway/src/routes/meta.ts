@@ -9,14 +9,24 @@ import { paramOf } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
 import { authenticate, inRequestContext } from "../http/request-context.ts";
 
-function modelOf(channel: ResolvedChannel) {
+// An Agent read from a file has no creationTimestamp: its `created` is when this gateway first
+// saw it (a real time, stable while the process runs), never 0.
+const firstSeen = new Map<string, number>();
+
+function createdOf(channel: ResolvedChannel): number {
   const created = Date.parse(channel.agent?.metadata.creationTimestamp ?? "");
-  return {
-    id: channel.agentName,
-    object: "model",
-    created: Number.isFinite(created) ? Math.floor(created / 1000) : 0,
-    owned_by: channel.namespace,
-  };
+  if (Number.isFinite(created)) return Math.floor(created / 1000);
+  const id = `${channel.namespace}/${channel.agentName}`;
+  let seen = firstSeen.get(id);
+  if (seen === undefined) {
+    seen = Math.floor(Date.now() / 1000);
+    firstSeen.set(id, seen);
+  }
+  return seen;
+}
+
+function modelOf(channel: ResolvedChannel) {
+  return { id: channel.agentName, object: "model", created: createdOf(channel), owned_by: channel.namespace };
 }
 
 const historyQuery = z.object({

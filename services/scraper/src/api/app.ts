@@ -1,8 +1,8 @@
 // The scraper API: POST /scrape, POST /scrape/bulk, POST /search, GET /health, plus
 // /healthz, /readyz and /metrics. buildApp() wires it; main.ts listens.
-import { createHash, timingSafeEqual } from "node:crypto";
-import { bearerToken, buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
+import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { apiKeyCheck } from "../api-key.ts";
 import type { ScraperConfig } from "../config.ts";
 import { isScraperError, ScraperError } from "../errors.ts";
 import { installErrorHandlers, sendError, zodMessage } from "../http-errors.ts";
@@ -29,7 +29,6 @@ export type BulkEntry =
   | { url: string; success: false; error: string; code: string; status: number };
 
 const PUBLIC_ROUTES = new Set(["/health", "/healthz", "/readyz", "/metrics"]);
-const digest = (s: string) => createHash("sha256").update(s).digest();
 
 function abortOnClose(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
@@ -43,7 +42,7 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
   const logger = deps.logger ?? createLogger({ name: "scraper", level: config.logLevel });
   const registry = deps.registry ?? createRegistry("scraper");
   const metrics = apiMetrics(registry);
-  const renderClient = deps.renderClient ?? httpRenderClient(config.renderUrl, metrics);
+  const renderClient = deps.renderClient ?? httpRenderClient(config.renderUrl, metrics, config.apiKey);
   const guard =
     deps.guard ??
     new SsrfGuard({
@@ -78,11 +77,10 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     if (!deps.renderClient) await renderClient.close();
   });
 
-  const expected = config.apiKey ? digest(config.apiKey) : undefined;
+  const keyOk = apiKeyCheck(config.apiKey);
   app.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
     if (!config.authEnabled || PUBLIC_ROUTES.has(req.routeOptions.url ?? "")) return;
-    const token = bearerToken(req.headers.authorization);
-    if (!token || !expected || !timingSafeEqual(digest(token), expected)) {
+    if (!keyOk?.(req.headers.authorization)) {
       reply.header("www-authenticate", 'Bearer realm="scraper"');
       return sendError(reply, new ScraperError("UNAUTHORIZED"));
     }

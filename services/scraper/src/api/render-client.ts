@@ -16,7 +16,8 @@ export interface RenderClient {
 const RETRIES = 2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function httpRenderClient(baseUrl: string, metrics: ApiMetrics): RenderClient {
+/** `apiKey`: the scraper's API key, which the rendering service requires when one is configured. */
+export function httpRenderClient(baseUrl: string, metrics: ApiMetrics, apiKey?: string): RenderClient {
   const agent = new Agent({ connections: 256, keepAliveTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 });
   const endpoint = new URL("/scrape", baseUrl).href;
   const { outbound } = metrics;
@@ -24,7 +25,7 @@ export function httpRenderClient(baseUrl: string, metrics: ApiMetrics): RenderCl
   async function once(req: RenderRequest, signal: AbortSignal): Promise<RenderResponse> {
     const res = await fetch(endpoint, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
       body: JSON.stringify(req),
       dispatcher: agent,
       signal,

@@ -1,8 +1,11 @@
 // The rendering service: GET /scrape (readiness probe) and POST /scrape (render one URL, wire
 // format in wire.ts), plus /healthz, /readyz and /metrics. Runs in the API's process in
-// standalone mode and as its own container beside the API in a cluster.
+// standalone mode (bound to loopback) and as its own container beside the API in a cluster.
+// Only the scraper API may render: with an API key configured, POST /scrape needs the same key
+// (the API sends it), so the port is no way around the API's authentication.
 import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { apiKeyCheck } from "../api-key.ts";
 import type { ScraperConfig } from "../config.ts";
 import { ScraperError } from "../errors.ts";
 import { installErrorHandlers, sendError, zodMessage } from "../http-errors.ts";
@@ -39,6 +42,14 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
   });
   installErrorHandlers(app);
 
+  const keyOk = apiKeyCheck(config.apiKey);
+  const requireKey = async (req: { headers: { authorization?: string } }, reply: FastifyReply) => {
+    if (keyOk && !keyOk(req.headers.authorization)) {
+      reply.header("www-authenticate", 'Bearer realm="scraper-render"');
+      return sendError(reply, new ScraperError("UNAUTHORIZED"));
+    }
+  };
+
   app.get("/scrape", async (_req, reply) => {
     const connected = renderer.pool.connected;
     const body: RenderProbe = {
@@ -52,7 +63,7 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
     return reply.code(connected ? 200 : 503).send(body);
   });
 
-  app.post("/scrape", async (req, reply) => {
+  app.post("/scrape", { onRequest: requireKey }, async (req, reply) => {
     const parsed = renderRequestSchema.safeParse(req.body ?? {});
     if (!parsed.success) return sendError(reply, new ScraperError("BAD_REQUEST", [zodMessage(parsed.error)]));
     const controller = new AbortController();
