@@ -69,6 +69,9 @@ describe("frozen Redis", () => {
     await waitUntil("history buffered", async () => (await metricValue(gw.url, "gateway_history_buffered")) === 5);
     expect(await metricValue(gw.url, "gateway_history_buffer_dropped_total")).toBe(admitted - 5);
     expect(gw.logs.filter((l) => l.includes("history buffer full"))).toHaveLength(1);
+    const unreadable = await fetch(`${gw.url}/api/v1/history`, { headers: { authorization: `Bearer ${key}` } });
+    expect(unreadable.status).toBe(503);
+    expect((await unreadable.json()).error.code).toBe("history_unavailable");
     const ready = await readyz(gw.url);
     expect(ready.body.conditions).toContainEqual(expect.objectContaining({ type: "RedisAvailable", status: "False" }));
     expect(ready.body.conditions).toContainEqual(

@@ -74,6 +74,12 @@ export const ERRORS = {
     message: "The rate limiter is unavailable; try again shortly.",
     retry: true,
   },
+  history_unavailable: {
+    status: 503,
+    type: "server_error",
+    message: "History cannot be read right now (its store is unavailable); try again shortly.",
+    retry: true,
+  },
   agent_not_found: {
     status: 503,
     type: "server_error",

@@ -8,6 +8,7 @@ import type { ResolvedChannel } from "../channels.ts";
 import { paramOf } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
 import { authenticate, inRequestContext } from "../http/request-context.ts";
+import { RedisUnavailable } from "../redis/breaker.ts";
 
 // An Agent read from a file has no creationTimestamp: its `created` is when this gateway first
 // saw it (a real time, stable while the process runs), never 0.
@@ -72,7 +73,10 @@ export function registerMetaRoutes(app: FastifyInstance, gateway: Gateway): void
         );
       }
       const page = channel.keepHistory
-        ? await gateway.history.list(channel.id, query.data)
+        ? await gateway.history.list(channel.id, query.data).catch((err: unknown) => {
+            if (err instanceof RedisUnavailable) throw new GatewayError("history_unavailable");
+            throw err;
+          })
         : { data: [], has_more: false };
       return { object: "list", keep_history: channel.keepHistory, ...page };
     }),
