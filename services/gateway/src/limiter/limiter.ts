@@ -8,10 +8,10 @@
 // so what replicas admitted locally is not admitted again. The mode is the gateway_limiter_mode
 // gauge and a readiness condition; the breaker logs each change of Redis' state once.
 import type { Logger } from "@capstan/shared";
+import { type LimitDecision, MemoryLimiter, type RedisLimiter } from "@capstan/shared/limiter";
 import { GatewayError } from "../errors.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 import { type RedisBreaker, RedisUnavailable } from "../redis/breaker.ts";
-import { type LimitDecision, MemoryLimiter, type RedisLimiter } from "@capstan/shared/limiter";
 import { ShareLimiter } from "./share-limiter.ts";
 
 export type RedisDownPolicy = "local" | "deny" | "fail-open";

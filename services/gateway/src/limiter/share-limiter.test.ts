@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
 import type { LimitDecision } from "@capstan/shared/limiter";
+import { describe, expect, it } from "vitest";
 import { ShareLimiter } from "./share-limiter.ts";
 
 const W = 60_000;
