@@ -14,7 +14,13 @@ try {
   const { dir, key } = writeResources({ qpm });
   const urls: string[] = [];
   for (let i = 0; i < instances; i++)
-    urls.push(await startGatewayProcess({ CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url }));
+    urls.push(
+      await startGatewayProcess({
+        CAPSTAN_RESOURCES_DIR: dir,
+        REDIS_URL: redis.url,
+        CAPSTAN_LIMITER_REPLICAS: String(instances),
+      }),
+    );
   const pools = urls.map((u) => new Pool(u, { connections: 32 }));
   // Warm each replica's Redis connection with a request on another key so none starts in fallback.
   const t0 = performance.now();
