@@ -47,7 +47,13 @@ async function main(): Promise<void> {
   const app = buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
 
-  const times = drainTimes(config.shutdown);
+  // Outside Kubernetes (standalone, a launcher, a terminal) nothing routes by readiness: no point
+  // in serving on while endpoints catch up, unless the delay is asked for explicitly.
+  const inPod = process.env.KUBERNETES_SERVICE_HOST !== undefined;
+  const times = drainTimes({
+    ...config.shutdown,
+    unreadyDelayMs: inPod || process.env.CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS ? config.shutdown.unreadyDelayMs : 0,
+  });
   stopOnSignals(
     async () => {
       await drainAndClose(app, times, logger);
