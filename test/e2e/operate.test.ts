@@ -20,6 +20,7 @@ import {
   RELEASE,
   SYSTEM_NS,
 } from "./support/platform.ts";
+import { serviceRouted } from "./support/service-routing.ts";
 import { channel } from "./support/workloads.ts";
 
 const CR = "capstan.dev/v1alpha1";
@@ -145,6 +146,8 @@ describe("operating the platform", () => {
     expect(searchAfter.some((uid) => !searchBefore.includes(uid))).toBe(true);
     const gw = await get(kube, "Deployment", "apps/v1", "capstan-gateway", SYSTEM_NS);
     expect(JSON.stringify(gw?.spec?.template)).toContain("CAPSTAN_E2E_MARK");
+    // The gateway reaches search through its Service: wait until the node routes it to the new pod.
+    await serviceRouted(kube, SYSTEM_NS, "capstan-search");
     // Known gap, seen on this node: the first answer after search is replaced can wait out the
     // gateway's retrieval timeout on a kept-alive connection to the gone pod (a black hole, no
     // reset), so the platform is asked until it answers rather than exactly once.

@@ -22,6 +22,7 @@ import {
   secretValue,
 } from "./support/kube.ts";
 import { DEMO_NS, ensurePlatform, ingressBase, ingressDispatcher, keyOf, SYSTEM_NS } from "./support/platform.ts";
+import { serviceRouted } from "./support/service-routing.ts";
 import {
   channel,
   nodeDaemonsRssKiB,
@@ -205,6 +206,8 @@ describe("scraping inside the cluster", () => {
       const pods = await list(kube, "Pod", "v1", DEMO_NS, "app.kubernetes.io/instance=web");
       return pods.length === 2 && pods.every((p) => !p.metadata.deletionTimestamp) ? pods : undefined;
     });
+    // ...and the node's Service rules name the new pods, not the replaced ones.
+    await serviceRouted(kube, DEMO_NS, "web");
   }, 300_000);
 
   it("scrapes a page served by a pod, through the scraper's Service", async () => {
