@@ -15,6 +15,7 @@ import type { KubeHttp } from "@capstan/shared/kube";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
+import { cosineToScore, scoreToCosine } from "../../services/search/src/store/types.ts";
 import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
 import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import {
@@ -225,7 +226,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
     expect(new Set(log.map((l) => l.top))).toEqual(new Set(["Warranty"]));
     // Before the switch the scores are A's; after it they are B's: cosB = (cosA + 0.25) / 1.25.
     const scoreA = log[0]?.score as number;
-    const scoreB = ((2 * scoreA - 1 + 0.25) / 1.25 + 1) / 2;
+    const scoreB = cosineToScore((scoreToCosine(scoreA) + 0.25) / 1.25);
     for (const l of log.filter((x) => ["before", "spec changed", "failed build"].includes(x.phase))) {
       expect(l.score).toBeCloseTo(scoreA, 5);
     }

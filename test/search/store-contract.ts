@@ -1,9 +1,10 @@
 // The one contract every VectorStore adapter passes (embedded and Qdrant), on small synthetic
-// vectors so the expected scores are known exactly: score = (cos + 1) / 2.
+// vectors so the expected scores are known exactly: score = cosineToScore(cos).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ChunkWithVector,
   type CollectionInfo,
+  cosineToScore,
   embeddingIdFor,
   type VectorStore,
 } from "../../services/search/src/store/types.ts";
@@ -72,7 +73,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(await store.stats(kb("never"))).toBeUndefined();
     });
 
-    it("maps cosine to 0..1 the same way: identical 1, orthogonal 0.5, opposite 0", async () => {
+    it("maps cosine to 0..1 the same way (cosineToScore): identical 1, orthogonal 0.5, opposite 0", async () => {
       await store.ensureCollection(info(kb("score")));
       const opposite = unit(0).map((x) => -x);
       await store.replaceDocument(kb("score"), "d", [
@@ -86,7 +87,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(hits[1]?.score).toBeCloseTo(0.5, 4);
       expect(hits[2]?.score).toBeCloseTo(0, 4);
       const tilted = await store.query({ knowledgeIds: [kb("score")], vector: unit(0, 1, 1), limit: 1, minScore: 0 });
-      expect(tilted[0]?.score).toBeCloseTo((Math.SQRT1_2 + 1) / 2, 4);
+      expect(tilted[0]?.score).toBeCloseTo(cosineToScore(Math.SQRT1_2), 4);
     });
 
     it("stores and returns the chunk payload", async () => {

@@ -68,7 +68,7 @@ afterAll(async () => {
 
 describe("npm start (standalone)", () => {
   it("ingests the example knowledge base and prints one key per channel and search key", () => {
-    expect(output).toMatch(/Knowledge base kb_product_docs: 2 documents, \d+ chunks ingested/);
+    expect(output).toMatch(/Knowledge base kb_product_docs: 10 documents, \d+ chunks ingested/);
     expect(output).toMatch(/Rate limits: Redis at redis:\/\/127\.0\.0\.1:\d+/);
     expect(output).toMatch(/AccessChannel\s+capstan-demo\/website-chat .*: cap_chat_\S+/);
     expect(output).toMatch(/SearchKey\s+capstan-demo\/docs-search-backend .*: cap_srch_\S+/);

@@ -6,6 +6,7 @@ import {
   rankPassages,
   referencesText,
   sentences,
+  stem,
   terms,
   toCitations,
 } from "./passages.ts";
@@ -79,6 +80,13 @@ describe("extractive answer", () => {
 
   it("can leave the citation marks out", () => {
     expect(extractiveAnswer("default limit", toCitations([limits]), { mark: false }).content).not.toContain("[");
+  });
+
+  it("matches a question's terms to a passage's by a crude stem", () => {
+    expect(["expires", "expiry", "expired"].map(stem)).toEqual(["expir", "expir", "expir"]);
+    expect(["keys", "key", "stream", "streamed", "class"].map(stem)).toEqual(["key", "key", "strea", "strea", "class"]);
+    const a = extractiveAnswer("What happens when my chat key expires?", toCitations([limits, keys]));
+    expect(a.citations.map((c) => c.docsId)).toEqual(["doc_keys"]);
   });
 
   it("splits sentences and terms", () => {

@@ -28,7 +28,10 @@ export function toCitations(passages: SearchResult[]): Citation[] {
 /** The system message that puts the passages in an LLM prompt, numbered for citation. */
 export function ragContextMessage(citations: Citation[], cite: boolean): string {
   if (citations.length === 0) {
-    return "No passages of the knowledge base matched this question. Say so if you cannot answer from general knowledge.";
+    return (
+      "No passage of the knowledge base matched this question. Unless the conversation so far answers it, " +
+      "say that you do not know; do not make up an answer."
+    );
   }
   const lines = [
     "Answer using the passages below from the knowledge base." +
@@ -59,13 +62,23 @@ export function terms(text: string): string[] {
   return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => t.length > 1 && !STOPWORDS.has(t));
 }
 
+/**
+ * A crude stem for matching question terms to passage terms: a plural "s" dropped, then the first
+ * five letters, so "expires" meets "expiry", "keys" meets "key" and "streamed" meets "stream".
+ */
+export function stem(term: string): string {
+  const t = term.length > 3 && term.endsWith("s") && !term.endsWith("ss") ? term.slice(0, -1) : term;
+  return t.length > 5 ? t.slice(0, 5) : t;
+}
+
 export function sentences(text: string): string[] {
   return (text.replace(/\s+/g, " ").match(/[^.!?]+(?:[.!?]+|$)/g) ?? [])
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
 }
 
-export const NO_ANSWER = "I could not find an answer to that in the knowledge base.";
+/** The extractive agent's answer when no passage passes the Agent's minSimilarity. */
+export const NO_ANSWER = "I don't know: nothing in the knowledge base matches this question closely enough.";
 
 export interface ExtractiveAnswer {
   content: string;
@@ -86,13 +99,13 @@ export function extractiveAnswer(
   if (citations.length === 0) return { content: NO_ANSWER, citations: [] };
   const maxSentences = opts.maxSentences ?? 3;
   const maxChars = opts.maxChars ?? 700;
-  const wanted = new Set(terms(question));
+  const wanted = new Set(terms(question).map(stem));
   type Candidate = { cite: number; pos: number; text: string; score: number };
   const candidates: Candidate[] = [];
   citations.forEach((c, ci) => {
     const weight = c.rerankedScore ?? c.score;
     sentences(c.text).forEach((text, pos) => {
-      const ts = new Set(terms(text));
+      const ts = new Set(terms(text).map(stem));
       let hits = 0;
       for (const t of wanted) if (ts.has(t)) hits++;
       // Earlier passages and earlier sentences win ties: the search already ranked them.

@@ -1,6 +1,7 @@
 // One interface for vector stores (embedded.ts in-process, qdrant.ts for Qdrant), with one
 // contract suite (test/search/store-contract.ts) run on both. Scores are cosine similarity mapped
-// to 0..1 the same way everywhere by cosineToScore; minScore is inclusive on both stores.
+// to 0..1 the same way everywhere by cosineToScore (calibrated so that 0.75 means relevant);
+// minScore is inclusive on both stores.
 import { createHash } from "node:crypto";
 
 /** What a knowledge base's collection remembers: the model that filled it and its chunking. */
@@ -30,7 +31,7 @@ export interface ChunkWithVector {
 
 export interface VectorHit {
   record: ChunkRecord;
-  /** Cosine similarity mapped to 0..1. */
+  /** Cosine similarity mapped to 0..1 by cosineToScore. */
   score: number;
 }
 
@@ -124,15 +125,40 @@ export interface VectorStore {
 }
 
 /**
- * The one mapping of cosine similarity (-1..1) to a 0..1 score, used by both stores:
- * score = round6((cos + 1) / 2). Rounded to the six decimals the API returns, so that float32
- * noise (Qdrant scores a vector against itself 0.99999994) cannot decide an inclusive
- * threshold: a stored vector queried with itself scores exactly 1 on both stores. Change the
- * formula here (and its inverse below) and both backends follow.
+ * The cosine at which relevant and unrelated passages separate for the shipped embedding model
+ * (all-MiniLM-L6-v2), measured on the evaluation set (test/search/relevance/questions.yaml) by
+ * `node bench/search/relevance.ts`: the middle of the cosine interval that best separates them
+ * (highest recall + unanswerable-empty rate). It is the cosine that scores 0.75, the reference's
+ * default minSimilarity; docs/search.md shows the measurement.
+ */
+export const RELEVANT_COSINE = 0.24;
+
+/**
+ * The one mapping of cosine similarity (-1..1) to a 0..1 score, used by both stores: piecewise
+ * linear through (-1, 0), (0, 0.5), (RELEVANT_COSINE, 0.75) and (1, 1), so opposite, unrelated
+ * (orthogonal) and identical keep their old 0, 0.5 and 1, and 0.75 means "relevant" for the shipped
+ * model. Rounded to the six decimals the API returns, so that float32 noise (Qdrant scores a vector
+ * against itself 0.99999994) cannot decide an inclusive threshold: a stored vector queried with
+ * itself scores exactly 1 on both stores. Change the formula here (and its inverse below) and
+ * both backends follow.
  */
 export function cosineToScore(cos: number): number {
-  const s = Math.min(1, Math.max(0, (cos + 1) / 2));
+  const c = Math.min(1, Math.max(-1, cos));
+  const s =
+    c <= 0
+      ? (c + 1) / 2
+      : c <= RELEVANT_COSINE
+        ? 0.5 + (0.25 * c) / RELEVANT_COSINE
+        : 0.75 + (0.25 * (c - RELEVANT_COSINE)) / (1 - RELEVANT_COSINE);
   return Math.round(s * 1e6) / 1e6;
+}
+
+/** The inverse of cosineToScore before rounding: the cosine that scores exactly `score`. */
+export function scoreToCosine(score: number): number {
+  const s = Math.min(1, Math.max(0, score));
+  if (s <= 0.5) return 2 * s - 1;
+  if (s <= 0.75) return ((s - 0.5) * RELEVANT_COSINE) / 0.25;
+  return RELEVANT_COSINE + ((s - 0.75) * (1 - RELEVANT_COSINE)) / 0.25;
 }
 
 /**
@@ -141,7 +167,7 @@ export function cosineToScore(cos: number): number {
  * loose by a few ulps; the exact inclusive test `score >= minScore` runs after cosineToScore.
  */
 export function cosineFloorOf(minScore: number): number {
-  return 2 * (minScore - 0.5e-6) - 1 - 1e-6;
+  return scoreToCosine(minScore - 0.5e-6) - 1e-6;
 }
 
 /** emb_<32 hex>: stable for the same chunk of the same document, so re-ingesting is idempotent. */

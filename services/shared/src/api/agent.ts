@@ -28,7 +28,15 @@ export const agentKnowledge = z
   .object({
     knowledgeIds: z.array(knowledgeId).min(1).max(32).describe("knowledge bases the agent retrieves from"),
     maxResults: z.int().min(1).max(50).default(5).describe("passages put in the prompt"),
-    minSimilarity: z.number().min(0).max(1).default(0.6).describe("passages below this score are not used"),
+    minSimilarity: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.75)
+      .describe(
+        "passages scoring below this are not used; nothing left: the agent says it does not know. " +
+          "0.75 is where relevant and unrelated passages separate on the search evaluation set",
+      ),
     citations: z
       .enum(["field", "append", "none"])
       .default("field")
