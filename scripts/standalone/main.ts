@@ -2,15 +2,22 @@
 // Resources come from a folder of YAML (default examples/), keys are issued into .state/ and
 // printed, the search service uses its embedded vector store and local embedding model, agents
 // without a provider answer extractively, and the gateway uses a local Redis when one answers
-// (an in-process limiter otherwise, said at start). Ctrl-C stops everything.
+// (an in-process limiter otherwise, said at start). While it runs, the folder is watched and
+// changes are applied; keys that expired or expire soon are called out; a service that exits is
+// reported and started again. One Ctrl-C stops everything, one line per service.
 import { Socket } from "node:net";
 import { resolve } from "node:path";
+import { docsIdFor } from "@capstan/operator/translate";
+import type { AnyResource, KnowledgeBase } from "@capstan/shared/api";
+import { knowledgeIdOf } from "@capstan/shared/api";
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
 import { SearchClient } from "@capstan/shared/clients/search-client";
 import { readResources } from "@capstan/shared/resource-view";
+import { DEFAULT_WARN_DAYS, keyValidity, keyWarning, nextBoundaryMs } from "./expiry.ts";
 import { ingestKnowledgeBase } from "./ingest.ts";
-import { type Service, startService, stopAll, waitReady } from "./processes.ts";
-import { internalToken, materialize } from "./state.ts";
+import { Supervisor, waitReady } from "./processes.ts";
+import { type IssuedKey, internalToken, materialize } from "./state.ts";
+import { describeDiff, knowledgeChanges, type ResourceDiff, watchResources } from "./watch.ts";
 
 const root = resolve(import.meta.dirname, "../..");
 const env = process.env;
@@ -24,7 +31,10 @@ const cfg = {
   renderPort: Number(env.RENDER_PORT ?? 3000),
   redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
   scraper: env.CAPSTAN_SCRAPER !== "off",
-  /** Start, ingest, print, and exit 0 (used by the standalone test). */
+  warnDays: Number(env.CAPSTAN_KEY_WARN_DAYS ?? DEFAULT_WARN_DAYS),
+  /** Restart backoff of a service that exited (tests shorten it). */
+  restartBackoffMs: Number(env.CAPSTAN_RESTART_BACKOFF_MS ?? 1000),
+  /** Start, ingest, print, and exit 0. */
   once: env.CAPSTAN_STANDALONE_ONCE === "1",
 };
 
@@ -48,15 +58,51 @@ function redisAnswers(url: string): Promise<boolean> {
   });
 }
 
+const gatewayUrl = `http://${cfg.host}:${cfg.gatewayPort}`;
+const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
+const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
+const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
+const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
+
+function keyLine(k: IssuedKey): string {
+  return `  ${k.kind.padEnd(13)} ${k.namespace}/${k.name} (${k.label}): ${k.key}`;
+}
+
+/** Every key's warning, once per state (expiring, expired …) while the launcher runs. */
+const announced = new Map<string, string>();
+function warnKeys(resources: AnyResource[], now = new Date()): void {
+  for (const r of resources) {
+    const id = `${r.kind}/${r.metadata.namespace ?? "default"}/${r.metadata.name}`;
+    const v = keyValidity(r, now, cfg.warnDays);
+    const state = `${v.state} ${v.at?.toISOString()}`;
+    if (announced.get(id) === state) continue;
+    const w = keyWarning(r, now, cfg.resourcesDir, cfg.warnDays);
+    if (w) say(`  ${w}`);
+    else if (announced.has(id)) say(`  The key of ${r.kind} ${id.split("/").slice(1).join("/")} is valid again.`);
+    if (w) announced.set(id, state);
+    else announced.delete(id);
+  }
+}
+
+let expiryTimer: NodeJS.Timeout | undefined;
+function scheduleExpiryCheck(resources: AnyResource[]): void {
+  clearTimeout(expiryTimer);
+  const ms = nextBoundaryMs(resources, new Date(), cfg.warnDays);
+  if (ms === undefined) return;
+  // setTimeout holds at most ~24.8 days; look again daily at the latest.
+  expiryTimer = setTimeout(
+    () => {
+      warnKeys(resources);
+      scheduleExpiryCheck(resources);
+    },
+    Math.min(ms + 1000, 86_400_000),
+  );
+  expiryTimer.unref();
+}
+
 async function main(): Promise<void> {
-  const resources = readResources([cfg.resourcesDir]);
-  const gatewayUrl = `http://${cfg.host}:${cfg.gatewayPort}`;
-  const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
-  const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
-  const { resourcesDir, keys } = materialize(resources, cfg.stateDir, {
-    gateway: `${gatewayUrl}/api/v1`,
-    search: `${searchUrl}/v1/rag/search`,
-  });
+  let resources = readResources([cfg.resourcesDir]);
+  const first = materialize(resources, cfg.stateDir, endpoints);
   const token = internalToken(cfg.stateDir);
   const redis = (await redisAnswers(cfg.redisUrl)) ? cfg.redisUrl : undefined;
 
@@ -68,70 +114,93 @@ async function main(): Promise<void> {
   );
 
   const common = {
-    CAPSTAN_RESOURCES_DIR: resourcesDir,
+    CAPSTAN_RESOURCES_DIR: first.resourcesDir,
     CAPSTAN_INTERNAL_TOKEN: token,
     HOST: cfg.host,
     OTEL_SDK_DISABLED: env.OTEL_SDK_DISABLED ?? "false",
   };
-  const services: Service[] = [];
+  let stopping = false;
   const stop = async (code: number) => {
-    await stopAll(services);
+    stopping = true;
+    await supervisor.stopAll();
     process.exit(code);
   };
-  process.on("SIGINT", () => void stop(0));
-  process.on("SIGTERM", () => void stop(0));
+  const onSignal = () => {
+    if (stopping) {
+      say("Second signal: killing every service now.");
+      supervisor.killAll();
+      process.exit(1);
+    }
+    say("Stopping every service (Ctrl-C again to kill them at once):");
+    void stop(0);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
 
-  const search = startService("search", `${root}/services/search/src/main.ts`, searchUrl, {
-    ...common,
-    PORT: String(cfg.searchPort),
-    CAPSTAN_DATA_DIR: `${cfg.stateDir}/vectors`,
+  const search = supervisor.start({
+    name: "search",
+    entry: `${root}/services/search/src/main.ts`,
+    url: searchUrl,
+    readyPath: "/readyz",
+    env: { ...common, PORT: String(cfg.searchPort), CAPSTAN_DATA_DIR: `${cfg.stateDir}/vectors` },
   });
-  const gateway = startService("gateway", `${root}/services/gateway/src/main.ts`, gatewayUrl, {
-    ...common,
-    PORT: String(cfg.gatewayPort),
-    CAPSTAN_SEARCH_URL: searchUrl,
-    CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
-    ...(redis ? { REDIS_URL: redis } : {}),
+  const gateway = supervisor.start({
+    name: "gateway",
+    entry: `${root}/services/gateway/src/main.ts`,
+    url: gatewayUrl,
+    readyPath: "/readyz",
+    env: {
+      ...common,
+      PORT: String(cfg.gatewayPort),
+      CAPSTAN_SEARCH_URL: searchUrl,
+      CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
+      ...(redis ? { REDIS_URL: redis } : {}),
+    },
   });
-  services.push(search, gateway);
-  let scraper: Service | undefined;
-  if (cfg.scraper) {
-    scraper = startService("scraper", `${root}/services/scraper/src/main.ts`, scraperUrl, {
-      HOST: cfg.host,
-      PORT: String(cfg.scraperPort),
-      INTERNAL_PORT: String(cfg.scraperPort),
-      RENDER_PORT: String(cfg.renderPort),
-      LOGGING_LEVEL: env.LOGGING_LEVEL ?? "info",
-    });
-    services.push(scraper);
-  }
+  const scraper = cfg.scraper
+    ? supervisor.start({
+        name: "scraper",
+        entry: `${root}/services/scraper/src/main.ts`,
+        url: scraperUrl,
+        readyPath: "/health",
+        env: {
+          HOST: cfg.host,
+          PORT: String(cfg.scraperPort),
+          INTERNAL_PORT: String(cfg.scraperPort),
+          RENDER_PORT: String(cfg.renderPort),
+          LOGGING_LEVEL: env.LOGGING_LEVEL ?? "info",
+        },
+      })
+    : undefined;
 
   const ready = await Promise.all([
-    waitReady(search, "/readyz", 180_000),
-    waitReady(gateway, "/readyz", 60_000),
-    scraper ? waitReady(scraper, "/health", 60_000) : Promise.resolve(true),
+    waitReady(search, 180_000),
+    waitReady(gateway, 60_000),
+    scraper ? waitReady(scraper, 60_000) : Promise.resolve(false),
   ]);
   if (!ready[0] || !ready[1]) {
     say("search or gateway did not become ready; see their output above");
     return stop(1);
   }
-  if (!ready[2])
+  if (scraper && !ready[2])
     say("the scraper did not start (is Chromium installed? bash scripts/setup.sh); URL sources are skipped");
 
   const searchClient = new SearchClient({ baseURL: searchUrl, token });
-  const scraperClient =
-    scraper && ready[2] ? new ScraperClient({ url: scraperUrl, timeout: 30, max_retries: 1 }) : undefined;
-  for (const kb of resources.filter((r) => r.kind === "KnowledgeBase")) {
+  const scraperClient = ready[2] ? new ScraperClient({ url: scraperUrl, timeout: 30, max_retries: 1 }) : undefined;
+  const ingest = async (kb: KnowledgeBase) => {
     const s = await ingestKnowledgeBase(kb, { search: searchClient, scraper: scraperClient });
     say(`Knowledge base ${s.knowledgeId}: ${s.documents} documents, ${s.chunks} chunks ingested`);
     for (const f of s.failures) say(`  skipped ${f}`);
-  }
+  };
+  for (const kb of resources.filter((r) => r.kind === "KnowledgeBase")) await ingest(kb);
 
   say();
   say("Keys (kept in .state/keys.json; shown here once per start):");
-  for (const k of keys) say(`  ${k.kind.padEnd(13)} ${k.namespace}/${k.name} (${k.label}): ${k.key}`);
-  const chatKey = keys.find((k) => k.kind === "AccessChannel")?.key;
-  const searchKey = keys.find((k) => k.kind === "SearchKey")?.key;
+  for (const k of first.keys) say(keyLine(k));
+  warnKeys(resources);
+  const chatKey = first.keys.find((k) => k.kind === "AccessChannel")?.key;
+  const searchKey = first.keys.find((k) => k.kind === "SearchKey")?.key;
+  const kbId = resources.find((r) => r.kind === "KnowledgeBase");
   say();
   say(`Chat (OpenAI-compatible):  ${gatewayUrl}/api/v1/chat/completions`);
   if (chatKey) {
@@ -141,23 +210,68 @@ async function main(): Promise<void> {
     );
   }
   say(`Search:                    ${searchUrl}/v1/rag/search`);
-  if (searchKey) {
+  if (searchKey && kbId) {
     say(
       `  curl -s ${searchUrl}/v1/rag/search -H 'Authorization: Bearer ${searchKey}' -H 'Content-Type: application/json' \\\n` +
-        `    -d '{"knowledgeIds":["kb_product_docs"],"text":"how long are keys valid","minSimilarity":0.3}'`,
+        `    -d '{"knowledgeIds":["${knowledgeIdOf(kbId as KnowledgeBase)}"],"text":"how long are keys valid"}'`,
     );
   }
-  if (scraper && ready[2])
-    say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
+  if (scraperClient) say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
   say(
     `Metrics:                   ${gatewayUrl}/metrics  ${searchUrl}/metrics${scraper ? `  ${scraperUrl}/metrics` : ""}`,
   );
   say();
   if (cfg.once) return stop(0);
+
+  const knownKeys = new Set(first.keys.map((k) => k.key));
+  const apply = async (next: AnyResource[], diff: ResourceDiff) => {
+    say(`Resources changed in ${cfg.resourcesDir}: ${describeDiff(diff)}`);
+    const before = resources;
+    const { keys } = materialize(next, cfg.stateDir, endpoints); // the services reload this folder
+    for (const k of keys.filter((k) => !knownKeys.has(k.key))) {
+      say(`  new key ${keyLine(k).trim()}`);
+      knownKeys.add(k.key);
+    }
+    const { ingest: kbs, drop } = knowledgeChanges(diff);
+    for (const kb of kbs as KnowledgeBase[]) {
+      await ingest(kb);
+      const old = before.find((r) => r.kind === "KnowledgeBase" && knowledgeIdOf(r) === knowledgeIdOf(kb));
+      const kept = new Set(kb.spec.sources.map((s) => docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "")));
+      for (const s of (old as KnowledgeBase | undefined)?.spec.sources ?? []) {
+        const id = docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "");
+        if (!kept.has(id)) await searchClient.deleteDocument(knowledgeIdOf(kb), id);
+      }
+    }
+    for (const id of drop) {
+      await searchClient.deleteKnowledgeBase(id);
+      say(`Knowledge base ${id}: removed`);
+    }
+    const scrapers = [...diff.added, ...diff.changed].filter((r) => r.kind === "Scraper");
+    for (const r of scrapers)
+      say(
+        `  Scraper ${r.metadata.name}: not applied — standalone mode runs one scraper with the launcher's settings ` +
+          "(SCRAPER_PORT, RENDER_PORT, LOGGING_LEVEL); a cluster applies Scraper resources",
+      );
+    resources = next;
+    warnKeys(next);
+    scheduleExpiryCheck(next);
+    say("Applied: the gateway and search serve the new resources.");
+  };
+  watchResources(resources, {
+    dir: cfg.resourcesDir,
+    apply,
+    rejected: (err) =>
+      say(`Resources in ${cfg.resourcesDir} not applied: ${err.message}. The previous resources keep serving.`),
+    failed: (err) => say(`Applying the change failed part-way: ${err.message}. It is tried again on the next change.`),
+    recovered: () => say(`Resources in ${cfg.resourcesDir} read fine again; nothing new to apply.`),
+  });
+  scheduleExpiryCheck(resources);
+  say(`Watching ${cfg.resourcesDir}: saved changes are applied.`);
   say("Running. Ctrl-C stops every service.");
 }
 
 main().catch((err: unknown) => {
   process.stderr.write(`capstan standalone: ${(err as Error).message}\n`);
+  supervisor.killAll();
   process.exit(1);
 });
