@@ -49,7 +49,7 @@ describe("Supervisor", () => {
     });
     expect(await waitReady(s, 15_000)).toBe(true);
     s.child.kill("SIGTERM"); // exits 0, as a service does when something else stops it
-    await until("the restart", () => lines.includes("svc is back: http://127.0.0.1:" + port));
+    await until("the restart", () => lines.includes(`svc is back: http://127.0.0.1:${port}`));
     expect(lines[0]).toBe("svc exited with status 0 without being asked to stop; restarting it in 0.1 s (restart 1)");
     s.child.kill("SIGKILL");
     await until("the second restart", () => lines.filter((l) => l.startsWith("svc is back")).length === 2);

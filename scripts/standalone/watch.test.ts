@@ -41,7 +41,11 @@ describe("watchResources", () => {
     const events: string[] = [];
     const seen = (n: number) =>
       new Promise<void>((resolve) => {
-        const t = setInterval(() => events.length >= n && (clearInterval(t), resolve()), 20);
+        const t = setInterval(() => {
+          if (events.length < n) return;
+          clearInterval(t);
+          resolve();
+        }, 20);
       });
     stop = watchResources([kb("a", "one")], {
       dir,
