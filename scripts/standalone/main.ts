@@ -154,7 +154,8 @@ async function main(): Promise<void> {
       PORT: String(cfg.gatewayPort),
       CAPSTAN_SEARCH_URL: searchUrl,
       CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
-      ...(redis ? { REDIS_URL: redis } : {}),
+      // Not inherited when no Redis answered: the gateway then limits in process, as said above.
+      REDIS_URL: redis,
     },
   });
   const scraper = cfg.scraper
@@ -174,9 +175,10 @@ async function main(): Promise<void> {
     : undefined;
 
   const ready = await Promise.all([
-    waitReady(search, 180_000),
-    waitReady(gateway, 60_000),
-    scraper ? waitReady(scraper, 60_000) : Promise.resolve(false),
+    // Generous: on a busy machine loading the model and Chromium takes minutes.
+    waitReady(search, 300_000),
+    waitReady(gateway, 300_000),
+    scraper ? waitReady(scraper, 300_000) : Promise.resolve(false),
   ]);
   if (!ready[0] || !ready[1]) {
     say("search or gateway did not become ready; see their output above");

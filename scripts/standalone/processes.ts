@@ -14,7 +14,8 @@ export interface ServiceSpec {
   name: string;
   entry: string;
   url: string;
-  env: Record<string, string>;
+  /** Added to the launcher's environment; undefined removes a variable. */
+  env: Record<string, string | undefined>;
   /** Readiness probe path, polled after each restart to say the service is back. */
   readyPath: string;
 }
@@ -80,8 +81,10 @@ export class Supervisor {
   }
 
   private spawn(spec: ServiceSpec): ChildProcess {
+    const env = { ...process.env, ...spec.env };
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
     const child = spawn(process.execPath, ["--import", GUARD, spec.entry], {
-      env: { ...process.env, ...spec.env },
+      env,
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       detached: true,
     });
@@ -113,7 +116,7 @@ export class Supervisor {
           if (this.stopping) return;
           service.child = this.spawn(service);
           this.watch(service);
-          void waitReady(service, 120_000).then((ok) => {
+          void waitReady(service, 300_000).then((ok) => {
             if (ok && service.child.exitCode === null) this.opts.say(`${service.name} is back: ${service.url}`);
           });
         }, delay),

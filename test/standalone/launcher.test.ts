@@ -1,0 +1,185 @@
+// `npm start` as people live with it, on a copy of examples/ with the real services: keys that
+// expired or expire soon are called out at start; a saved change to the folder is applied (a new
+// document is searchable, a new channel's key answers); a folder that does not parse is reported
+// with the reason and the previous resources keep serving; a service that exits (status 0 or
+// killed) is reported and comes back; one Ctrl-C to the process group stops every service, one
+// line each. The unit tests beside scripts/standalone/ cover the same pieces in isolation.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../ground/ports.ts";
+
+let child: ChildProcess;
+let output = "";
+let gateway: string;
+let search: string;
+const dir = mkdtempSync(join(tmpdir(), "capstan-launcher-"));
+const resources = join(dir, "resources");
+const soon = new Date(Date.now() + 3 * 86_400_000 + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
+
+const channel = (name: string, expiresAt: string) =>
+  [
+    "apiVersion: capstan.dev/v1alpha1",
+    "kind: AccessChannel",
+    `metadata: {name: ${name}, namespace: capstan-demo}`,
+    "spec:",
+    `  channelName: ${name}`,
+    "  agentRef: {name: support-assistant}",
+    `  expiresAt: "${expiresAt}"`,
+    "",
+  ].join("\n");
+
+async function waitFor(pattern: RegExp, timeoutMs = 120_000, from = 0): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const match = output.slice(from).match(pattern);
+    if (match) return match;
+    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output.slice(-3000)}`);
+    if (Date.now() > deadline) throw new Error(`no ${pattern} in time; output:\n${output.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The launcher's child running `service` (services/<service>/src/main.ts). */
+function childPid(service: string): number {
+  const out = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(child.pid)], { encoding: "utf8" });
+  const line = out.split("\n").find((l) => l.includes(`services/${service}/src/main.ts`));
+  if (!line) throw new Error(`no ${service} child in:\n${out}`);
+  return Number(line.trim().split(/\s+/)[0]);
+}
+
+const chat = (key: string, content: string) =>
+  new OpenAI({ apiKey: key, baseURL: `${gateway}/api/v1`, maxRetries: 0 }).chat.completions.create({
+    model: "any",
+    messages: [{ role: "user", content }],
+  });
+
+beforeAll(async () => {
+  cpSync(new URL("../../examples/", import.meta.url), resources, { recursive: true });
+  writeFileSync(
+    join(resources, "old-channels.yaml"),
+    `${channel("expired", "2026-01-01T00:00:00Z")}---\n${channel("soon", soon)}`,
+  );
+  const [gatewayPort, searchPort] = [await freePort(), await freePort()];
+  gateway = `http://127.0.0.1:${gatewayPort}`;
+  search = `http://127.0.0.1:${searchPort}`;
+  child = spawn(process.execPath, ["scripts/standalone/main.ts"], {
+    env: {
+      ...process.env,
+      CAPSTAN_RESOURCES_DIR: resources,
+      CAPSTAN_STATE_DIR: join(dir, "state"),
+      GATEWAY_PORT: String(gatewayPort),
+      SEARCH_PORT: String(searchPort),
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`, // none: the in-process limiter
+      CAPSTAN_SCRAPER: "off",
+      CAPSTAN_RESTART_BACKOFF_MS: "200",
+      OTEL_SDK_DISABLED: "true",
+    },
+    // Its own process group, as a shell's foreground job: Ctrl-C is a SIGINT to the whole group.
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  for (const s of [child.stdout, child.stderr]) s?.on("data", (d: Buffer) => (output += d.toString()));
+  await waitFor(/Running\. Ctrl-C stops every service\./, 360_000);
+}, 400_000);
+
+afterAll(() => {
+  if (child?.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const keyOf = (name: string) =>
+  output.match(new RegExp(`AccessChannel\\s+capstan-demo/${name} .*: (cap_chat_\\S+)`))?.[1] as string;
+
+describe("npm start, running", () => {
+  it("calls out an expired key and one expiring soon, and the expired one is refused", async () => {
+    expect(output).toMatch(
+      /WARNING: the key of AccessChannel capstan-demo\/expired EXPIRED at 2026-01-01T00:00:00Z: every request with it is answered 401\. Change spec\.expiresAt in /,
+    );
+    expect(output).toMatch(/WARNING: the key of AccessChannel capstan-demo\/soon expires in 3 days \(/);
+    await expect(chat(keyOf("expired"), "hello")).rejects.toMatchObject({ status: 401 });
+    expect((await chat(keyOf("soon"), "What is the default rate limit?")).object).toBe("chat.completion");
+  });
+
+  it("applies a saved change: a new document is searchable, a new channel's key answers", async () => {
+    const from = output.length;
+    const kbFile = join(resources, "knowledge-base.yaml");
+    const kb = readFileSync(kbFile, "utf8").replace(
+      "    - name: Getting started guide",
+      "    - name: Office hours\n      text: |\n        The support desk answers tickets from nine to five, Central European Time, Monday to Friday.\n" +
+        "    - name: Getting started guide",
+    );
+    writeFileSync(kbFile, kb);
+    await waitFor(/Knowledge base kb_product_docs: 11 documents[\s\S]*Applied: the gateway and search/, 120_000, from);
+    const second = output.length;
+    writeFileSync(join(resources, "new-channel.yaml"), channel("fresh", "2030-01-01T00:00:00Z"));
+    await waitFor(/Applied: the gateway and search serve the new resources\./, 60_000, second);
+    const searchKey = output.match(/SearchKey\s+\S+ .*: (cap_srch_\S+)/)?.[1] as string;
+    const res = await fetch(`${search}/v1/rag/search`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${searchKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ knowledgeIds: ["kb_product_docs"], text: "When is the support desk open?" }),
+    });
+    const body = (await res.json()) as { data: { docsName: string }[] };
+    expect(body.data[0]?.docsName).toBe("Office hours");
+    const fresh = output.slice(from).match(/new key AccessChannel capstan-demo\/fresh .*: (cap_chat_\S+)/)?.[1];
+    expect(fresh).toBeDefined();
+    // The gateway reloads the state folder the launcher rewrote; give its watch a moment.
+    let answered: unknown;
+    for (let i = 0; i < 50 && !answered; i++) {
+      answered = await chat(fresh as string, "When is the support desk open?").catch(() => undefined);
+      if (!answered) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answered).toMatchObject({ object: "chat.completion" });
+  });
+
+  it("says why a folder that does not parse is not applied, and keeps serving", async () => {
+    const from = output.length;
+    writeFileSync(
+      join(resources, "broken.yaml"),
+      channel("broken", "2030-01-01T00:00:00Z").replace("  channelName: broken\n", ""),
+    );
+    const m = await waitFor(
+      /Resources in \S+ not applied: ([\s\S]*?)\. The previous resources keep serving\./,
+      30_000,
+      from,
+    );
+    expect(m[1]).toMatch(/broken\.yaml: AccessChannel capstan-demo\/broken: spec\.channelName/);
+    expect((await chat(keyOf("soon"), "What is the default rate limit?")).object).toBe("chat.completion");
+    rmSync(join(resources, "broken.yaml"));
+    await waitFor(/read fine again; nothing new to apply/, 30_000, from);
+  });
+
+  it("reports a service that exits with status 0, and one killed, and starts each again", async () => {
+    const from = output.length;
+    process.kill(childPid("gateway"), "SIGTERM");
+    await waitFor(/gateway exited with status 0 without being asked to stop; restarting it in 0\.2 s/, 30_000, from);
+    // A restart loads the service again: minutes on a loaded two-core machine.
+    await waitFor(/gateway is back: /, 280_000, from);
+    process.kill(childPid("search"), "SIGKILL");
+    await waitFor(
+      /search exited with signal SIGKILL without being asked to stop; restarting it in 0\.2 s/,
+      30_000,
+      from,
+    );
+    await waitFor(/search is back: /, 280_000, from);
+    expect((await chat(keyOf("soon"), "What is the default rate limit?")).choices[0]?.message.content).toMatch(/100/);
+  }, 600_000);
+
+  it("stops every service on one Ctrl-C, one line per service, and exits 0", async () => {
+    const pids = [childPid("gateway"), childPid("search")];
+    const from = output.length;
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    process.kill(-(child.pid as number), "SIGINT");
+    expect(await exited).toBe(0);
+    const after = output.slice(from);
+    expect(after).not.toMatch(/exited/);
+    const lines = after.split("\n").filter((l) => / stopped \(/.test(l));
+    expect(lines.map((l) => l.split(" ")[0]).sort()).toEqual(["gateway", "search"]);
+    for (const l of lines) expect(l).toMatch(/stopped \(status 0, /);
+    for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
