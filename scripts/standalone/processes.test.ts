@@ -6,7 +6,7 @@ import { backoffMs, describeExit, Supervisor, waitReady } from "./processes.ts";
 const SERVICE = new URL("./testdata/service.ts", import.meta.url).pathname;
 const LAUNCHER = new URL("./testdata/launcher.ts", import.meta.url).pathname;
 
-async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
+async function until(what: string, check: () => boolean, timeoutMs = 50_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -30,7 +30,8 @@ describe("restart policy", () => {
   });
 });
 
-describe("Supervisor", () => {
+// Real child processes: slow to start on a loaded machine, so longer than the unit default.
+describe("Supervisor", { timeout: 120_000 }, () => {
   let launcher: ChildProcess | undefined;
   afterEach(() => {
     if (launcher?.pid && alive(launcher.pid)) process.kill(-launcher.pid, "SIGKILL");
@@ -47,7 +48,7 @@ describe("Supervisor", () => {
       readyPath: "/",
       env: { PORT: port },
     });
-    expect(await waitReady(s, 15_000)).toBe(true);
+    expect(await waitReady(s, 50_000)).toBe(true);
     s.child.kill("SIGTERM"); // exits 0, as a service does when something else stops it
     await until("the restart", () => lines.includes(`svc is back: http://127.0.0.1:${port}`));
     expect(lines[0]).toBe("svc exited with status 0 without being asked to stop; restarting it in 0.1 s (restart 1)");

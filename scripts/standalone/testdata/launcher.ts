@@ -16,5 +16,5 @@ process.on("SIGINT", () => {
   say("Stopping");
   void supervisor.stopAll().then(() => process.exit(0));
 });
-await Promise.all(services.map((s) => waitReady(s, 20_000)));
+await Promise.all(services.map((s) => waitReady(s, 50_000)));
 say(`ready ${services.map((s) => s.child.pid).join(" ")}`);
