@@ -67,7 +67,7 @@ describe("the evaluation set at the reference's defaults", () => {
     expect(f.recall).toBeGreaterThanOrEqual(0.9);
     expect(f.emptyWhenUnanswerable).toBeGreaterThanOrEqual(0.9);
     // What the measured run also showed, so a regression in ranking is seen too.
-    expect(f.top1).toBeGreaterThanOrEqual(0.7);
+    expect(f.top1).toBeGreaterThanOrEqual(0.8);
   });
 
   it("both stores return the same passages with the same scores", () => {

@@ -45,7 +45,7 @@ export class HybridReranker implements Reranker {
   readonly name = "hybrid";
   private readonly vectorWeight: number;
 
-  constructor(vectorWeight = 0.8) {
+  constructor(vectorWeight = 0.9) {
     if (vectorWeight < 0 || vectorWeight > 1) throw new Error("vectorWeight must be within 0..1");
     this.vectorWeight = vectorWeight;
   }
