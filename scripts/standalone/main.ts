@@ -119,14 +119,17 @@ async function main(): Promise<void> {
     HOST: cfg.host,
     OTEL_SDK_DISABLED: env.OTEL_SDK_DISABLED ?? "false",
   };
-  let stopping = false;
+  let stoppingSince = 0;
   const stop = async (code: number) => {
-    stopping = true;
+    stoppingSince = Date.now();
     await supervisor.stopAll();
     process.exit(code);
   };
   const onSignal = () => {
-    if (stopping) {
+    if (stoppingSince > 0) {
+      // One Ctrl-C under `npm start` arrives twice: from the terminal (to the whole foreground
+      // process group) and forwarded by npm to its script. Only a later one is a second Ctrl-C.
+      if (Date.now() - stoppingSince < 1000) return;
       say("Second signal: killing every service now.");
       supervisor.killAll();
       process.exit(1);

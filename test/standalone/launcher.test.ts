@@ -3,7 +3,8 @@
 // document is searchable, a new channel's key answers); a folder that does not parse is reported
 // with the reason and the previous resources keep serving; a service that exits (status 0 or
 // killed) is reported and comes back; one Ctrl-C to the process group stops every service, one
-// line each. The unit tests beside scripts/standalone/ cover the same pieces in isolation.
+// line each (npm forwards the SIGINT too: the launcher takes the two as one Ctrl-C). The unit tests
+// beside scripts/standalone/ cover the same pieces in isolation.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,12 +44,25 @@ async function waitFor(pattern: RegExp, timeoutMs = 120_000, from = 0): Promise<
   }
 }
 
-/** The launcher's child running `service` (services/<service>/src/main.ts). */
+/** The service process (services/<service>/src/main.ts) started under this test's `npm start`. */
 function childPid(service: string): number {
-  const out = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(child.pid)], { encoding: "utf8" });
-  const line = out.split("\n").find((l) => l.includes(`services/${service}/src/main.ts`));
-  if (!line) throw new Error(`no ${service} child in:\n${out}`);
-  return Number(line.trim().split(/\s+/)[0]);
+  const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
+    .split("\n")
+    .map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/))
+    .filter((m): m is RegExpMatchArray => m !== null)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] as string }));
+  const ours = new Set([child.pid as number]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const r of rows) {
+      if (!ours.has(r.ppid) || ours.has(r.pid)) continue;
+      ours.add(r.pid);
+      grew = true;
+    }
+  }
+  const found = rows.find((r) => ours.has(r.pid) && r.args.includes(`services/${service}/src/main.ts`));
+  if (!found) throw new Error(`no ${service} process under npm start (pid ${child.pid})`);
+  return found.pid;
 }
 
 const chat = (key: string, content: string) =>
@@ -66,7 +80,8 @@ beforeAll(async () => {
   const [gatewayPort, searchPort] = [await freePort(), await freePort()];
   gateway = `http://127.0.0.1:${gatewayPort}`;
   search = `http://127.0.0.1:${searchPort}`;
-  child = spawn(process.execPath, ["scripts/standalone/main.ts"], {
+  // npm start as a person runs it: npm forwards a Ctrl-C to its script on top of the terminal's.
+  child = spawn("npm", ["start"], {
     env: {
       ...process.env,
       CAPSTAN_RESOURCES_DIR: resources,
