@@ -184,12 +184,15 @@ describe("npm start, running", () => {
     expect((await chat(keyOf("soon"), "What is the default rate limit?")).choices[0]?.message.content).toMatch(/100/);
   }, 600_000);
 
-  it("stops every service on one Ctrl-C, one line per service, and exits 0", async () => {
+  it("stops every service on one Ctrl-C, one line per service", async () => {
     const pids = [childPid("gateway"), childPid("search")];
     const from = output.length;
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const exited = new Promise<[number | null, string | null]>((r) =>
+      child.once("exit", (code, signal) => r([code, signal])),
+    );
     process.kill(-(child.pid as number), "SIGINT");
-    expect(await exited).toBe(0);
+    // npm, once its script has exited, re-raises the SIGINT on itself (its documented behaviour).
+    expect(await exited).toEqual([null, "SIGINT"]);
     const after = output.slice(from);
     expect(after).not.toMatch(/exited/);
     const lines = after.split("\n").filter((l) => / stopped \(/.test(l));
