@@ -102,7 +102,13 @@ beforeAll(async () => {
 }, 400_000);
 
 afterAll(() => {
-  if (child?.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+  if (child?.pid && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // the group is gone already
+    }
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 
