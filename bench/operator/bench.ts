@@ -2,12 +2,14 @@
 // time until all are Ready; (2) API writes during a forced resync of every cached object in
 // steady state; (3) RSS of the process with TOTAL AccessChannels (+ their key Secrets) cached.
 //   node bench/operator/bench.ts            (CHANNELS=1000 TOTAL=10000 by default)
+// bench/operator/ab.sh runs it on this tree and on the tree before client-node, with the same flags.
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import { KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
+import type { KubeHttp } from "@capstan/shared/kube";
 import { startKube } from "../../test/ground/kube.ts";
+import { driverClient, LAYER } from "./layer.ts";
 
 const CHANNELS = Number(process.env.CHANNELS ?? 1000);
 const TOTAL = Number(process.env.TOTAL ?? 10_000);
@@ -39,6 +41,8 @@ async function createChannels(client: KubeHttp, from: number, to: number): Promi
 }
 
 interface Stats {
+  events: number;
+  cpuMicros: number;
   ready: number;
   writes: number;
   reconciles: number;
@@ -140,10 +144,7 @@ async function ensureNamespace(client: KubeHttp, name: string): Promise<void> {
 const kube = await startKube();
 try {
   // A pooled client (keep-alive), so creating the objects is not the bottleneck being measured.
-  const client = new KubeHttp(
-    kubeconfigAccess(kube.kubeconfig),
-    createRegistry("bench-client", { defaultMetrics: false }),
-  );
+  const client = driverClient(kube.kubeconfig, createRegistry("bench-client", { defaultMetrics: false }));
   await installCrds(client);
   await ensureNamespace(client, ns);
   await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
@@ -164,12 +165,13 @@ try {
   await until(`${CHANNELS} Ready`, async () => (await op.stats()).ready >= CHANNELS, 600_000);
   const readySeconds = (performance.now() - t0) / 1000;
   await creating;
+  const before = await quiesce(op);
+  const cpuPerEvent = (a: Stats, b: Stats) => (b.cpuMicros - a.cpuMicros) / Math.max(1, b.events - a.events);
   console.log(
-    `[1] ${CHANNELS} AccessChannels created at once -> all Ready in ${readySeconds.toFixed(1)} s (target <= 30 s)`,
+    `[1] ${CHANNELS} AccessChannels created at once -> all Ready in ${readySeconds.toFixed(1)} s (target <= 30 s); operator CPU ${((before.cpuMicros - base.cpuMicros) / 1e6).toFixed(1)} s for ${before.events - base.events} informer events = ${cpuPerEvent(base, before).toFixed(0)} µs per event`,
   );
 
   // (2) Steady state: a forced resync of every cached object writes nothing.
-  const before = await quiesce(op);
   await op.resync();
   const after = await quiesce(op);
   console.log(
@@ -181,7 +183,23 @@ try {
   await until(`${TOTAL} Ready`, async () => (await op.stats()).ready >= TOTAL, 900_000);
   const full = await quiesce(op);
   console.log(
-    `[3] ${full.cached} objects cached (${TOTAL} AccessChannels + their key Secrets + data plane): operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}) (target < 200 MB)`,
+    `[3] ${full.cached} objects cached (${TOTAL} AccessChannels + their key Secrets + data plane): operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}, heap ${mb(base.heap)}) (target < 200 MB); ${cpuPerEvent(after, full).toFixed(0)} µs CPU per informer event while the rest were created`,
+  );
+  // One line for bench/operator/ab.sh to tabulate.
+  console.log(
+    `RESULT ${JSON.stringify({
+      layer: LAYER,
+      nodeFlags: process.env.NODE_FLAGS ?? "",
+      readySeconds: Number(readySeconds.toFixed(1)),
+      cpuPerEventReadyMicros: Math.round(cpuPerEvent(base, before)),
+      cpuPerEventFillMicros: Math.round(cpuPerEvent(after, full)),
+      resyncWrites: after.writes - before.writes,
+      cached: full.cached,
+      rssMB: Math.round(full.rss / 2 ** 20),
+      heapMB: Math.round(full.heap / 2 ** 20),
+      idleRssMB: Math.round(base.rss / 2 ** 20),
+      idleHeapMB: Math.round(base.heap / 2 ** 20),
+    })}`,
   );
   await op.stop();
 } finally {

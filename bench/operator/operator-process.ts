@@ -1,9 +1,9 @@
 // The operator under benchmark, alone in its own process so its RSS is its own. Driven by
 // bench.ts over IPC: "stats" answers counts, "resync" re-delivers every cached object.
 import { createLogger, createRegistry } from "@capstan/shared";
-import { kubeconfigAccess } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "../../operator/src/config.ts";
 import { Operator } from "../../operator/src/manager.ts";
+import { operatorKube } from "./layer.ts";
 
 const ns = process.env.BENCH_NAMESPACE as string;
 const config = loadOperatorConfig(
@@ -17,10 +17,16 @@ const config = loadOperatorConfig(
   },
 );
 const op = new Operator(config, {
-  access: kubeconfigAccess(process.env.KUBECONFIG as string),
+  ...operatorKube(process.env.KUBECONFIG as string),
   registry: createRegistry("bench", { defaultMetrics: false }),
   logger: createLogger({ name: "bench-operator", level: "warn" }),
 });
+// Every informer event handled (adds, updates, deletes of any cached kind), for CPU per event.
+let events = 0;
+const count = () => {
+  events += 1;
+};
+for (const inf of Object.values(op.informers)) inf.addHandler({ add: count, update: count, delete: count });
 await op.start();
 
 function stats() {
@@ -29,7 +35,10 @@ function stats() {
     if (ch.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) ready += 1;
   }
   global.gc?.();
+  const cpu = process.cpuUsage();
   return {
+    events,
+    cpuMicros: cpu.user + cpu.system,
     ready,
     writes: op.http.writes,
     reconciles: Object.values(op.controllers).reduce((s, c) => s + c.reconciles, 0),

@@ -1,23 +1,23 @@
 // Starts the operator from its config file and environment; SIGTERM finishes in-flight
 // reconciles and releases the Lease so a standby takes over at once.
 import { loadConfigOrExit, stopOnSignals } from "@capstan/shared";
-import { loadKubeAccess } from "@capstan/shared/kube";
+import { loadKubeConfig } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "./config.ts";
 import { Operator } from "./manager.ts";
 import { buildHealthApp, buildMetricsApp } from "./server.ts";
 
 const config = loadConfigOrExit(() => loadOperatorConfig(process.env));
 
-let access: ReturnType<typeof loadKubeAccess>;
+let kubeConfig: ReturnType<typeof loadKubeConfig>;
 try {
-  access = loadKubeAccess(process.env);
+  kubeConfig = loadKubeConfig({}, process.env);
 } catch (err) {
   console.error(`cannot reach the API server: ${(err as Error).message}`);
   process.exit(2);
 }
 
 const operator = new Operator(config, {
-  access,
+  kubeConfig,
   onLostLeadership: () => {
     operator.logger.error("leadership lost; exiting so the pod restarts clean");
     process.exit(1);

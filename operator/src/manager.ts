@@ -4,7 +4,7 @@
 // instance runs the controllers. Caches run on every instance so a standby takes over warm.
 import { createLogger, createRegistry, type Logger, outboundMetrics, type Registry } from "@capstan/shared";
 import { knowledgeIdOf } from "@capstan/shared/api";
-import type { KubeAccess } from "@capstan/shared/kube";
+import type { KubeConfig } from "@capstan/shared/kube";
 import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
 import { searchInternalUrl } from "./config.ts";
@@ -36,7 +36,8 @@ import { INTERNAL_TOKEN_KEY } from "./translate/workloads.ts";
 import { queueMetrics } from "./workqueue/queue.ts";
 
 export interface OperatorDeps {
-  access: KubeAccess;
+  /** Where and as whom to reach the API server (client-node's KubeConfig). */
+  kubeConfig: KubeConfig;
   registry?: Registry;
   logger?: Logger;
   search?: SearchDocuments;
@@ -76,7 +77,7 @@ export class Operator {
     this.config = config;
     this.registry = deps.registry ?? createRegistry("capstan-operator");
     this.logger = deps.logger ?? createLogger({ name: "capstan-operator", level: config.logLevel });
-    this.http = new KubeHttp(deps.access, this.registry, { timeoutMs: config.apiTimeoutSeconds * 1000 });
+    this.http = new KubeHttp(deps.kubeConfig, this.registry, { timeoutMs: config.apiTimeoutSeconds * 1000 });
     this.client = new ObjectClient(this.http);
     const ns = config.watchNamespace || undefined;
     const resyncMs = config.resyncSeconds * 1000;

@@ -4,13 +4,28 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import { KubeApiError, KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
+import { KubeApiError, KubeConfig, KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
+import type { User } from "@kubernetes/client-node";
 import { inject } from "vitest";
 import { parseAllDocuments } from "yaml";
 
 /** A client of the API server behind an admin kubeconfig file. */
 export function kubeHttpFrom(kubeconfig: string): KubeHttp {
-  return new KubeHttp(kubeconfigAccess(kubeconfig), createRegistry("test", { defaultMetrics: false }));
+  return new KubeHttp(kubeConfigFromFile(kubeconfig), createRegistry("test", { defaultMetrics: false }));
+}
+
+/** The server and CA of `base` with another user (a token, an exec plugin), in one context. */
+export function kubeConfigAs(base: KubeConfig, user: User, namespace?: string): KubeConfig {
+  const cluster = base.getCurrentCluster();
+  if (!cluster) throw new Error("kubeconfig: no current cluster");
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [user],
+    contexts: [{ name: "test", cluster: cluster.name, user: user.name, ...(namespace ? { namespace } : {}) }],
+    currentContext: "test",
+  });
+  return kc;
 }
 
 /** A client of the shared test API server (admin). */

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRegistry } from "@capstan/shared";
-import { KubeApiError, KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
+import { KubeApiError, KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
 import { binaryCacheDir, type KubeControlPlane, signCert, startKube } from "./kube.ts";
 import { nodeBinaries } from "./node-binaries.ts";
 import { kubeconfigText, net } from "./node-config.ts";
@@ -157,7 +157,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       prepare: nodeCerts,
     });
     const certDir = kube.dir;
-    client = new KubeHttp(kubeconfigAccess(kube.kubeconfig), createRegistry("test", { defaultMetrics: false }));
+    client = new KubeHttp(kubeConfigFromFile(kube.kubeconfig), createRegistry("test", { defaultMetrics: false }));
     procs["kube-controller-manager"] = startControllerManager(bin, kube.kubeconfig, certDir);
     procs["kube-scheduler"] = startScheduler(bin, kube.kubeconfig);
 

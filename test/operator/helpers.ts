@@ -3,7 +3,7 @@
 // API at the interface level (used where the real search service is not started).
 import { createLogger, createRegistry } from "@capstan/shared";
 import { SearchClient } from "@capstan/shared/clients/search-client";
-import { KubeApiError, type KubeHttp, kubeconfigAccess } from "@capstan/shared/kube";
+import { KubeApiError, type KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
 import type {
   DocumentInput,
@@ -54,7 +54,7 @@ export function startOperatorFor(
     ...overrides,
   } satisfies Partial<OperatorConfigInput> as Record<string, unknown>);
   return new Operator(config, {
-    access: kubeconfigAccess(kubeconfig),
+    kubeConfig: kubeConfigFromFile(kubeconfig),
     registry: createRegistry("capstan-operator-test", { defaultMetrics: false }),
     logger: createLogger({ name: "operator-test", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
     ...deps,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadOperatorConfig } from "../../operator/src/config.ts";
 import { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, kubeConfigAs, rawExamples } from "../ground/kube-client.ts";
 import { CAP, create, InMemorySearchDocuments, type Obj, whenCondition } from "./helpers.ts";
 
 const ns = `rbac-${process.pid}-${Date.now().toString(36)}`;
@@ -62,8 +62,8 @@ async function serviceAccountClient(name: string, clusterRules: unknown, nsRules
     body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
   });
   // The admin's server and CA, the ServiceAccount's token: no client certificate.
-  const access = { server: admin.access.server, ca: admin.access.ca, token: () => tr.status.token, namespace: ns };
-  return new KubeHttp(access, createRegistry(`sa-${name}`, { defaultMetrics: false }));
+  const kc = kubeConfigAs(admin.kubeConfig, { name, token: tr.status.token }, ns);
+  return new KubeHttp(kc, createRegistry(`sa-${name}`, { defaultMetrics: false }));
 }
 
 beforeAll(async () => {
@@ -88,7 +88,7 @@ describe("RBAC from charts/capstan/files/rbac", () => {
       { namespace: ns, watchNamespace: ns, instanceId: "rbac-test", leaderElection: { enabled: true } },
     );
     operator = new Operator(config, {
-      access: sa.access,
+      kubeConfig: sa.kubeConfig,
       registry: createRegistry("capstan-operator-rbac", { defaultMetrics: false }),
       logger: createLogger({ name: "operator-rbac", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
       search: new InMemorySearchDocuments(),

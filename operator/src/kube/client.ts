@@ -1,44 +1,70 @@
-// Typed reads and writes over KubeHttp: get, create, server-side apply (one field manager,
-// forced, as controller-runtime's client.Apply), status apply through the status subresource,
-// JSON merge patch (finalizers, with optimistic locking) and delete.
-import { isStatus, type KubeHttp, type KubeObject, type ResourceType, resourcePath } from "@capstan/shared/kube";
+// The operator's reads and writes. Objects by kind go through client-node's KubernetesObjectApi
+// (server-side apply with one field manager, forced, as controller-runtime's client.Apply; create,
+// read, replace and delete, with its discovery of the kind's resource and its typed models for the
+// core kinds). Two calls it has no form for go straight over the same transport: the status
+// subresource (server-side apply of status) and JSON merge patches (finalizers with optimistic
+// locking, on the capstan.dev kinds, whose JSON is kept as the API server sent it).
+import {
+  conciseError,
+  isStatus,
+  type KubeHttp,
+  type KubeObject,
+  type ResourceType,
+  resourcePath,
+} from "@capstan/shared/kube";
+import { type KubernetesObject, type KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
 
 export const FIELD_MANAGER = "capstan-operator";
+
+/** A client-node call's result as the JSON shape the operator reads, its failure as a KubeApiError. */
+async function concise<T>(call: Promise<unknown>): Promise<T> {
+  try {
+    return (await call) as T;
+  } catch (err) {
+    throw conciseError(err);
+  }
+}
 
 export class ObjectClient {
   readonly http: KubeHttp;
   readonly fieldManager: string;
+  private readonly objects: KubernetesObjectApi;
 
   constructor(http: KubeHttp, fieldManager = FIELD_MANAGER) {
     this.http = http;
     this.fieldManager = fieldManager;
+    this.objects = http.objectApi();
+  }
+
+  private spec<T extends KubeObject>(type: ResourceType, obj: T): KubernetesObject {
+    return { ...obj, apiVersion: type.apiVersion, kind: type.kind } as KubernetesObject;
   }
 
   async get<T extends KubeObject>(type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
     try {
-      return await this.http.json<T>(resourcePath(type, namespace, name));
+      const ref = { apiVersion: type.apiVersion, kind: type.kind, metadata: { name, namespace } };
+      return (await this.objects.read(ref)) as unknown as T;
     } catch (err) {
       if (isStatus(err, 404)) return undefined;
-      throw err;
+      throw conciseError(err);
     }
   }
 
   create<T extends KubeObject>(type: ResourceType, obj: T): Promise<T> {
-    return this.http.json<T>(resourcePath(type, obj.metadata.namespace), {
-      method: "POST",
-      body: { ...obj, apiVersion: type.apiVersion, kind: type.kind },
-      query: { fieldManager: this.fieldManager },
-    });
+    return concise(this.objects.create(this.spec(type, obj), undefined, undefined, this.fieldManager));
+  }
+
+  /** Replaces the object (PUT); metadata.resourceVersion in obj makes it fail on a concurrent write. */
+  replace<T extends KubeObject>(type: ResourceType, obj: T): Promise<T> {
+    return concise(this.objects.replace(this.spec(type, obj), undefined, undefined, this.fieldManager));
   }
 
   /** Server-side apply: the object states every field this manager owns. */
   apply<T extends KubeObject>(type: ResourceType, obj: T): Promise<T> {
-    return this.http.json<T>(resourcePath(type, obj.metadata.namespace, obj.metadata.name), {
-      method: "PATCH",
-      body: { ...obj, apiVersion: type.apiVersion, kind: type.kind },
-      contentType: "application/apply-patch+yaml",
-      query: { fieldManager: this.fieldManager, force: true },
-    });
+    const spec = this.spec(type, obj);
+    return concise(
+      this.objects.patch(spec, undefined, undefined, this.fieldManager, true, PatchStrategy.ServerSideApply),
+    );
   }
 
   /** Server-side apply of the status subresource; fields left out are removed from status. */
@@ -46,7 +72,7 @@ export class ObjectClient {
     return this.http.json<T>(`${resourcePath(type, namespace, name)}/status`, {
       method: "PATCH",
       body: { apiVersion: type.apiVersion, kind: type.kind, metadata: { name, namespace }, status },
-      contentType: "application/apply-patch+yaml",
+      contentType: PatchStrategy.ServerSideApply,
       query: { fieldManager: this.fieldManager, force: true },
     });
   }
@@ -56,21 +82,19 @@ export class ObjectClient {
     return this.http.json<T>(resourcePath(type, namespace, name), {
       method: "PATCH",
       body: patch,
-      contentType: "application/merge-patch+json",
+      contentType: PatchStrategy.MergePatch,
       query: { fieldManager: this.fieldManager },
     });
   }
 
   async delete(type: ResourceType, namespace: string, name: string): Promise<boolean> {
     try {
-      await this.http.json(resourcePath(type, namespace, name), {
-        method: "DELETE",
-        body: { kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: "Background" },
-      });
+      const ref = { apiVersion: type.apiVersion, kind: type.kind, metadata: { name, namespace } };
+      await this.objects.delete(ref, undefined, undefined, undefined, undefined, "Background");
       return true;
     } catch (err) {
       if (isStatus(err, 404)) return false;
-      throw err;
+      throw conciseError(err);
     }
   }
 }

@@ -108,11 +108,7 @@ export async function generatedKey(opts: {
     const value = generateKey(opts.kind);
     const next = keySecret(owner, type, name, value, opts.now);
     next.metadata.resourceVersion = secret.metadata.resourceVersion;
-    await client.http.json(`/api/v1/namespaces/${ns}/secrets/${name}`, {
-      method: "PUT",
-      body: next,
-      query: { fieldManager: client.fieldManager },
-    });
+    await client.replace(SECRET, next);
     return { key: material(next), issued: true };
   }
   const value = generateKey(opts.kind);

@@ -1,7 +1,7 @@
 // The gateway process: config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
 // or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
 import { createLogger, createRegistry, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
-import { KubeHttp, loadKubeAccess } from "@capstan/shared/kube";
+import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
     stopSource = () => source.stop();
     logger.info({ dirs: config.resourcesDirs }, "resources read from files");
   } else {
-    const kube = new KubeHttp(loadKubeAccess(), registry);
+    const kube = new KubeHttp(loadKubeConfig(), registry);
     const source = new KubeSource(view, kube, {
       ...(config.namespace ? { namespace: config.namespace } : {}),
       kinds: ["AccessChannel", "Agent"],

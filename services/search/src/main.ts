@@ -2,7 +2,7 @@
 // folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
 
 import { createLogger, createRegistry, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
-import { KubeHttp, kubeconfigAccess, loadKubeAccess } from "@capstan/shared/kube";
+import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadSearchConfig } from "./config.ts";
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
     stopSource = () => source.stop();
     logger.info({ dirs: config.resourcesDirs }, "resources from files");
   } else {
-    const kube = new KubeHttp(config.kubeconfig ? kubeconfigAccess(config.kubeconfig) : loadKubeAccess(), registry);
+    const kube = new KubeHttp(loadKubeConfig({ kubeconfig: config.kubeconfig }), registry);
     const source = new KubeSource(view, kube, {
       ...(config.namespace ? { namespace: config.namespace } : {}),
       kinds: ["SearchKey", "KnowledgeBase"],

@@ -1,11 +1,26 @@
-// HTTP to the API server with one pooled connection agent: JSON calls and streamed watches, auth
-// from a KubeAccess (client certificates, bearer tokens including rotated in-cluster tokens), a
-// timeout on every call and controller-runtime's rest_client metrics. Writes are counted, which
-// the steady-state tests and the benchmark use.
-
-import { Agent, type Dispatcher, fetch, type Response } from "undici";
+// The transport under client-node: every request, whether from client-node's typed APIs and
+// KubernetesObjectApi (through the HttpLibrary this class plugs into their Configuration) or from
+// json() here, is authenticated by client-node's KubeConfig (certificates, tokens, token files,
+// exec and OIDC plugins) and sent over one pooled undici agent built from client-node's dispatcher
+// options, with a timeout and controller-runtime's rest_client metrics. client-node's own library
+// builds a new agent (a new TLS connection) for every request; pooling is what this adds. Writes
+// are counted, which the steady-state tests and the benchmark use.
+import {
+  ApiException,
+  type Configuration,
+  createConfiguration,
+  type HttpMethod,
+  type KubeConfig,
+  KubernetesObjectApi,
+  RequestContext,
+  ResponseContext,
+  type SecurityAuthentication,
+  ServerConfiguration,
+  wrapHttpLibrary,
+} from "@kubernetes/client-node";
+import { Agent, type Dispatcher, fetch, ProxyAgent } from "undici";
 import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "../metrics.ts";
-import type { KubeAccess } from "./access.ts";
+import { contextNamespace } from "./config.ts";
 
 export interface JsonRequest {
   method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -15,47 +30,78 @@ export interface JsonRequest {
   timeoutMs?: number;
 }
 
-/** A non-2xx answer of the API server, with its HTTP status and Status reason. */
-export class KubeApiError extends Error {
+interface StatusBody {
+  reason?: string;
+  message?: string;
+}
+
+/** A non-2xx answer of the API server: client-node's ApiException with the Status reason and a short message. */
+export class KubeApiError extends ApiException<StatusBody> {
   readonly status: number;
   readonly reason: string;
-  constructor(status: number, reason: string, message: string) {
-    super(message);
+  constructor(status: number, reason: string, message: string, body: StatusBody = {}) {
+    super(status, message, body, {});
+    this.message = message;
     this.status = status;
     this.reason = reason;
     this.name = "KubeApiError";
   }
 }
 
+/**
+ * client-node's ApiException (its message carries the whole body and the response headers) as a
+ * KubeApiError with the Status reason and message only; anything else is returned as it is.
+ */
+export function conciseError(err: unknown): unknown {
+  if (!(err instanceof ApiException) || err instanceof KubeApiError) return err;
+  let body: StatusBody = {};
+  try {
+    body = (typeof err.body === "string" ? JSON.parse(err.body) : err.body) ?? {};
+  } catch {
+    body = {};
+  }
+  const reason = body.reason ?? `HTTP ${err.code}`;
+  return new KubeApiError(err.code, reason, body.message ?? reason, body);
+}
+
+/** The HTTP status of an API error, from this layer or from client-node (ApiException, Watch errors). */
+export function statusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const code = (err as { statusCode?: unknown } | undefined)?.statusCode;
+  return typeof code === "number" ? code : undefined;
+}
+
+export function isStatus(err: unknown, status: number): boolean {
+  return statusOf(err) === status;
+}
+
+type Tls = { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; servername?: string };
+
+const sameBuffer = (a: Buffer | undefined, b: Buffer | undefined) => (a && b ? a.equals(b) : a === b);
+
 export class KubeHttp {
   readonly server: string;
+  readonly kubeConfig: KubeConfig;
+  /** The current context's namespace, if it names one. */
+  readonly namespace: string | undefined;
   /** Non-GET requests sent (successful or not). */
   writes = 0;
   /** Observes every write (method and path, never the body): tests and benchmarks count them. */
   onWrite: ((method: string, path: string) => void) | undefined;
-  /** Where and as whom this client talks (server, CA, credentials). */
-  readonly access: KubeAccess;
-  private readonly dispatcher: Dispatcher;
+  /** client-node's Configuration over this transport: pass it to any client-node API class. */
+  readonly configuration: Configuration;
+  private pool: { tls: Tls; dispatcher: Dispatcher } | undefined;
   private readonly requests: Counter<"code" | "method">;
   private readonly latency: Histogram<"verb">;
   private readonly defaultTimeoutMs: number;
 
-  constructor(access: KubeAccess, registry: Registry, opts: { timeoutMs?: number } = {}) {
-    this.access = access;
-    this.server = access.server.replace(/\/$/, "");
+  constructor(kubeConfig: KubeConfig, registry: Registry, opts: { timeoutMs?: number } = {}) {
+    this.kubeConfig = kubeConfig;
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("kubeconfig: no current cluster");
+    this.server = cluster.server.replace(/\/$/, "");
+    this.namespace = contextNamespace(kubeConfig);
     this.defaultTimeoutMs = opts.timeoutMs ?? 30_000;
-    this.dispatcher = new Agent({
-      connect: {
-        ...(access.ca ? { ca: access.ca } : {}),
-        ...(access.cert ? { cert: access.cert } : {}),
-        ...(access.key ? { key: access.key } : {}),
-        ...(access.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
-        keepAlive: true,
-        keepAliveInitialDelay: 30_000,
-      },
-      keepAliveTimeout: 30_000,
-      connections: 64,
-    });
     this.requests = new Counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests to the API server, partitioned by status code and method",
@@ -69,80 +115,134 @@ export class KubeHttp {
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     });
+    const auth: SecurityAuthentication = {
+      getName: () => "capstan pooled kubeconfig",
+      applySecurityAuthentication: (ctx) => this.authenticate(ctx),
+    };
+    this.configuration = createConfiguration({
+      baseServer: new ServerConfiguration(this.server, {}),
+      authMethods: { default: auth },
+      httpApi: wrapHttpLibrary({ send: (ctx) => this.send(ctx) }),
+    });
   }
 
-  private prepare(): { headers: Record<string, string>; dispatcher: Dispatcher } {
-    const headers: Record<string, string> = {};
-    const token = this.access.token?.();
-    if (token) headers.authorization = `Bearer ${token}`;
-    else if (this.access.basic) {
-      headers.authorization = `Basic ${Buffer.from(`${this.access.basic.username}:${this.access.basic.password}`).toString("base64")}`;
+  /** client-node's dynamic object client (server-side apply, any kind) over this transport. */
+  objectApi(): KubernetesObjectApi {
+    return new KubernetesObjectApi(this.configuration);
+  }
+
+  /** Sets the credentials of the current user (client-node) and the pooled agent on a request. */
+  async authenticate(ctx: RequestContext): Promise<void> {
+    const opts: Tls & { headers?: Record<string, string>; auth?: string } = {};
+    await this.kubeConfig.applyToHTTPSOptions(opts as never);
+    for (const [k, v] of Object.entries(opts.headers ?? {})) ctx.setHeaderParam(k, String(v));
+    if (opts.auth) ctx.setHeaderParam("Authorization", `Basic ${Buffer.from(opts.auth).toString("base64")}`);
+    const d = this.dispatcherFor(opts);
+    if (d) ctx.setDispatcher(d);
+  }
+
+  /** One agent while the TLS material stays the same (a rotated client certificate gets a new one). */
+  private dispatcherFor(opts: Tls): Dispatcher | undefined {
+    const tls: Tls = {
+      ...(opts.ca ? { ca: opts.ca } : {}),
+      ...(opts.cert ? { cert: opts.cert } : {}),
+      ...(opts.key ? { key: opts.key } : {}),
+      ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}),
+      ...(opts.servername ? { servername: opts.servername } : {}),
+    };
+    const p = this.pool;
+    if (
+      p &&
+      sameBuffer(p.tls.ca, tls.ca) &&
+      sameBuffer(p.tls.cert, tls.cert) &&
+      sameBuffer(p.tls.key, tls.key) &&
+      p.tls.rejectUnauthorized === tls.rejectUnauthorized &&
+      p.tls.servername === tls.servername
+    ) {
+      return p.dispatcher;
     }
-    return { headers, dispatcher: this.dispatcher };
+    const o = this.kubeConfig.createDispatcherOptions(this.kubeConfig.getCurrentCluster(), tls);
+    const pooled = { keepAliveTimeout: 30_000, connections: 64 };
+    let dispatcher: Dispatcher;
+    if (o.type === "agent") dispatcher = new Agent({ ...pooled, connect: o.connect });
+    else if (o.type === "proxy")
+      dispatcher = new ProxyAgent({ uri: o.uri, requestTls: o.requestTls, connect: o.connect });
+    else if (o.type === "none") dispatcher = new Agent(pooled);
+    else return undefined; // a SOCKS proxy: client-node's own per-request dispatcher
+    // Requests in flight on the old agent finish; it closes after them.
+    if (p) void p.dispatcher.close().catch(() => undefined);
+    this.pool = { tls, dispatcher };
+    return dispatcher;
   }
 
-  private url(path: string, query: JsonRequest["query"]): URL {
-    const url = new URL(this.server + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    return url;
-  }
-
-  async json<T = unknown>(path: string, req: JsonRequest = {}): Promise<T> {
-    const method = req.method ?? "GET";
-    const { headers, dispatcher } = this.prepare();
-    const h: Record<string, string> = { ...headers, accept: "application/json" };
-    if (req.body !== undefined) h["content-type"] = req.contentType ?? "application/json";
+  /** client-node's HttpLibrary: sends one request with its timeout and counts it. */
+  async send(ctx: RequestContext, timeoutMs = this.defaultTimeoutMs): Promise<ResponseContext> {
+    const method = ctx.getHttpMethod().toString();
     if (method !== "GET") {
       this.writes += 1;
-      this.onWrite?.(method, path);
+      this.onWrite?.(method, new URL(ctx.getUrl()).pathname);
     }
     const end = this.latency.startTimer({ verb: method });
-    let res: Response;
     try {
-      res = await fetch(this.url(path, req.query), {
+      const res = await fetch(ctx.getUrl(), {
         method,
-        headers: h,
-        dispatcher,
-        body: req.body === undefined ? undefined : JSON.stringify(req.body),
-        signal: AbortSignal.timeout(req.timeoutMs ?? this.defaultTimeoutMs),
+        headers: ctx.getHeaders(),
+        body: ctx.getBody() as string | undefined,
+        dispatcher: ctx.getDispatcher() as Dispatcher | undefined,
+        signal: ctx.getSignal() ?? AbortSignal.timeout(timeoutMs),
+      });
+      const text = await res.text();
+      this.requests.inc({ code: String(res.status), method });
+      const headers: Record<string, string> = {};
+      res.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
+      const bytes = Buffer.from(text);
+      return new ResponseContext(res.status, headers, {
+        text: async () => text,
+        binary: async () => bytes,
+        stream: () => null,
       });
     } catch (err) {
       this.requests.inc({ code: "<error>", method });
-      end();
       throw err;
+    } finally {
+      end();
     }
-    const text = await res.text();
-    end();
-    this.requests.inc({ code: String(res.status), method });
+  }
+
+  /** Counts a watch request (sent by client-node's Watch) in rest_client_requests_total. */
+  countWatch(code: string): void {
+    this.requests.inc({ code, method: "WATCH" });
+  }
+
+  async json<T = unknown>(path: string, req: JsonRequest = {}): Promise<T> {
+    const ctx = new RequestContext(this.server + path, (req.method ?? "GET") as HttpMethod);
+    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) ctx.setQueryParam(k, String(v));
+    ctx.setHeaderParam("Accept", "application/json");
+    if (req.body !== undefined) {
+      ctx.setHeaderParam("Content-Type", req.contentType ?? "application/json");
+      ctx.setBody(JSON.stringify(req.body));
+    }
+    await this.authenticate(ctx);
+    const res = await this.send(ctx, req.timeoutMs);
+    const text = await res.body.text();
     let json: Record<string, unknown> = {};
     try {
       json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
     } catch {
       json = { message: text.slice(0, 200) };
     }
-    if (res.status >= 400) {
-      throw new KubeApiError(res.status, String(json.reason ?? res.statusText), String(json.message ?? res.statusText));
+    if (res.httpStatusCode >= 400) {
+      const reason = String(json.reason ?? `HTTP ${res.httpStatusCode}`);
+      throw new KubeApiError(res.httpStatusCode, reason, String(json.message ?? reason), json as StatusBody);
     }
     return json as T;
   }
 
-  /** Opens a streamed GET (a watch). The caller reads res.body and aborts through signal. */
-  async stream(path: string, query: JsonRequest["query"], signal: AbortSignal): Promise<Response> {
-    const { headers, dispatcher } = this.prepare();
-    const res = await fetch(this.url(path, query), {
-      headers: { ...headers, accept: "application/json" },
-      dispatcher,
-      signal,
-    });
-    this.requests.inc({ code: String(res.status), method: "WATCH" });
-    return res;
-  }
-
   async close(): Promise<void> {
-    await this.dispatcher.destroy().catch(() => undefined);
+    const d = this.pool?.dispatcher;
+    this.pool = undefined;
+    await d?.destroy().catch(() => undefined);
   }
-}
-
-export function isStatus(err: unknown, status: number): boolean {
-  return err instanceof KubeApiError && err.status === status;
 }

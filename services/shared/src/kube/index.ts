@@ -1,4 +1,4 @@
-export * from "./access.ts";
+export * from "./config.ts";
 export * from "./http.ts";
 export * from "./objects.ts";
 export * from "./reflector.ts";

@@ -1,9 +1,6 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { KubeConfig, Watch } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { kubeconfigAccess } from "./access.ts";
-import { fullJitterBackoff } from "./reflector.ts";
+import { fullJitterBackoff, setWatchInactivityTimeout } from "./reflector.ts";
 
 describe("fullJitterBackoff", () => {
   it("is uniform in [0, min(max, base·2^attempt))", () => {
@@ -26,38 +23,11 @@ describe("fullJitterBackoff", () => {
   });
 });
 
-describe("kubeconfigAccess", () => {
-  it("reads the current context's server, CA, client certificate and token", () => {
-    const dir = mkdtempSync(join(tmpdir(), "kc-"));
-    writeFileSync(join(dir, "ca.crt"), "CA");
-    const path = join(dir, "config");
-    writeFileSync(
-      path,
-      `apiVersion: v1
-kind: Config
-current-context: b
-contexts:
-- name: a
-  context: {cluster: one, user: u1}
-- name: b
-  context: {cluster: two, user: u2, namespace: team}
-clusters:
-- name: one
-  cluster: {server: "https://one:6443"}
-- name: two
-  cluster: {server: "https://two:6443", certificate-authority: ca.crt}
-users:
-- name: u1
-  user: {token: nope}
-- name: u2
-  user: {token: secret-token, client-certificate-data: ${Buffer.from("CERT").toString("base64")}}
-`,
-    );
-    const a = kubeconfigAccess(path);
-    expect(a.server).toBe("https://two:6443");
-    expect(a.ca?.toString()).toBe("CA");
-    expect(a.cert?.toString()).toBe("CERT");
-    expect(a.token?.()).toBe("secret-token");
-    expect(a.namespace).toBe("team");
+describe("the watch's inactivity timeout", () => {
+  it("is the field client-node's Watch reads (an upgrade that renames it fails here)", () => {
+    const watch = new Watch(new KubeConfig());
+    expect(watch).toHaveProperty("requestTimeoutMs", 30_000);
+    setWatchInactivityTimeout(watch, 630_000);
+    expect(watch).toHaveProperty("requestTimeoutMs", 630_000);
   });
 });

@@ -1,10 +1,12 @@
-// List + watch of one collection, kept correct across disconnects, as client-go's Reflector:
+// List + watch of one collection, kept correct across disconnects, as client-go's Reflector, on
+// client-node's primitives (its Watch; lists through KubeHttp, client-node's request authentication):
 // paginated list, then a watch from the list's resourceVersion with bookmarks; a watch that
 // ends is resumed from the last resourceVersion seen; 410 Gone (an expired resourceVersion)
 // relists; failures back off exponentially with full jitter, and a watch that ends at once with
 // no events counts as a failure, so a flapping server does not get a reconnect storm. A watch
 // that goes silent for longer than the server-side timeout plus a margin is treated as dead.
-import { isStatus, KubeApiError, type KubeHttp } from "./http.ts";
+import { Watch } from "@kubernetes/client-node";
+import { isStatus, KubeApiError, type KubeHttp, statusOf } from "./http.ts";
 import type { KubeObject } from "./objects.ts";
 
 export interface ReflectorSink<T extends KubeObject> {
@@ -154,77 +156,90 @@ export class Reflector<T extends KubeObject> {
     this.sink.replace(items, rv);
   }
 
-  private async watchOnce(): Promise<WatchOutcome> {
+  /**
+   * One watch through client-node's Watch (its request authentication, its line parsing). Its
+   * inactivity timeout is the dead-connection detection: the server ends every watch after
+   * timeoutSeconds, so a watch silent for longer than that (plus a margin) is on a dead connection.
+   */
+  private watchOnce(): Promise<WatchOutcome> {
     const started = Date.now();
     const timeoutSeconds = this.opts.watchTimeoutSeconds ?? Math.floor(300 + (this.opts.random ?? Math.random)() * 300);
-    const abort = new AbortController();
-    this.abort = abort;
-    if (this.stopped) abort.abort();
-    // Dead-connection detection: the server ends every watch after timeoutSeconds, so a watch
-    // silent for longer than that (plus a margin) is on a dead connection.
-    const idleMs = (timeoutSeconds + 30) * 1000;
-    let idle = setTimeout(() => abort.abort(new Error("watch idle")), idleMs);
+    const watch = new Watch(this.http.kubeConfig);
+    setWatchInactivityTimeout(watch, (timeoutSeconds + 30) * 1000);
     let events = 0;
-    try {
-      const res = await this.http.stream(
-        this.path,
-        {
-          watch: 1,
-          resourceVersion: this.resourceVersion,
-          allowWatchBookmarks: true,
-          timeoutSeconds,
-          labelSelector: this.opts.labelSelector,
-          fieldSelector: this.opts.fieldSelector,
-        },
-        abort.signal,
-      );
-      if (res.status !== 200) {
-        const text = await res.text();
-        let body: { reason?: string; message?: string } = {};
+    let failure: Error | undefined;
+    let ended = false;
+    let opened = false;
+    return new Promise<WatchOutcome>((resolve, reject) => {
+      const done = (err: unknown) => {
+        // Not yet opened: the request itself failed (an HTTP status, or no answer at all).
+        if (!opened && !ended) this.http.countWatch(String(statusOf(err) ?? "<error>"));
+        ended = true;
+        this.abort = undefined;
+        if (failure) reject(failure);
+        else if (err && !this.stopped) reject(watchError(err));
+        else resolve({ events, durationMs: Date.now() - started });
+      };
+      const onEvent = (type: string, obj: T & WatchStatus) => {
+        if (failure) return;
+        events += 1;
         try {
-          body = JSON.parse(text);
-        } catch {
-          body = { message: text.slice(0, 200) };
+          this.handleEvent(type, obj);
+        } catch (err) {
+          failure = err as Error;
+          this.abort?.abort();
         }
-        throw new KubeApiError(res.status, body.reason ?? "WatchFailed", body.message ?? `watch: HTTP ${res.status}`);
-      }
-      this.opts.onState?.("watching");
-      const decoder = new TextDecoder();
-      let buffer = "";
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        clearTimeout(idle);
-        idle = setTimeout(() => abort.abort(new Error("watch idle")), idleMs);
-        buffer += decoder.decode(chunk, { stream: true });
-        let nl = buffer.indexOf("\n");
-        while (nl >= 0) {
-          const line = buffer.slice(0, nl).trim();
-          buffer = buffer.slice(nl + 1);
-          nl = buffer.indexOf("\n");
-          if (!line) continue;
-          events += 1;
-          this.handleLine(line);
-        }
-      }
-      return { events, durationMs: Date.now() - started };
-    } finally {
-      clearTimeout(idle);
-      if (!abort.signal.aborted) abort.abort();
-    }
+      };
+      const query = {
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+      };
+      watch.watch(this.path, query, onEvent, done).then(
+        (controller) => {
+          this.abort = controller;
+          if (ended) return;
+          opened = true;
+          this.http.countWatch("200");
+          if (this.stopped) controller.abort();
+          else this.opts.onState?.("watching");
+        },
+        (err: unknown) => done(err),
+      );
+    });
   }
 
-  private handleLine(line: string): void {
-    const event = JSON.parse(line) as {
-      type: string;
-      object: T & { code?: number; reason?: string; message?: string };
-    };
-    if (event.type === "ERROR") {
-      const status = event.object.code ?? 500;
-      throw new KubeApiError(status, event.object.reason ?? "WatchError", event.object.message ?? "watch error");
+  private handleEvent(type: string, obj: T & WatchStatus): void {
+    if (type === "ERROR") {
+      const status = obj.code ?? 500;
+      throw new KubeApiError(status, obj.reason ?? "WatchError", obj.message ?? "watch error");
     }
-    const rv = event.object.metadata?.resourceVersion;
+    const rv = obj.metadata?.resourceVersion;
     if (rv) this.resourceVersion = rv;
-    if (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED") {
-      this.sink.apply(event.type, event.object);
-    }
+    if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.sink.apply(type, obj);
   }
+}
+
+/**
+ * client-node's Watch aborts a watch after requestTimeoutMs (30 s) without data: a quiet
+ * collection would reconnect every 30 s. The field is private in its types but is the knob its
+ * maintainers name for this; reflector.test.ts fails if an upgrade renames it.
+ */
+export function setWatchInactivityTimeout(watch: Watch, ms: number): void {
+  (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = ms;
+}
+
+interface WatchStatus {
+  code?: number;
+  reason?: string;
+  message?: string;
+}
+
+/** A failed watch request (client-node's Error with statusCode) as a KubeApiError, so 410 relists. */
+function watchError(err: unknown): Error {
+  const status = statusOf(err);
+  if (status === undefined || err instanceof KubeApiError) return err as Error;
+  return new KubeApiError(status, "WatchFailed", (err as Error).message || `watch: HTTP ${status}`);
 }

@@ -22,7 +22,7 @@ export class KubeSource {
   private readonly opts: KubeSourceOptions;
   private readonly reflectors: Reflector<KubeObject>[] = [];
 
-  /** `http` is a KubeHttp over loadKubeAccess() (KUBECONFIG, or the in-cluster ServiceAccount). */
+  /** `http` is a KubeHttp over loadKubeConfig() (KUBECONFIG and its contexts, or the in-cluster ServiceAccount). */
   constructor(view: ResourceView, http: KubeHttp, opts: KubeSourceOptions = {}) {
     this.view = view;
     this.http = http;
