@@ -71,6 +71,8 @@ function startOperatorProcess(
       waiting.set(id, resolve as (m: unknown) => void);
       child.send({ id, cmd });
     });
+  // A failed run must not leave the operator behind (it holds the bench's stdout open).
+  process.on("exit", () => child.kill("SIGKILL"));
   return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("exit", (code) => code && reject(new Error(`operator exited ${code}`)));
@@ -180,7 +182,7 @@ try {
 
   // (3) RSS with TOTAL AccessChannels and their TOTAL key Secrets in the cache.
   await createChannels(client, CHANNELS, TOTAL);
-  await until(`${TOTAL} Ready`, async () => (await op.stats()).ready >= TOTAL, 900_000);
+  await until(`${TOTAL} Ready`, async () => (await op.stats()).ready >= TOTAL, 1_800_000);
   const full = await quiesce(op);
   console.log(
     `[3] ${full.cached} objects cached (${TOTAL} AccessChannels + their key Secrets + data plane): operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}, heap ${mb(base.heap)}) (target < 200 MB); ${cpuPerEvent(after, full).toFixed(0)} µs CPU per informer event while the rest were created`,
