@@ -134,22 +134,25 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await waitFor(
       "operator ready (caches synced through the plugin's token)",
       async () => (await fetch(`http://127.0.0.1:${health}/readyz`)).status === 200,
-      { timeoutMs: 60_000, proc: operator },
+      { timeoutMs: 180_000, proc: operator },
     );
 
     await create(admin, {
       apiVersion: CAP,
       kind: "Agent",
-      metadata: { name: "offline", namespace: ns },
-      spec: {},
+      metadata: { name: "assistant", namespace: ns },
+      // Ready needs a provider (never called here: the gateway is only asked for its models).
+      spec: { provider: { baseURL: "https://llm.example/v1", model: "m" } },
     });
     await create(admin, {
       apiVersion: CAP,
       kind: "AccessChannel",
       metadata: { name: "web", namespace: ns },
-      spec: { channelName: "web", agentRef: { name: "offline" } },
+      spec: { channelName: "web", agentRef: { name: "assistant" } },
     });
-    await whenCondition(admin, "AccessChannel", ns, "web", "Ready", "True");
+    await whenCondition(admin, "AccessChannel", ns, "web", "Ready", "True").catch((err: Error) => {
+      throw new Error(`${err.message}\noperator output:\n${operator.output()}`);
+    });
     const secret = (await get(admin, "v1", "Secret", ns, "web-chat-key")) as Obj;
     const key = Buffer.from(secret.data?.key ?? "", "base64").toString("utf8");
     expect(key).toMatch(/^cap_chat_/);
@@ -167,7 +170,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       async () =>
         (await fetch(`http://127.0.0.1:${port}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } }))
           .status === 200,
-      { timeoutMs: 60_000, proc: gateway },
+      { timeoutMs: 180_000, proc: gateway },
     );
 
     // Both processes asked the plugin (client-node caches the credential until it expires).
@@ -176,5 +179,5 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     expect(log.every((l) => l === "--cluster harness")).toBe(true);
     expect(operator.output()).not.toContain(token);
     expect(gateway.output()).not.toContain(token);
-  });
+  }, 600_000);
 });
