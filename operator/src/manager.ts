@@ -30,7 +30,7 @@ import {
 import { knowledgeBaseReconciler } from "./reconcilers/knowledge-base.ts";
 import { PLATFORM_KEY, platformReconciler } from "./reconcilers/platform.ts";
 import { scraperReconciler, scraperSecretRefs } from "./reconcilers/scraper.ts";
-import { KB_BY_ID, searchKeyReconciler } from "./reconcilers/search-key.ts";
+import { KB_BY_ID, kbIndexKey, searchKeyReconciler } from "./reconcilers/search-key.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "./translate/common.ts";
 import { INTERNAL_TOKEN_KEY } from "./translate/workloads.ts";
 import { queueMetrics } from "./workqueue/queue.ts";
@@ -175,15 +175,17 @@ export class Operator {
     i.channels.addIndex("secret", (o) =>
       o.spec.keySecretRef ? [nsName(o.metadata.namespace, o.spec.keySecretRef.name)] : [],
     );
-    i.searchKeys.addIndex("kb", (o) => o.spec.knowledgeIds);
+    i.searchKeys.addIndex("kb", (o) => o.spec.knowledgeIds.map((id) => kbIndexKey(o.metadata.namespace, id)));
     i.searchKeys.addIndex("secret", (o) =>
       o.spec.keySecretRef ? [nsName(o.metadata.namespace, o.spec.keySecretRef.name)] : [],
     );
-    i.agents.addIndex("kb", (o) => o.spec.knowledge?.knowledgeIds ?? []);
+    i.agents.addIndex("kb", (o) =>
+      (o.spec.knowledge?.knowledgeIds ?? []).map((id) => kbIndexKey(o.metadata.namespace, id)),
+    );
     i.agents.addIndex("secret", (o) =>
       o.spec.provider?.apiKeySecretRef ? [nsName(o.metadata.namespace, o.spec.provider.apiKeySecretRef.name)] : [],
     );
-    i.knowledgeBases.addIndex(KB_BY_ID, (o) => [knowledgeIdOf(o)]);
+    i.knowledgeBases.addIndex(KB_BY_ID, (o) => [kbIndexKey(o.metadata.namespace, knowledgeIdOf(o))]);
     i.scrapers.addIndex("secret", (o) => scraperSecretRefs(o).map((r) => nsName(o.metadata.namespace, r.name)));
   }
 
@@ -202,12 +204,14 @@ export class Operator {
     const sk = c.searchKey as Controller;
     sk.watchFor(i.searchKeys);
     sk.watchOwned(i.secrets, "SearchKey");
-    sk.watchMapped(i.knowledgeBases, (kb) => keys(i.searchKeys.byIndex("kb", knowledgeIdOf(kb))));
+    const kbKey = (kb: KubeObject & { spec: { knowledgeId?: string } }) =>
+      kbIndexKey(kb.metadata.namespace, knowledgeIdOf(kb));
+    sk.watchMapped(i.knowledgeBases, (kb) => keys(i.searchKeys.byIndex("kb", kbKey(kb))));
     sk.watchMapped(i.secrets, (s) => keys(i.searchKeys.byIndex("secret", secretKey(s))));
 
     const ag = c.agent as Controller;
     ag.watchFor(i.agents);
-    ag.watchMapped(i.knowledgeBases, (kb) => keys(i.agents.byIndex("kb", knowledgeIdOf(kb))));
+    ag.watchMapped(i.knowledgeBases, (kb) => keys(i.agents.byIndex("kb", kbKey(kb))));
     ag.watchMapped(i.secrets, (s) => keys(i.agents.byIndex("secret", secretKey(s))));
 
     const sc = c.scraper as Controller;
@@ -217,7 +221,11 @@ export class Operator {
     sc.watchOwned(i.secrets, "Scraper");
     sc.watchMapped(i.secrets, (s) => keys(i.scrapers.byIndex("secret", secretKey(s))));
 
-    (c.knowledgeBase as Controller).watchFor(i.knowledgeBases);
+    const kbc = c.knowledgeBase as Controller;
+    kbc.watchFor(i.knowledgeBases);
+    // A KnowledgeBase claiming a duplicated id is reconciled again when its siblings change (the
+    // owner deleted: the next oldest takes the id over).
+    kbc.watchMapped(i.knowledgeBases, (kb) => keys(i.knowledgeBases.byIndex(KB_BY_ID, kbKey(kb))));
 
     const dp = c.platform as Controller;
     const platformNs = this.config.namespace;

@@ -20,7 +20,9 @@ export async function ingestKnowledgeBase(
   deps: { search: SearchClient; scraper: ScraperClient | undefined },
 ): Promise<IngestSummary> {
   const knowledgeId = knowledgeIdOf(kb);
-  await deps.search.ensureKnowledgeBase(knowledgeId, kbSettings(kb));
+  // The same id in two namespaces is two knowledge bases: the documents API takes both.
+  const ref = { namespace: kb.metadata.namespace || "default", knowledgeId };
+  await deps.search.ensureKnowledgeBase(ref, kbSettings(kb));
   const summary: IngestSummary = { knowledgeId, documents: 0, chunks: 0, failures: [] };
   for (const source of kb.spec.sources) {
     try {
@@ -39,7 +41,7 @@ export async function ingestKnowledgeBase(
       } else {
         throw new Error("ConfigMap sources need a cluster");
       }
-      const result = await deps.search.upsertDocument(knowledgeId, docsIdFor(source.name, kind, source.url ?? ""), {
+      const result = await deps.search.upsertDocument(ref, docsIdFor(source.name, kind, source.url ?? ""), {
         docsName: source.name,
         text,
         ...(source.url ? { metadata: { sourceURL: source.url } } : {}),
@@ -52,6 +54,6 @@ export async function ingestKnowledgeBase(
   }
   // A changed model is built beside the previous one (kept in the data dir): switch to it once
   // every source is in; with a failure the previous one keeps answering until the next start.
-  if (summary.failures.length === 0) await deps.search.switchKnowledgeBase(knowledgeId);
+  if (summary.failures.length === 0) await deps.search.switchKnowledgeBase(ref);
   return summary;
 }

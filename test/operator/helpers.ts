@@ -7,6 +7,7 @@ import { KubeApiError, type KubeHttp, kubeConfigFromFile } from "@capstan/shared
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
 import type {
   DocumentInput,
+  KnowledgeBaseRef,
   KnowledgeBaseSettings,
   SearchDocuments,
 } from "../../operator/src/ingest/search-documents.ts";
@@ -202,19 +203,22 @@ export class InMemorySearchDocuments implements SearchDocuments {
   readonly deleted: string[] = [];
   readonly calls: string[] = [];
 
-  async ensureKnowledgeBase(id: string, settings: KnowledgeBaseSettings) {
+  async ensureKnowledgeBase(ref: KnowledgeBaseRef, settings: KnowledgeBaseSettings) {
+    const id = keyOf(ref);
     this.calls.push(`ensure ${id}`);
     const kb = this.kbs.get(id);
     if (kb) kb.settings = settings;
     else this.kbs.set(id, { settings, docs: new Map() });
     return { collection: `capstan_${id}` };
   }
-  async deleteKnowledgeBase(id: string) {
+  async deleteKnowledgeBase(ref: KnowledgeBaseRef) {
+    const id = keyOf(ref);
     this.calls.push(`delete ${id}`);
     this.deleted.push(id);
     this.kbs.delete(id);
   }
-  async upsertDocument(id: string, docsId: string, doc: DocumentInput) {
+  async upsertDocument(ref: KnowledgeBaseRef, docsId: string, doc: DocumentInput) {
+    const id = keyOf(ref);
     const kb = this.kbs.get(id);
     if (!kb) throw new Error(`knowledge base ${id} not found`);
     const size = kb.settings.chunking?.size ?? 800;
@@ -222,17 +226,21 @@ export class InMemorySearchDocuments implements SearchDocuments {
     kb.docs.set(docsId, { ...doc, chunks });
     return { docsId, chunks };
   }
-  async deleteDocument(id: string, docsId: string) {
-    this.kbs.get(id)?.docs.delete(docsId);
+  async deleteDocument(ref: KnowledgeBaseRef, docsId: string) {
+    this.kbs.get(keyOf(ref))?.docs.delete(docsId);
   }
-  async getKnowledgeBase(id: string) {
+  async getKnowledgeBase(ref: KnowledgeBaseRef) {
+    const id = keyOf(ref);
     const kb = this.kbs.get(id);
     if (!kb) return undefined;
     let chunks = 0;
     for (const d of kb.docs.values()) chunks += d.chunks;
-    return { knowledgeId: id, documents: kb.docs.size, chunks, collection: `capstan_${id}` };
+    return { knowledgeId: ref.knowledgeId, documents: kb.docs.size, chunks, collection: `capstan_${id}` };
   }
 }
+
+/** How InMemorySearchDocuments keys a knowledge base: `<namespace>.<kb_id>`, like the search service. */
+export const keyOf = (ref: KnowledgeBaseRef) => `${ref.namespace}.${ref.knowledgeId}`;
 
 /** Waits until no controller has work queued or in flight for a while. */
 export async function quiesce(op: Operator, quietMs = 1500): Promise<void> {

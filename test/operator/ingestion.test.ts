@@ -23,6 +23,8 @@ import {
 } from "./helpers.ts";
 
 const ns = `ingest-${process.pid}-${Date.now().toString(36)}`;
+/** A knowledge base of this namespace, as the documents API addresses it. */
+const ref = (knowledgeId: string) => ({ namespace: ns, knowledgeId });
 const TOKEN = "operator-ingestion-test-token-0123456789";
 let client: KubeHttp;
 let operator: Operator;
@@ -108,7 +110,7 @@ describe("KnowledgeBase ingestion through the search service", () => {
       return o?.status?.observedGeneration === o?.metadata.generation && o?.status?.documents === 1 ? o : undefined;
     });
     expect(changed.status?.progress).toBe("1/1 sources");
-    expect(await searchClient.getKnowledgeBase("kb_support")).toEqual({
+    expect(await searchClient.getKnowledgeBase(ref("kb_support"))).toEqual({
       knowledgeId: "kb_support",
       model: "local:all-MiniLM-L6-v2",
       dimensions: 384,
@@ -125,7 +127,7 @@ describe("KnowledgeBase ingestion through the search service", () => {
 
     await remove(client, CAP, "KnowledgeBase", ns, "support");
     await eventually("deleted", async () => (await get(client, CAP, "KnowledgeBase", ns, "support")) === undefined);
-    expect(await searchClient.getKnowledgeBase("kb_support")).toBeUndefined();
+    expect(await searchClient.getKnowledgeBase(ref("kb_support"))).toBeUndefined();
   });
 
   it("a missing ConfigMap is a counted failure with its reason", async () => {

@@ -6,6 +6,9 @@ import { createRegistry, outboundMetrics } from "@capstan/shared";
 import { SearchApiError, type SearchCallInfo, SearchClient } from "@capstan/shared/clients/search-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+/** A knowledge base as the documents API addresses it. */
+const ref = (knowledgeId: string) => ({ namespace: "default", knowledgeId });
+
 type Handler = (req: IncomingMessage, res: ServerResponse, n: number) => void;
 let server: Server;
 let url: string;
@@ -98,14 +101,14 @@ describe("SearchClient", () => {
       retryBaseMs: 5,
       onCall: (c) => calls.push(c),
     });
-    expect(await client.getKnowledgeBase("kb_a")).toEqual({ knowledgeId: "kb_a", documents: 1, chunks: 2 });
+    expect(await client.getKnowledgeBase(ref("kb_a"))).toEqual({ knowledgeId: "kb_a", documents: 1, chunks: 2 });
     expect(calls[0]?.outcome).toBe("timeout");
     expect(calls.at(-1)?.outcome).toBe(200);
   });
 
   it("reports an unreachable service without the token", async () => {
     const client = new SearchClient({ baseURL: "http://127.0.0.1:1", token: TOKEN, retryBaseMs: 5, maxRetries: 1 });
-    const err = (await client.deleteDocument("kb_a", "d").catch((e: unknown) => e)) as SearchApiError;
+    const err = (await client.deleteDocument(ref("kb_a"), "d").catch((e: unknown) => e)) as SearchApiError;
     expect(err.status).toBe(0);
     expect(err.retryable).toBe(true);
     expect(String(err.message)).not.toContain(TOKEN);

@@ -8,6 +8,9 @@ import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-cli
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, INTERNAL_TOKEN, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
 
+/** A knowledge base of the test's namespace, as the documents API addresses it. */
+const ref = (knowledgeId: string) => ({ namespace: "default", knowledgeId });
+
 /** The serving generation's model, as the documents API names it. */
 const MINILM = "local:all-MiniLM-L6-v2";
 
@@ -26,7 +29,7 @@ const LONG = Array.from(
 
 beforeAll(async () => {
   s = await startSearch({ kbs, keys, config: { dataDir } });
-  client = new SearchClient({ baseURL: s.url, token: INTERNAL_TOKEN, timeoutMs: 60_000 });
+  client = new SearchClient({ baseURL: s.url, token: INTERNAL_TOKEN, namespace: "default", timeoutMs: 60_000 });
 });
 afterAll(async () => {
   await s?.close();
@@ -38,8 +41,8 @@ const search = (text: string, knowledgeIds = ["kb_manual"]) =>
 
 describe("documents API", () => {
   it("creates a collection with the KnowledgeBase's chunking, idempotently", async () => {
-    const a = await client.ensureKnowledgeBase("kb_manual");
-    const b = await client.ensureKnowledgeBase("kb_manual");
+    const a = await client.ensureKnowledgeBase(ref("kb_manual"));
+    const b = await client.ensureKnowledgeBase(ref("kb_manual"));
     expect(a).toMatchObject({
       knowledgeId: "kb_manual",
       model: "local:all-MiniLM-L6-v2",
@@ -49,18 +52,18 @@ describe("documents API", () => {
       chunks: 0,
     });
     expect(b).toEqual(a);
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+    expect(await client.getKnowledgeBase(ref("kb_manual"))).toEqual({
       knowledgeId: "kb_manual",
       model: MINILM,
       dimensions: 384,
       documents: 0,
       chunks: 0,
     });
-    expect(await client.getKnowledgeBase("kb_notes")).toBeUndefined();
+    expect(await client.getKnowledgeBase(ref("kb_notes"))).toBeUndefined();
   });
 
   it("chunks, embeds and stores a document with chunkIndex/totalChunks", async () => {
-    const r = await client.upsertDocument("kb_manual", "pumps", {
+    const r = await client.upsertDocument(ref("kb_manual"), "pumps", {
       docsName: "Pump manual",
       text: LONG,
       metadata: { lang: "en" },
@@ -76,7 +79,7 @@ describe("documents API", () => {
       new Set(Array.from({ length: r.chunks }, (_, i) => i)),
     );
     expect(hits[0]?.text).toContain("P105");
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+    expect(await client.getKnowledgeBase(ref("kb_manual"))).toEqual({
       knowledgeId: "kb_manual",
       model: MINILM,
       dimensions: 384,
@@ -87,7 +90,7 @@ describe("documents API", () => {
 
   it("re-ingesting the same document is idempotent; a changed one replaces its chunks, leaving nothing orphaned", async () => {
     const before = await search("pump filter");
-    const again = await client.upsertDocument("kb_manual", "pumps", {
+    const again = await client.upsertDocument(ref("kb_manual"), "pumps", {
       docsName: "Pump manual",
       text: LONG,
       metadata: { lang: "en" },
@@ -96,7 +99,7 @@ describe("documents API", () => {
     expect(after.map((h) => h.embeddingId).sort()).toEqual(before.map((h) => h.embeddingId).sort());
     expect(again.chunks).toBe(before.length);
 
-    const changed = await client.upsertDocument("kb_manual", "pumps", {
+    const changed = await client.upsertDocument(ref("kb_manual"), "pumps", {
       docsName: "Pump manual v2",
       text: "The pump needs no maintenance at all any more.",
     });
@@ -104,7 +107,7 @@ describe("documents API", () => {
     const hits = await search("pump filter");
     expect(hits).toHaveLength(1);
     expect(hits[0]).toMatchObject({ docsName: "Pump manual v2", metadata: { chunkIndex: 0, totalChunks: 1 } });
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+    expect(await client.getKnowledgeBase(ref("kb_manual"))).toEqual({
       knowledgeId: "kb_manual",
       model: MINILM,
       dimensions: 384,
@@ -114,30 +117,33 @@ describe("documents API", () => {
   });
 
   it("creates the collection on first upsert and deletes documents", async () => {
-    await client.upsertDocument("kb_notes", "n1", {
+    await client.upsertDocument(ref("kb_notes"), "n1", {
       docsName: "Note 1",
       text: "Bring the blue umbrella to the meeting.",
     });
-    await client.upsertDocument("kb_notes", "n2", { docsName: "Note 2", text: "The train to Lyon leaves at nine." });
-    expect(await client.getKnowledgeBase("kb_notes")).toMatchObject({ documents: 2, chunks: 2 });
-    expect(await client.deleteDocument("kb_notes", "n1")).toMatchObject({ deleted: 1 });
-    expect(await client.deleteDocument("kb_notes", "n1")).toMatchObject({ deleted: 0 });
+    await client.upsertDocument(ref("kb_notes"), "n2", {
+      docsName: "Note 2",
+      text: "The train to Lyon leaves at nine.",
+    });
+    expect(await client.getKnowledgeBase(ref("kb_notes"))).toMatchObject({ documents: 2, chunks: 2 });
+    expect(await client.deleteDocument(ref("kb_notes"), "n1")).toMatchObject({ deleted: 1 });
+    expect(await client.deleteDocument(ref("kb_notes"), "n1")).toMatchObject({ deleted: 0 });
     const hits = await search("umbrella", ["kb_notes"]);
     expect(hits.map((h) => h.docsId)).toEqual(["n2"]);
-    const empty = await client.upsertDocument("kb_notes", "n2", { docsName: "Note 2", text: "   " });
+    const empty = await client.upsertDocument(ref("kb_notes"), "n2", { docsName: "Note 2", text: "   " });
     expect(empty.chunks).toBe(0);
-    expect(await client.getKnowledgeBase("kb_notes")).toMatchObject({ documents: 0, chunks: 0 });
+    expect(await client.getKnowledgeBase(ref("kb_notes"))).toMatchObject({ documents: 0, chunks: 0 });
   });
 
   it("keeps everything across a restart (embedded store persisted in CAPSTAN_DATA_DIR)", async () => {
-    await client.upsertDocument("kb_manual", "extra", {
+    await client.upsertDocument(ref("kb_manual"), "extra", {
       docsName: "Extra",
       text: "Volcanic ash can damage the pump intake.",
     });
     await s.close();
     s = await startSearch({ kbs, keys, config: { dataDir } });
-    client = new SearchClient({ baseURL: s.url, token: INTERNAL_TOKEN, timeoutMs: 60_000 });
-    expect(await client.getKnowledgeBase("kb_manual")).toEqual({
+    client = new SearchClient({ baseURL: s.url, token: INTERNAL_TOKEN, namespace: "default", timeoutMs: 60_000 });
+    expect(await client.getKnowledgeBase(ref("kb_manual"))).toEqual({
       knowledgeId: "kb_manual",
       model: MINILM,
       dimensions: 384,
@@ -153,14 +159,14 @@ describe("documents API", () => {
   });
 
   it("drops a knowledge base's vectors, idempotently", async () => {
-    expect(await client.deleteKnowledgeBase("kb_notes")).toMatchObject({ deleted: true });
-    expect(await client.deleteKnowledgeBase("kb_notes")).toMatchObject({ deleted: false });
-    expect(await client.getKnowledgeBase("kb_notes")).toBeUndefined();
+    expect(await client.deleteKnowledgeBase(ref("kb_notes"))).toMatchObject({ deleted: true });
+    expect(await client.deleteKnowledgeBase(ref("kb_notes"))).toMatchObject({ deleted: false });
+    expect(await client.getKnowledgeBase(ref("kb_notes"))).toBeUndefined();
   });
 
   it("guards the internal API with the internal token only", async () => {
     const withKey = new SearchClient({ baseURL: s.url, token: KEY, maxRetries: 0 });
-    const err = await withKey.ensureKnowledgeBase("kb_manual").catch((e: unknown) => e);
+    const err = await withKey.ensureKnowledgeBase(ref("kb_manual")).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SearchApiError);
     expect((err as SearchApiError).status).toBe(401);
     expect((err as SearchApiError).message).not.toContain(KEY);
@@ -193,7 +199,7 @@ describe("documents API", () => {
     expect(wrong.body.message).toMatch(/no generation of model local:bge-huge being built for kb_manual/);
     expect((await post("kb_never", {})).status).toBe(404);
     // Asked again after a switch (or with nothing to build): the serving model, switched false.
-    expect(await client.switchKnowledgeBase("kb_manual", MINILM)).toEqual({
+    expect(await client.switchKnowledgeBase(ref("kb_manual"), MINILM)).toEqual({
       knowledgeId: "kb_manual",
       model: MINILM,
       dimensions: 384,

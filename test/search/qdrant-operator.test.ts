@@ -22,6 +22,8 @@ import {
 } from "../operator/helpers.ts";
 
 const ns = `qdrant-kb-${process.pid}-${Date.now().toString(36)}`;
+/** A knowledge base of this namespace, as the documents API addresses it. */
+const ref = (knowledgeId: string) => ({ namespace: ns, knowledgeId });
 const TOKEN = "operator-qdrant-test-token-0123456789";
 let client: KubeHttp;
 let operator: Operator;
@@ -99,7 +101,7 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
       distance: "Cosine",
       hnsw: { m: 0, payloadM: 16, efConstruct: 128, efSearch: 128 },
     });
-    expect(await searchClient.getKnowledgeBase("kb_outage")).toEqual({
+    expect(await searchClient.getKnowledgeBase(ref("kb_outage"))).toEqual({
       knowledgeId: "kb_outage",
       model: "local:all-MiniLM-L6-v2",
       dimensions: 384,
@@ -117,7 +119,10 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
     await eventually(
       "re-filled",
       async () => {
-        seen = { search: await searchClient.getKnowledgeBase("kb_outage"), status: (await kbNamed("outage"))?.status };
+        seen = {
+          search: await searchClient.getKnowledgeBase(ref("kb_outage")),
+          status: (await kbNamed("outage"))?.status,
+        };
         return seen.search?.chunks === 3;
       },
       90_000,

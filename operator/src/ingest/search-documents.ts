@@ -6,21 +6,26 @@ import type { OutboundMetrics } from "@capstan/shared";
 import {
   type DocumentInput,
   type KnowledgeBaseInfo,
+  type KnowledgeBaseRef,
   type KnowledgeBaseSettings,
   SearchClient,
 } from "@capstan/shared/clients/search-client";
 
-export type { DocumentInput, KnowledgeBaseInfo, KnowledgeBaseSettings };
+export type { DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef, KnowledgeBaseSettings };
 
 export interface SearchDocuments {
-  ensureKnowledgeBase(knowledgeId: string, settings: KnowledgeBaseSettings): Promise<unknown>;
+  ensureKnowledgeBase(knowledgeId: KnowledgeBaseRef, settings: KnowledgeBaseSettings): Promise<unknown>;
   /** Idempotent: a missing knowledge base is not an error. */
-  deleteKnowledgeBase(knowledgeId: string): Promise<unknown>;
-  upsertDocument(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<{ docsId: string; chunks: number }>;
-  deleteDocument(knowledgeId: string, docsId: string): Promise<unknown>;
-  getKnowledgeBase(knowledgeId: string): Promise<KnowledgeBaseInfo | undefined>;
+  deleteKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<unknown>;
+  upsertDocument(
+    knowledgeId: KnowledgeBaseRef,
+    docsId: string,
+    doc: DocumentInput,
+  ): Promise<{ docsId: string; chunks: number }>;
+  deleteDocument(knowledgeId: KnowledgeBaseRef, docsId: string): Promise<unknown>;
+  getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined>;
   /** Makes the generation built after a model change serve (absent: this backend has none). */
-  switchKnowledgeBase?(knowledgeId: string, model?: string): Promise<unknown>;
+  switchKnowledgeBase?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<unknown>;
 }
 
 export class TokenSearchDocuments implements SearchDocuments {
@@ -47,22 +52,22 @@ export class TokenSearchDocuments implements SearchDocuments {
     return this.client.client;
   }
 
-  ensureKnowledgeBase(id: string, settings: KnowledgeBaseSettings) {
+  ensureKnowledgeBase(id: KnowledgeBaseRef, settings: KnowledgeBaseSettings) {
     return this.c.ensureKnowledgeBase(id, settings);
   }
-  deleteKnowledgeBase(id: string) {
+  deleteKnowledgeBase(id: KnowledgeBaseRef) {
     return this.c.deleteKnowledgeBase(id);
   }
-  upsertDocument(id: string, docsId: string, doc: DocumentInput) {
+  upsertDocument(id: KnowledgeBaseRef, docsId: string, doc: DocumentInput) {
     return this.c.upsertDocument(id, docsId, doc);
   }
-  deleteDocument(id: string, docsId: string) {
+  deleteDocument(id: KnowledgeBaseRef, docsId: string) {
     return this.c.deleteDocument(id, docsId);
   }
-  getKnowledgeBase(id: string) {
+  getKnowledgeBase(id: KnowledgeBaseRef) {
     return this.c.getKnowledgeBase(id);
   }
-  switchKnowledgeBase(id: string, model?: string) {
+  switchKnowledgeBase(id: KnowledgeBaseRef, model?: string) {
     return this.c.switchKnowledgeBase(id, model);
   }
 }

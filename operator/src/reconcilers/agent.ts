@@ -32,7 +32,7 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
     const out = agentStatus({
       agent,
       providerKey: ref ? secretKeyCheck(ctx, namespace, ref) : undefined,
-      missingKnowledgeIds: missingKnowledgeIds(ctx, agent.spec.knowledge?.knowledgeIds ?? []),
+      missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, agent.spec.knowledge?.knowledgeIds ?? []),
       now: ctx.now(),
     });
     const before = findCondition(agent.status?.conditions, "Ready");

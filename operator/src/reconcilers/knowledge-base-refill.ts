@@ -8,6 +8,7 @@ import type { KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { SearchApiError } from "@capstan/shared/clients/search-client";
 import { findCondition } from "../controller/conditions.ts";
+import type { KnowledgeBaseRef } from "../ingest/search-documents.ts";
 import type { OperatorContext } from "./context.ts";
 
 export const SEARCH_UNAVAILABLE = "SearchUnavailable";
@@ -15,6 +16,11 @@ export const SEARCH_UNAVAILABLE = "SearchUnavailable";
 /** A failure worth retrying soon: the search service (or the store behind it) did not answer. */
 export function searchUnavailable(err: unknown): boolean {
   return err instanceof SearchApiError && err.retryable;
+}
+
+/** How the documents API addresses a KnowledgeBase: its namespace and id. */
+export function kbRef(kb: KnowledgeBase): KnowledgeBaseRef {
+  return { namespace: kb.metadata.namespace ?? "default", knowledgeId: knowledgeIdOf(kb) };
 }
 
 export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Promise<boolean> {
@@ -25,7 +31,7 @@ export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Prom
   if (findCondition(conditions, "Ingested")?.reason === SEARCH_UNAVAILABLE) return true;
   if (!kb.status?.chunks) return false;
   try {
-    const info = await ctx.search.getKnowledgeBase(knowledgeIdOf(kb));
+    const info = await ctx.search.getKnowledgeBase(kbRef(kb));
     // Fewer chunks than the last complete ingestion stored: vectors were lost (all, or part of
     // them when a write re-created a deleted collection); ingest again.
     return !info || info.chunks < kb.status.chunks;

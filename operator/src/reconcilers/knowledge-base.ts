@@ -3,32 +3,39 @@
 // through the referenced Scraper or the platform scraping settings) are ingested through the
 // documents API when the spec changes and every refreshInterval; counts and progress in status.
 // A model change is built beside the serving generation and switched to only once every source
-// is in (see completeBuild), so searches never answer from a half-filled collection.
+// is in (see completeBuild), so searches never answer from a half-filled collection. A source
+// that fails keeps its previous documents (documentsAfterRun) and is retried with backoff. A
+// knowledge base is its namespace and id: a second KnowledgeBase of the namespace claiming the
+// same id is refused (DuplicateKnowledgeId) and never touches the owner's vectors.
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
-import { knowledgeIdOf } from "@capstan/shared/api";
+import { knowledgeIdOf, olderFirst } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
 import { findCondition, kubeTime } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
 import type { ScrapeTarget } from "../ingest/scrape.ts";
-import type { DocumentInput, KnowledgeBaseInfo } from "../ingest/search-documents.ts";
+import type { DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef } from "../ingest/search-documents.ts";
 import {
   DOCUMENTS_ANNOTATION,
   docsIdFor,
+  documentsAfterRun,
   FAILING_SINCE_ANNOTATION,
   type IngestionReport,
   KB_FINALIZER,
+  kbDuplicateStatus,
   kbProgressStatus,
   kbSettings,
   kbStatus,
   kbUnavailableStatus,
   refreshDueIn,
+  sourceIdOf,
 } from "../translate/knowledge-base.ts";
 import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { suppliedKey } from "./key-secret.ts";
-import { needsRefill, SEARCH_UNAVAILABLE, searchUnavailable } from "./knowledge-base-refill.ts";
+import { kbRef, needsRefill, SEARCH_UNAVAILABLE, searchUnavailable } from "./knowledge-base-refill.ts";
+import { KB_BY_ID, kbIndexKey } from "./search-key.ts";
 import { writeStatus } from "./status.ts";
 
 type KB = KnowledgeBase & KubeObject;
@@ -110,9 +117,20 @@ async function documentsOf(
   ];
 }
 
+/** The KnowledgeBase of this namespace that owns kb's knowledgeId (the oldest claiming it). */
+export function ownerOf(ctx: OperatorContext, kb: KB): KB | undefined {
+  const claimants = ctx.informers.knowledgeBases.byIndex(
+    KB_BY_ID,
+    kbIndexKey(kb.metadata.namespace, knowledgeIdOf(kb)),
+  ) as KB[];
+  return [...claimants].filter((k) => !k.metadata.deletionTimestamp || k === kb).sort(olderFirst)[0];
+}
+
 async function finalize(ctx: OperatorContext, kb: KB): Promise<void> {
   if (!kb.metadata.finalizers?.includes(KB_FINALIZER)) return;
-  await ctx.search.deleteKnowledgeBase(knowledgeIdOf(kb));
+  // A duplicate never had vectors of its own: the owner's stay.
+  const owner = ownerOf(ctx, kb);
+  if (!owner || owner.metadata.uid === kb.metadata.uid) await ctx.search.deleteKnowledgeBase(kbRef(kb));
   await ctx.client.mergePatch(KNOWLEDGE_BASE, kb.metadata.namespace as string, kb.metadata.name, {
     metadata: {
       resourceVersion: kb.metadata.resourceVersion,
@@ -134,39 +152,45 @@ async function ingest(
   collection: string | undefined,
   vectors?: IngestionReport["vectors"],
   buildingModel?: string,
-): Promise<{ report: IngestionReport; docIds: string[] }> {
-  const id = knowledgeIdOf(kb);
+): Promise<{ report: IngestionReport; documents: string }> {
+  const id = kbRef(kb);
   const sources = kb.spec.sources;
   const failed: IngestionReport["failed"] = [];
-  const docIds: string[] = [];
+  const failedIds = new Set<string>();
+  const produced = new Map<string, string[]>();
   let target: Promise<ScrapeTarget> | undefined;
   const lazyTarget = () => (target ??= scrapeTarget(ctx, kb));
   let next = 0;
   const worker = async () => {
     while (next < sources.length) {
       const source = sources[next++] as Source;
+      const sourceId = sourceIdOf(source);
+      const ids: string[] = [];
+      produced.set(sourceId, ids); // documents written, also by a source that fails half-way
       try {
         for (const doc of await documentsOf(ctx, kb, source, lazyTarget)) {
           const { docsId, ...body } = doc;
           await ctx.search.upsertDocument(id, docsId, body);
-          docIds.push(docsId);
+          ids.push(docsId);
         }
       } catch (err) {
         const reason =
           err instanceof OperatorError ? err.reason : searchUnavailable(err) ? SEARCH_UNAVAILABLE : "IngestionFailed";
         failed.push({ source: source.name, reason, message: (err as Error).message });
+        failedIds.add(sourceId);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(SOURCE_CONCURRENCY, sources.length) }, worker));
-  // Documents of sources that are gone from the spec are removed. Not after an incomplete build
-  // of a new model: a delete reaches the serving generation too, and the documents of the
-  // sources that failed there must keep answering; the retry's complete run removes them.
-  const previous = (kb.metadata.annotations?.[DOCUMENTS_ANNOTATION] ?? "").split(",").filter(Boolean);
-  const keepPrevious = buildingModel !== undefined && failed.length > 0;
-  const stale = previous.filter((d) => !docIds.includes(d));
-  if (keepPrevious) docIds.push(...stale);
-  else for (const d of stale) await ctx.search.deleteDocument(id, d);
+  // Failed sources keep their documents; only those of sources gone from the spec are deleted.
+  const after = documentsAfterRun({
+    previous: kb.metadata.annotations?.[DOCUMENTS_ANNOTATION],
+    sourceIds: sources.map(sourceIdOf),
+    produced,
+    failed: failedIds,
+    incompleteBuild: buildingModel !== undefined && failed.length > 0,
+  });
+  for (const d of after.stale) await ctx.search.deleteDocument(id, d);
   if (buildingModel && failed.length === 0 && (await completeBuild(ctx, id, buildingModel, failed))) {
     // The serving collection changed with the model: its layout for the status.
     const now = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
@@ -178,14 +202,14 @@ async function ingest(
     report: {
       sources: sources.length,
       failed,
-      documents: counts?.documents ?? docIds.length,
+      documents: counts?.documents ?? after.documents.length,
       chunks: counts?.chunks ?? 0,
       ...(collection ? { collection } : {}),
       ...(vectors ? { vectors } : {}),
       servingModel: counts?.model,
       building: counts?.building,
     },
-    docIds: docIds.sort(),
+    documents: after.annotation,
   };
 }
 
@@ -196,7 +220,7 @@ async function ingest(
  */
 async function completeBuild(
   ctx: OperatorContext,
-  id: string,
+  id: KnowledgeBaseRef,
   model: string,
   failed: IngestionReport["failed"],
 ): Promise<boolean> {
@@ -227,10 +251,21 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
       });
     }
     const now = ctx.now();
+    const owner = ownerOf(ctx, kb);
+    if (owner && owner.metadata.uid !== kb.metadata.uid) {
+      const before = findCondition(kb.status?.conditions, "Ready");
+      const status = kbDuplicateStatus(kb, owner.metadata.name, now);
+      await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, status);
+      const ready = status.conditions?.[0];
+      if (ready && before?.reason !== ready.reason) {
+        ctx.events.record(kb, "Warning", ready.reason, "Reconcile", ready.message);
+      }
+      return undefined; // the owner's deletion or a spec change enqueues it again
+    }
     const dueIn = refreshDueIn(kb, now);
     if (dueIn > 0 && !(await needsRefill(ctx, kb))) return { requeueAfterMs: dueIn + REQUEUE_SLACK_MS };
 
-    const id = knowledgeIdOf(kb);
+    const id = kbRef(kb);
     let collection: string | undefined;
     let vectors: IngestionReport["vectors"];
     let gens: Pick<KnowledgeBaseInfo, "model" | "building"> | undefined;
@@ -247,9 +282,8 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     }
     const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, gens);
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
-    const { report, docIds } = await ingest(ctx, kb, collection, vectors, gens?.building?.model);
+    const { report, documents: joined } = await ingest(ctx, kb, collection, vectors, gens?.building?.model);
     const finished = ctx.now();
-    const joined = docIds.join(",");
     const annotations = kb.metadata.annotations ?? {};
     // The start of a run of failed refreshes sets how soon the failed sources are tried again.
     const failingSince =

@@ -13,15 +13,21 @@ import { type OperatorContext, SEARCH_KEY } from "./context.ts";
 import { generatedKey, suppliedKey } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
+/** Index of KnowledgeBases by namespace and knowledge id (the same id in two namespaces is two). */
 export const KB_BY_ID = "knowledgeId";
+
+/** The KB_BY_ID index value of a knowledge id in a namespace. */
+export function kbIndexKey(namespace: string | undefined, knowledgeId: string): string {
+  return `${namespace ?? ""}/${knowledgeId}`;
+}
 
 export function searchKeySecretName(sk: { metadata: { name: string } }): string {
   return `${sk.metadata.name}-search-key`;
 }
 
-/** Knowledge ids of the scope with no KnowledgeBase behind them. */
-export function missingKnowledgeIds(ctx: OperatorContext, ids: string[]): string[] {
-  return ids.filter((id) => ctx.informers.knowledgeBases.byIndex(KB_BY_ID, id).length === 0);
+/** Knowledge ids of the scope with no KnowledgeBase behind them in this namespace. */
+export function missingKnowledgeIds(ctx: OperatorContext, namespace: string | undefined, ids: string[]): string[] {
+  return ids.filter((id) => ctx.informers.knowledgeBases.byIndex(KB_BY_ID, kbIndexKey(namespace, id)).length === 0);
 }
 
 export { knowledgeIdOf };
@@ -52,7 +58,7 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
     const out = searchKeyStatus({
       searchKey: sk,
       key,
-      missingKnowledgeIds: missingKnowledgeIds(ctx, sk.spec.knowledgeIds),
+      missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, sk.spec.knowledgeIds),
       now,
       endpoint: `${searchUrl(ctx.config)}/v1/rag/search`,
     });

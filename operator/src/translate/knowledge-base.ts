@@ -8,6 +8,11 @@ import { shortHash } from "./common.ts";
 import { parseDuration } from "./duration.ts";
 
 export const KB_FINALIZER = "capstan.dev/knowledge-base";
+/**
+ * The documents each source put into search at the last run, as JSON {sourceId: [docsId, ...]}
+ * (sourceId = docsIdFor(name, kind)). Written before namespacing as a comma-separated list of
+ * document ids with no owner; that form is still read (see documentsAfterRun).
+ */
 export const DOCUMENTS_ANNOTATION = "capstan.dev/documents";
 
 /** When the current run of failed refreshes began (absent while every source ingests). */
@@ -37,6 +42,67 @@ export function refreshDueIn(kb: KnowledgeBase, now: Date): number {
 /** A document id that stays the same across refreshes, so a refresh replaces instead of adding. */
 export function docsIdFor(sourceName: string, kind: "text" | "url" | "configMap", key = ""): string {
   return `doc_${shortHash([kind, sourceName, key], 24)}`;
+}
+
+/** The id of a source: the document id of a url or text source, the prefix of nothing else. */
+export function sourceIdOf(source: { name: string; url?: string | undefined; text?: string | undefined }): string {
+  return docsIdFor(source.name, source.text !== undefined ? "text" : source.url !== undefined ? "url" : "configMap");
+}
+
+type SourceDocs = Record<string, string[]>;
+
+/** The annotation's documents by source; the legacy comma list comes back under the key "". */
+export function parseDocuments(annotation: string | undefined): SourceDocs {
+  const raw = (annotation ?? "").trim();
+  if (raw === "") return {};
+  if (raw.startsWith("{")) {
+    try {
+      const parsed = JSON.parse(raw) as unknown;
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) {
+        return Object.fromEntries(
+          Object.entries(parsed as Record<string, unknown>).map(([k, v]) => [
+            k,
+            Array.isArray(v) ? v.filter((d): d is string => typeof d === "string") : [],
+          ]),
+        );
+      }
+    } catch {
+      // unreadable: treated like the legacy list below (nothing is deleted on its account)
+    }
+  }
+  return { "": raw.split(",").filter(Boolean) };
+}
+
+/**
+ * What a refresh leaves in search. A source that failed keeps the documents it had (a scraper
+ * restarting must not empty a knowledge base); only the documents of sources gone from the spec
+ * are deleted, and none at all while a new model's generation is incomplete (a delete reaches the
+ * serving generation too). Documents of the legacy list, whose source is unknown, are kept while
+ * any source fails and deleted (when no source produced them) once a run is complete.
+ */
+export function documentsAfterRun(f: {
+  previous: string | undefined;
+  sourceIds: string[];
+  produced: Map<string, string[]>;
+  failed: Set<string>;
+  incompleteBuild: boolean;
+}): { annotation: string; stale: string[]; documents: string[] } {
+  const before = parseDocuments(f.previous);
+  const next: SourceDocs = {};
+  for (const id of f.sourceIds) {
+    const made = f.produced.get(id) ?? [];
+    const docs = f.failed.has(id) ? [...(before[id] ?? []), ...made] : made;
+    if (docs.length > 0) next[id] = [...new Set(docs)].sort();
+  }
+  const kept = new Set(Object.values(next).flat());
+  const gone = Object.values(before)
+    .flat()
+    .filter((d) => !kept.has(d));
+  const keepAll = f.incompleteBuild || (f.failed.size > 0 && (before[""]?.length ?? 0) > 0);
+  if (keepAll && gone.length > 0) next[""] = [...new Set(gone)].sort();
+  const stale = keepAll ? [] : [...new Set(gone)].sort();
+  const documents = [...new Set(Object.values(next).flat())].sort();
+  return { annotation: Object.keys(next).length ? JSON.stringify(next) : "", stale, documents };
 }
 
 export function kbSettings(kb: KnowledgeBase): KnowledgeBaseSettings {
@@ -80,15 +146,31 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
               2000,
             ),
         };
-  const allFailed = r.sources > 0 && failures === r.sources;
+  // Failed sources keep their previous documents: the knowledge base answers from what it has,
+  // and is not Ready only when it has nothing at all to answer from.
+  const allFailed = r.sources > 0 && failures === r.sources && r.documents === 0;
   const ready: ConditionInput = allFailed
     ? { type: "Ready", status: "False", reason: "IngestionFailed", message: ingested.message }
     : {
         type: "Ready",
         status: "True",
         reason: failures ? "PartiallyIngested" : "Ready",
-        message: failures ? ingested.message : `searchable as ${id}`,
+        message: failures ? `searchable as ${id}; ${ingested.message}` : `searchable as ${id}`,
       };
+  const names = r.failed.map((f) => f.source);
+  const degraded: ConditionInput =
+    failures === 0
+      ? { type: "Degraded", status: "False", reason: "AllSourcesIngested", message: "every source ingested" }
+      : {
+          type: "Degraded",
+          status: "True",
+          reason: "SourcesFailed",
+          message:
+            `failed sources keep their previous documents and are retried with backoff: ${names.join(", ")}`.slice(
+              0,
+              2000,
+            ),
+        };
   return compact({
     observedGeneration: kb.metadata.generation,
     conditions: setConditions(
@@ -102,6 +184,7 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
           message: `collection ${r.collection ?? id}`,
         },
         ingested,
+        degraded,
       ],
       kb.metadata.generation,
       now,
@@ -114,8 +197,31 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
     documents: r.documents,
     chunks: r.chunks,
     failures,
+    failedSources: failures ? names.slice(0, 50) : undefined,
     lastRefreshTime: kubeTime(now),
     progress: `${r.sources - failures}/${r.sources} sources`,
+  });
+}
+
+/**
+ * Status of a KnowledgeBase whose knowledgeId an older KnowledgeBase of the same namespace already
+ * has: it gets no collection and never writes into the other one's.
+ */
+export function kbDuplicateStatus(kb: KnowledgeBase, owner: string, now: Date): KnowledgeBaseStatus {
+  const id = knowledgeIdOf(kb);
+  const message = `knowledge id ${id} is already used by KnowledgeBase ${owner} in this namespace; choose another spec.knowledgeId`;
+  return compact({
+    observedGeneration: kb.metadata.generation,
+    knowledgeId: id,
+    conditions: setConditions(
+      kb.status?.conditions,
+      [
+        { type: "Ready", status: "False", reason: "DuplicateKnowledgeId", message },
+        { type: "CollectionReady", status: "False", reason: "DuplicateKnowledgeId", message },
+      ],
+      kb.metadata.generation,
+      now,
+    ),
   });
 }
 

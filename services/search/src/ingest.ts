@@ -2,7 +2,8 @@
 // embed the chunks (uncached, in slices, logging progress), and replace the document's chunks
 // in one store call, so re-ingesting a changed document leaves nothing orphaned. After a model
 // change documents go to the generation being built (with its model and chunking) until the
-// caller switches to it; searches keep reading the serving one meanwhile.
+// caller switches to it; searches keep reading the serving one meanwhile. Knowledge bases are
+// addressed by store key (`<namespace>.<kb_id>`, see storeKey).
 
 import type { Logger } from "@capstan/shared";
 import { chunkingSpec, embeddingSpec } from "@capstan/shared/api";
@@ -12,7 +13,13 @@ import { CachedEmbedder, type Embedder } from "./embedding/provider.ts";
 import { SearchError } from "./errors.ts";
 import type { KnowledgeBases } from "./knowledge-bases.ts";
 import type { SearchMetrics } from "./metrics.ts";
-import { type ChunkWithVector, type CollectionInfo, embeddingIdFor, type VectorStore } from "./store/types.ts";
+import {
+  type ChunkWithVector,
+  type CollectionInfo,
+  embeddingIdFor,
+  storeKey,
+  type VectorStore,
+} from "./store/types.ts";
 
 export interface KnowledgeBaseSettings {
   embedding?: unknown;
@@ -69,6 +76,23 @@ export class Ingester {
     const model = this.embedderName(emb.data);
     const dimensions = (this.d.embedders.get(model) as Embedder).dimensions;
     return { knowledgeId, model, dimensions, chunking: chunk.data };
+  }
+
+  /**
+   * The migration of data written before knowledge bases were namespaced (stored under the bare
+   * id): when `key` has no collection, the bare id has one, and exactly one namespace has a
+   * KnowledgeBase with that id (this one), that collection is renamed to `key` in place (Qdrant:
+   * its points re-tagged and its registry entry moved). With the id claimed in several namespaces
+   * the old data's owner is unknown: nothing is adopted and each is re-ingested from its sources.
+   */
+  async adoptLegacy(namespace: string, knowledgeId: string): Promise<boolean> {
+    const key = storeKey(namespace, knowledgeId);
+    if (this.d.kbs.keyOf(namespace, knowledgeId) !== key || this.d.kbs.namespacesWith(knowledgeId) !== 1) return false;
+    if (await this.d.store.generations(key)) return false;
+    if (!(await this.d.store.renameCollection(knowledgeId, key))) return false;
+    this.d.kbs.invalidate(key);
+    this.d.logger.info({ knowledgeId, namespace }, "legacy collection adopted by its namespace");
+    return true;
   }
 
   async ensure(knowledgeId: string, body: KnowledgeBaseSettings): Promise<CollectionInfo> {

@@ -8,9 +8,10 @@ import { SearchError } from "./errors.ts";
 import type { KnowledgeBases } from "./knowledge-bases.ts";
 import type { SearchMetrics } from "./metrics.ts";
 import type { Reranker } from "./rerank/types.ts";
-import type { VectorHit, VectorQuery, VectorStore } from "./store/types.ts";
+import { plainKnowledgeId, type VectorHit, type VectorQuery, type VectorStore } from "./store/types.ts";
 
 export interface SearchRequest {
+  /** As the client sent them (kb_...); checkAccess turns them into store keys of its namespace. */
   knowledgeIds: string[];
   text: string;
   maxResults: number;
@@ -65,12 +66,20 @@ export class SearchEngine {
     this.d = deps;
   }
 
-  /** 400 for the first listed knowledge base that does not exist or is outside the caller's scope. */
-  checkAccess(caller: Caller, knowledgeIds: string[]): void {
-    for (const id of knowledgeIds) {
-      const allowed = caller.kind === "internal" || caller.knowledgeIds.has(id);
-      if (!allowed || !this.d.kbs.exists(id)) throw new SearchError("SEARCH_ERR_KNOWLEDGE_ID", { knowledgeId: id });
-    }
+  /**
+   * The request with its knowledge ids resolved to store keys of the caller's namespace; 400 for
+   * the first one that is outside the key's scope or has no KnowledgeBase in that namespace (one
+   * message for both, naming only the id the caller sent, so nothing about other namespaces or
+   * scopes leaks). The internal caller is scoped to the namespace it names (its Agent's).
+   */
+  checkAccess(caller: Caller, req: SearchRequest): SearchRequest {
+    const keys = req.knowledgeIds.map((id) => {
+      const inScope = caller.kind === "internal" || caller.knowledgeIds.has(id);
+      const key = inScope && caller.namespace !== undefined ? this.d.kbs.keyOf(caller.namespace, id) : undefined;
+      if (!key) throw new SearchError("SEARCH_ERR_KNOWLEDGE_ID", { knowledgeId: id });
+      return key;
+    });
+    return { ...req, knowledgeIds: keys };
   }
 
   private async plan(req: SearchRequest): Promise<Plan> {
@@ -215,8 +224,9 @@ export class SearchEngine {
 
 function toResult(hit: VectorHit, reranked: number): SearchResult {
   const r = hit.record;
+  const knowledgeId = plainKnowledgeId(r.knowledgeId);
   return {
-    knowledgeId: r.knowledgeId,
+    knowledgeId,
     docsName: r.docsName,
     docsId: r.docsId,
     embeddingId: r.embeddingId,
@@ -226,7 +236,7 @@ function toResult(hit: VectorHit, reranked: number): SearchResult {
     source: "vector",
     metadata: {
       ...(r.extra ?? {}),
-      knowledgeId: r.knowledgeId,
+      knowledgeId,
       docsId: r.docsId,
       docsName: r.docsName,
       chunkIndex: r.chunkIndex,

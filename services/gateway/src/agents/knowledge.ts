@@ -16,6 +16,7 @@ export async function retrieveCitations(ctx: AgentContext, retriever: Retriever)
     span.setAttribute("capstan.knowledge_ids", knowledge.knowledgeIds.join(","));
     const results = await retriever.search(
       {
+        namespace: ctx.agent.metadata.namespace || "default",
         knowledgeIds: knowledge.knowledgeIds,
         text: text.slice(0, 8_000),
         maxResults: knowledge.maxResults,

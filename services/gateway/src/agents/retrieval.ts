@@ -1,5 +1,6 @@
 // The gateway's client of the search service: POST {searchUrl}/v1/rag/search with the internal
-// service token, a timeout per attempt, bounded retries with backoff on connect errors, timeouts,
+// service token and the Agent's namespace (x-capstan-namespace: search checks the knowledge ids
+// against that namespace's knowledge bases, as it checks a key's scope), a timeout per attempt, bounded retries with backoff on connect errors, timeouts,
 // 429 and 5xx, the W3C traceparent, and a metric per call (gateway_outbound_*{target="search"}).
 import { context, propagation } from "@opentelemetry/api";
 import { Agent as Dispatcher, request } from "undici";
@@ -29,6 +30,8 @@ const envelope = z.object({
 });
 
 export interface SearchQuery {
+  /** The Agent's namespace: search checks the ids against that namespace's knowledge bases. */
+  namespace: string;
   knowledgeIds: string[];
   text: string;
   maxResults: number;
@@ -65,6 +68,9 @@ export class SearchServiceClient implements Retriever {
     const { metrics } = this.opts;
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.opts.internalToken) headers.authorization = `Bearer ${this.opts.internalToken}`;
+    // The internal token reaches only the knowledge bases of the Agent's own namespace.
+    headers["x-capstan-namespace"] = query.namespace;
+    const { namespace: _ns, ...body } = query;
     propagation.inject(context.active(), headers);
     const url = `${this.opts.url.replace(/\/+$/, "")}/v1/rag/search`;
     let detail = "no attempt made";
@@ -79,7 +85,7 @@ export class SearchServiceClient implements Retriever {
         const res = await request(url, {
           method: "POST",
           headers,
-          body: JSON.stringify(query),
+          body: JSON.stringify(body),
           signal: AbortSignal.any([signal, AbortSignal.timeout(this.opts.timeoutMs)]),
           dispatcher: this.dispatcher,
           headersTimeout: this.opts.timeoutMs,

@@ -1,16 +1,23 @@
 // Who is calling: a SearchKey from the resource view (matched by hashKey(bearer) against
-// status.keyHash and still-valid status.previousKeys), or the internal caller holding
-// CAPSTAN_INTERNAL_TOKEN (the gateway's RAG agents), which may search every knowledge base.
+// status.keyHash and still-valid status.previousKeys), scoped to knowledge bases of its own
+// namespace, or the internal caller holding CAPSTAN_INTERNAL_TOKEN (the gateway's RAG and
+// extractive agents), which names the namespace of the Agent it retrieves for in the
+// x-capstan-namespace header and is checked against that namespace's knowledge bases.
 import { timingSafeEqual } from "node:crypto";
 import { bearerToken, hashKey } from "@capstan/shared";
 import type { SearchKey } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import { SearchError } from "../errors.ts";
+import { namespaceOf } from "../knowledge-bases.ts";
 import { type Cidr, clientAddress, compileRanges, inRanges } from "./client-ip.ts";
 
 export type Caller =
-  | { kind: "internal" }
-  | { kind: "key"; name: string; namespace: string | undefined; knowledgeIds: ReadonlySet<string> };
+  | { kind: "internal"; namespace: string | undefined }
+  | { kind: "key"; name: string; namespace: string; knowledgeIds: ReadonlySet<string> };
+
+/** The header in which the internal caller names the namespace of the Agent it retrieves for. */
+export const NAMESPACE_HEADER = "x-capstan-namespace";
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 interface KeyEntry {
   key: SearchKey;
@@ -75,10 +82,14 @@ export class SearchKeyAuthenticator {
     authorization: string | string[] | undefined,
     socketAddress: string | undefined,
     xff: string | string[] | undefined,
+    namespaceHeader?: string | string[] | undefined,
   ): Caller {
     const token = bearerToken(authorization);
     if (!token) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
-    if (this.internalToken && tokenEquals(token, this.internalToken)) return { kind: "internal" };
+    if (this.internalToken && tokenEquals(token, this.internalToken)) {
+      const ns = typeof namespaceHeader === "string" && DNS_LABEL.test(namespaceHeader) ? namespaceHeader : undefined;
+      return { kind: "internal", namespace: ns };
+    }
     const entry = this.index().get(hashKey(token));
     if (!entry) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
     const now = this.now();
@@ -96,7 +107,7 @@ export class SearchKeyAuthenticator {
     return {
       kind: "key",
       name: entry.key.metadata.name,
-      namespace: entry.key.metadata.namespace,
+      namespace: namespaceOf(entry.key),
       knowledgeIds: new Set(spec.knowledgeIds),
     };
   }

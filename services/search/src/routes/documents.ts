@@ -1,5 +1,7 @@
 // The internal documents API used by ingestion (the operator, the standalone launcher), guarded
-// by the internal token. Responses use the same envelope as search. A model change builds a new
+// by the internal token. A knowledge base is addressed by its namespace and id
+// (/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId): its vectors live under the
+// store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses use the same envelope as search. A model change builds a new
 // generation beside the serving one (PUT answers with both); POST .../switch makes it serve.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
@@ -7,7 +9,7 @@ import type { SearchConfig } from "../config.ts";
 import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
 import { docsIdSchema, documentBodySchema, knowledgeIdParam, parseBody } from "../schemas.ts";
-import type { CollectionInfo, VectorStore } from "../store/types.ts";
+import { type CollectionInfo, storeKey, type VectorStore } from "../store/types.ts";
 
 export interface DocumentRoutesDeps {
   config: SearchConfig;
@@ -17,28 +19,37 @@ export interface DocumentRoutesDeps {
 }
 
 interface Params {
+  namespace: string;
   knowledgeId: string;
   docsId?: string;
 }
 
-function params(req: FastifyRequest): { knowledgeId: string; docsId: string } {
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** The path's knowledge base: its namespace, id (kb_...) and store key; and the document id. */
+function params(req: FastifyRequest): { namespace: string; id: string; knowledgeId: string; docsId: string } {
   const p = req.params as Params;
+  if (!DNS_LABEL.test(p.namespace)) {
+    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "namespace: must be a Kubernetes namespace name" });
+  }
   const kb = knowledgeIdParam.safeParse(p.knowledgeId);
   if (!kb.success)
     throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `knowledgeId: ${kb.error.issues[0]?.message}` });
-  if (p.docsId === undefined) return { knowledgeId: kb.data, docsId: "" };
+  const ids = { namespace: p.namespace, id: kb.data, knowledgeId: storeKey(p.namespace, kb.data) };
+  if (p.docsId === undefined) return { ...ids, docsId: "" };
   const doc = docsIdSchema.safeParse(p.docsId);
   if (!doc.success)
     throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `docsId: ${doc.error.issues[0]?.message}` });
-  return { knowledgeId: kb.data, docsId: doc.data };
+  return { ...ids, docsId: doc.data };
 }
 
 export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDeps): void {
-  const base = "/internal/v1/knowledge-bases/:knowledgeId";
+  const base = "/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId";
   const guard = async (req: FastifyRequest) => d.auth.authenticateInternal(req.headers.authorization);
 
   app.put(base, { preHandler: guard }, async (req) => {
-    const { knowledgeId } = params(req);
+    const { namespace, id, knowledgeId } = params(req);
+    await d.ingester.adoptLegacy(namespace, id);
     const body = req.body ?? {};
     if (typeof body !== "object" || Array.isArray(body)) {
       throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: must be a JSON object" });
@@ -50,7 +61,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
     const l = d.store.layout(info);
     return ok({
-      knowledgeId,
+      knowledgeId: id,
       model: info.model,
       dimensions: info.dimensions,
       chunking: info.chunking,
@@ -63,18 +74,19 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
   });
 
   app.get(base, { preHandler: guard }, async (req) => {
-    const { knowledgeId } = params(req);
+    const { namespace, id, knowledgeId } = params(req);
+    await d.ingester.adoptLegacy(namespace, id);
     const gens = await d.store.generations(knowledgeId);
     const stats = gens && (await d.store.stats(knowledgeId));
-    if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${knowledgeId}` });
+    if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${id}` });
     const { model, dimensions } = gens.serving;
-    return ok({ knowledgeId, model, dimensions, ...stats, ...(await building(d.store, gens.building)) });
+    return ok({ knowledgeId: id, model, dimensions, ...stats, ...(await building(d.store, gens.building)) });
   });
 
   // Makes the generation being built serve (after its last document); with {model}, only if it is
   // that model's. Asked again after it happened (a lost answer), it answers switched: false.
   app.post(`${base}/switch`, { preHandler: guard }, async (req) => {
-    const { knowledgeId } = params(req);
+    const { id, knowledgeId } = params(req);
     const body = (req.body ?? {}) as { model?: unknown };
     if (
       typeof body !== "object" ||
@@ -88,33 +100,38 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     const serving = switched ?? (await d.store.getCollection(knowledgeId));
     if (!serving || (!switched && model !== undefined && serving.model !== model)) {
       throw new SearchError("SEARCH_ERR_NOT_FOUND", {
-        detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${knowledgeId}`,
+        detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${id}`,
       });
     }
-    return ok({ knowledgeId, model: serving.model, dimensions: serving.dimensions, switched: switched !== undefined });
+    return ok({
+      knowledgeId: id,
+      model: serving.model,
+      dimensions: serving.dimensions,
+      switched: switched !== undefined,
+    });
   });
 
   app.delete(base, { preHandler: guard }, async (req) => {
-    const { knowledgeId } = params(req);
+    const { id, knowledgeId } = params(req);
     const deleted = await d.ingester.drop(knowledgeId);
-    return ok({ knowledgeId, deleted });
+    return ok({ knowledgeId: id, deleted });
   });
 
   app.put(
     `${base}/documents/:docsId`,
     { preHandler: guard, bodyLimit: d.config.documents.maxBodyBytes },
     async (req) => {
-      const { knowledgeId, docsId } = params(req);
+      const { id, knowledgeId, docsId } = params(req);
       const body = parseBody(documentBodySchema, req.body);
       const chunks = await d.ingester.upsert(knowledgeId, docsId, body);
-      return ok({ knowledgeId, docsId, chunks });
+      return ok({ knowledgeId: id, docsId, chunks });
     },
   );
 
   app.delete(`${base}/documents/:docsId`, { preHandler: guard }, async (req) => {
-    const { knowledgeId, docsId } = params(req);
+    const { id, knowledgeId, docsId } = params(req);
     const deleted = await d.store.deleteDocument(knowledgeId, docsId);
-    return ok({ knowledgeId, docsId, deleted });
+    return ok({ knowledgeId: id, docsId, deleted });
   });
 }
 

@@ -1,6 +1,6 @@
 // POST /v1/rag/search and POST /v1/rag/search/batch (reference 4.2, 2.6-2.8, 7.2).
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
+import { NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../auth/search-keys.ts";
 import type { SearchConfig } from "../config.ts";
 import { type Envelope, errorEnvelope, ok, SearchError } from "../errors.ts";
 import type { SearchMetrics } from "../metrics.ts";
@@ -15,7 +15,12 @@ export interface SearchRoutesDeps {
 }
 
 function caller(auth: SearchKeyAuthenticator, req: FastifyRequest) {
-  return auth.authenticate(req.headers.authorization, req.socket.remoteAddress, req.headers["x-forwarded-for"]);
+  return auth.authenticate(
+    req.headers.authorization,
+    req.socket.remoteAddress,
+    req.headers["x-forwarded-for"],
+    req.headers[NAMESPACE_HEADER],
+  );
 }
 
 export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps): void {
@@ -26,12 +31,11 @@ export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps):
     try {
       const who = caller(d.auth, req);
       const body: SearchRequest = parseBody(single, req.body);
-      d.engine.checkAccess(who, body.knowledgeIds);
-      const results = await d.engine.search(body);
+      const results = await d.engine.search(d.engine.checkAccess(who, body));
       d.metrics.queries.inc({ endpoint: "search", outcome: "ok" });
       req.log.debug(
         {
-          caller: who.kind === "key" ? `${who.namespace ?? "default"}/${who.name}` : "internal",
+          caller: who.kind === "key" ? `${who.namespace}/${who.name}` : `internal:${who.namespace ?? "-"}`,
           kbs: body.knowledgeIds.length,
           results: results.length,
         },
@@ -50,9 +54,7 @@ export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps):
     // Validate and authorise each query on its own: a bad one gets its own error envelope.
     const items: (SearchRequest | SearchError)[] = queries.map((q, i) => {
       try {
-        const parsed: SearchRequest = parseBody(single, q, `queries[${i}]`);
-        d.engine.checkAccess(who, parsed.knowledgeIds);
-        return parsed;
+        return d.engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
       } catch (err) {
         if (err instanceof SearchError) return err;
         throw err;

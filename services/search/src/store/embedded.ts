@@ -250,6 +250,23 @@ export class EmbeddedStore implements VectorStore {
     return e !== undefined;
   }
 
+  async renameCollection(from: string, to: string): Promise<boolean> {
+    const e = this.entries.get(from);
+    if (!e || this.entries.has(to)) return false;
+    this.entries.delete(from);
+    this.entries.set(to, e);
+    for (const col of [e.serving, e.building, e.retired]) {
+      if (!col) continue;
+      const dir = this.dirOf(col.place, from);
+      col.info = { ...col.info, knowledgeId: to };
+      for (const record of col.chunks.values()) record.knowledgeId = to;
+      const next = this.dirOf(col.place, to);
+      if (dir && next && existsSync(dir)) renameSync(dir, next);
+      if (col.place !== "retired") this.markDirty(col);
+    }
+    return true;
+  }
+
   async replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
     const e = this.entries.get(knowledgeId);
     if (!e) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);

@@ -274,6 +274,25 @@ export class QdrantStore implements VectorStore {
     return true;
   }
 
+  async renameCollection(from: string, to: string): Promise<boolean> {
+    const e = await this.reg.get(from, true);
+    if (!e || (await this.reg.get(to, true))) return false;
+    const gens = [settingsOf(e), e.building, e.retired].filter((g): g is CollectionInfo => g !== undefined);
+    // Re-tag the points (their ids stay; a later write of a document replaces them by docsId).
+    for (const g of gens) {
+      await this.onData(g, (name) =>
+        this.http.call("set_payload", "POST", `collections/${name}/points/payload?wait=true`, {
+          payload: { knowledgeId: to },
+          filter: this.kbFilter(from),
+        }),
+      );
+    }
+    const moved = (g: CollectionInfo | undefined) => g && { ...g, knowledgeId: to };
+    await this.reg.put({ ...e, knowledgeId: to, building: moved(e.building), retired: moved(e.retired) });
+    await this.reg.remove(from);
+    return true;
+  }
+
   /** Where document writes go: the building generation when there is one, else the serving one. */
   private async writable(knowledgeId: string): Promise<CollectionInfo> {
     const e = await this.reg.get(knowledgeId);

@@ -4,6 +4,23 @@
 // minScore is inclusive on both stores.
 import { createHash } from "node:crypto";
 
+/**
+ * The key a knowledge base's vectors are stored under: its namespace and its id, `<namespace>.<kb_id>`
+ * (a namespace is a DNS label and an id `kb_[a-z0-9_]`, so neither holds a dot and the key is
+ * unambiguous). Two namespaces choosing the same knowledgeId never share vectors. In the store
+ * interfaces below, `knowledgeId` is this key. Data written before knowledge bases were namespaced
+ * sits under the bare id and is moved to the key by renameCollection (see Ingester.adoptLegacy).
+ */
+export function storeKey(namespace: string, knowledgeId: string): string {
+  return `${namespace}.${knowledgeId}`;
+}
+
+/** The knowledge id clients know (kb_...) of a store key (a bare legacy id is returned as it is). */
+export function plainKnowledgeId(key: string): string {
+  const dot = key.indexOf(".");
+  return dot < 0 ? key : key.slice(dot + 1);
+}
+
 /** What a knowledge base's collection remembers: the model that filled it and its chunking. */
 export interface CollectionInfo {
   knowledgeId: string;
@@ -108,6 +125,11 @@ export interface VectorStore {
   switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined>;
   /** Removes every generation and all their vectors; false when there was none. */
   dropCollection(knowledgeId: string): Promise<boolean>;
+  /**
+   * Moves every generation of `from` (vectors, settings, counts) to the key `to`, which must have
+   * none: the migration of data stored under a bare knowledge id. False when `from` has nothing.
+   */
+  renameCollection(from: string, to: string): Promise<boolean>;
   /**
    * Replaces every chunk of a document with these (none: deletes it), in the building
    * generation when there is one, else the serving one. Idempotent.

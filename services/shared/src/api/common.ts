@@ -29,16 +29,28 @@ export const httpUrl = z
   .max(2048)
   .describe("http or https URL");
 
+/**
+ * A Kubernetes object name (RFC 1123 subdomain: lower-case letters, digits, '-' and '.'), as every
+ * Secret, ConfigMap, Agent and Scraper name is. References are checked where they are written: the
+ * CRD refuses `agentRef.name: "bad name!"` instead of a later status failure.
+ */
+export const OBJECT_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export const objectName = (what: string) =>
+  z.string().min(1).max(253).regex(OBJECT_NAME_PATTERN).describe(`${what} (a Kubernetes object name)`);
+
+/** A Secret data key: letters, digits, '-', '_' and '.'. */
+export const SECRET_KEY_PATTERN = /^[-._a-zA-Z0-9]+$/;
+
 /** A reference to one key of a Secret in the resource's namespace. */
 export const secretKeyRef = z
   .object({
-    name: z.string().min(1).max(253).describe("Secret name, in the resource's namespace"),
-    key: z.string().min(1).max(253).describe("key inside the Secret's data"),
+    name: objectName("Secret name, in the resource's namespace"),
+    key: z.string().min(1).max(253).regex(SECRET_KEY_PATTERN).describe("key inside the Secret's data"),
   })
   .describe("A key of a Secret in the same namespace");
 
 export const localObjectRef = z.object({
-  name: z.string().min(1).max(253).describe("object name, in the resource's namespace"),
+  name: objectName("object name, in the resource's namespace"),
 });
 
 /** metav1.Condition, exactly as Kubernetes defines it. */

@@ -1,7 +1,16 @@
 // KnowledgeBase: a set of documents (id kb_<id>) with an embedding model, chunking and sources.
 // Becomes a vector collection (or tenant), ingested and refreshed chunks, and counts in status.
 import { z } from "zod";
-import { baseStatus, duration, httpUrl, knowledgeId, localObjectRef, secretKeyRef, timestamp } from "./common.ts";
+import {
+  baseStatus,
+  duration,
+  httpUrl,
+  knowledgeId,
+  localObjectRef,
+  objectName,
+  secretKeyRef,
+  timestamp,
+} from "./common.ts";
 
 export const embeddingSpec = z
   .object({
@@ -45,7 +54,7 @@ export const knowledgeSource = z
     text: z.string().max(1_000_000).optional().describe("inline document text"),
     configMap: z
       .object({
-        name: z.string().min(1).max(253),
+        name: objectName("ConfigMap name, in the KnowledgeBase's namespace"),
         keys: z.array(z.string().min(1)).optional().describe("keys to ingest as documents; absent: all"),
       })
       .optional()
@@ -113,12 +122,31 @@ export const knowledgeBaseStatus = z.object({
   documents: z.int().min(0).optional().describe("documents of the serving generation"),
   chunks: z.int().min(0).optional().describe("chunks of the serving generation"),
   failures: z.int().min(0).optional().describe("sources that failed in the last refresh"),
+  failedSources: z
+    .array(z.string())
+    .max(50)
+    .optional()
+    .describe("names of the sources that failed in the last refresh (they keep their previous documents)"),
   lastRefreshTime: timestamp.optional(),
   progress: z.string().optional().describe("ingestion progress, e.g. 12/40 sources"),
 });
 
 export type KnowledgeBaseSpec = z.infer<typeof knowledgeBaseSpec>;
 export type KnowledgeBaseStatus = z.infer<typeof knowledgeBaseStatus>;
+
+/**
+ * Which of several KnowledgeBases of one namespace claiming the same knowledgeId owns it: the
+ * oldest (then the first by name). The operator reports the others DuplicateKnowledgeId and
+ * search reads only the owner's settings.
+ */
+export function olderFirst(
+  a: { metadata: { name: string; creationTimestamp?: string | undefined } },
+  b: { metadata: { name: string; creationTimestamp?: string | undefined } },
+): number {
+  const ta = a.metadata.creationTimestamp ?? "";
+  const tb = b.metadata.creationTimestamp ?? "";
+  return ta < tb ? -1 : ta > tb ? 1 : a.metadata.name.localeCompare(b.metadata.name);
+}
 
 /** The id a KnowledgeBase answers to: its spec.knowledgeId, or kb_ + its name with dashes as underscores. */
 export function knowledgeIdOf(kb: { metadata: { name: string }; spec: { knowledgeId?: string | undefined } }): string {

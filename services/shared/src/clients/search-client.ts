@@ -54,6 +54,12 @@ export interface KnowledgeBaseInfo {
   };
 }
 
+/** A knowledge base as the documents API addresses it: the same id in two namespaces is two. */
+export interface KnowledgeBaseRef {
+  namespace: string;
+  knowledgeId: string;
+}
+
 export interface DocumentInput {
   docsName: string;
   text: string;
@@ -74,6 +80,11 @@ export interface SearchClientOptions {
   baseURL: string;
   /** A search key (search only) or the internal token (everything). */
   token: string;
+  /**
+   * With the internal token: the namespace whose knowledge bases a search reads (sent as
+   * x-capstan-namespace; search checks the ids against that namespace like a key's scope).
+   */
+  namespace?: string;
   /** Per attempt, default 10 s; document upserts use ingestTimeoutMs. */
   timeoutMs?: number;
   /** Document upserts embed the whole document: default 300 s. */
@@ -138,7 +149,10 @@ export class SearchClient {
   }
 
   /** Creates the knowledge base's collection (or updates its chunking); idempotent. */
-  async ensureKnowledgeBase(knowledgeId: string, settings: KnowledgeBaseSettings = {}): Promise<KnowledgeBaseInfo> {
+  async ensureKnowledgeBase(
+    knowledgeId: KnowledgeBaseRef,
+    settings: KnowledgeBaseSettings = {},
+  ): Promise<KnowledgeBaseInfo> {
     return this.call<KnowledgeBaseInfo>(
       "ensure_kb",
       "PUT",
@@ -152,7 +166,7 @@ export class SearchClient {
    * if it is that model's. switched: false when it already serves (asked twice). 404 otherwise.
    */
   async switchKnowledgeBase(
-    knowledgeId: string,
+    knowledgeId: KnowledgeBaseRef,
     model?: string,
   ): Promise<{ knowledgeId: string; model: string; dimensions: number; switched: boolean }> {
     return this.call("switch_kb", "POST", `${this.kbPath(knowledgeId)}/switch`, model ? { model } : {}) as Promise<{
@@ -164,7 +178,7 @@ export class SearchClient {
   }
 
   /** Counts, or undefined when the knowledge base has no collection. */
-  async getKnowledgeBase(knowledgeId: string): Promise<KnowledgeBaseInfo | undefined> {
+  async getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined> {
     try {
       return (await this.call<KnowledgeBaseInfo>("get_kb", "GET", this.kbPath(knowledgeId))) ?? undefined;
     } catch (err) {
@@ -174,7 +188,7 @@ export class SearchClient {
   }
 
   /** Removes every vector of the knowledge base; idempotent. */
-  async deleteKnowledgeBase(knowledgeId: string): Promise<{ deleted: boolean }> {
+  async deleteKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<{ deleted: boolean }> {
     return this.call<{ deleted: boolean }>("delete_kb", "DELETE", this.kbPath(knowledgeId)) as Promise<{
       deleted: boolean;
     }>;
@@ -182,7 +196,7 @@ export class SearchClient {
 
   /** Chunks, embeds and replaces the document's chunks; idempotent. */
   async upsertDocument(
-    knowledgeId: string,
+    knowledgeId: KnowledgeBaseRef,
     docsId: string,
     doc: DocumentInput,
   ): Promise<{ docsId: string; chunks: number }> {
@@ -195,17 +209,18 @@ export class SearchClient {
     ) as Promise<{ docsId: string; chunks: number }>;
   }
 
-  async deleteDocument(knowledgeId: string, docsId: string): Promise<{ deleted: number }> {
+  async deleteDocument(knowledgeId: KnowledgeBaseRef, docsId: string): Promise<{ deleted: number }> {
     return this.call<{ deleted: number }>("delete_document", "DELETE", this.docPath(knowledgeId, docsId)) as Promise<{
       deleted: number;
     }>;
   }
 
-  private kbPath(knowledgeId: string): string {
-    return `/internal/v1/knowledge-bases/${encodeURIComponent(knowledgeId)}`;
+  private kbPath(kb: KnowledgeBaseRef): string {
+    const ns = encodeURIComponent(kb.namespace);
+    return `/internal/v1/namespaces/${ns}/knowledge-bases/${encodeURIComponent(kb.knowledgeId)}`;
   }
 
-  private docPath(knowledgeId: string, docsId: string): string {
+  private docPath(knowledgeId: KnowledgeBaseRef, docsId: string): string {
     return `${this.kbPath(knowledgeId)}/documents/${encodeURIComponent(docsId)}`;
   }
 
@@ -240,6 +255,7 @@ export class SearchClient {
           method,
           headers: {
             authorization: `Bearer ${this.opts.token}`,
+            ...(this.opts.namespace ? { "x-capstan-namespace": this.opts.namespace } : {}),
             ...(body !== undefined ? { "content-type": "application/json" } : {}),
           },
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
