@@ -3,6 +3,7 @@
 // leader election and the metrics/health ports. Defaults here, then the file, then env.
 import { envParsers, loadConfig } from "@capstan/shared";
 import { httpUrl, secretKeyRef } from "@capstan/shared/api";
+import { scrapingSettingsSchema } from "@capstan/shared/clients/scraper-client";
 import { z } from "zod";
 
 export const VERSION = "0.1.0";
@@ -130,16 +131,15 @@ export const operatorConfigSchema = z.object({
       samplerArg: z.string().default(""),
     })
     .prefault({}),
-  /** Platform "scraping" settings (reference section 8), used by KnowledgeBases without scraperRef. */
-  scraping: z
-    .object({
-      enabled: z.boolean().default(true),
-      url: httpUrl.default("http://127.0.0.1:3002"),
-      timeoutSeconds: z.int().min(1).max(600).default(30),
-      maxRetries: z.int().min(0).max(10).default(3),
-      apiKey: z.string().optional(),
-    })
-    .prefault({}),
+  /**
+   * Platform "scraping" settings (reference section 8, its names: enabled, url, timeout,
+   * max_retries, api_key), used by KnowledgeBases without scraperRef. Without url the operator
+   * calls the in-cluster Service of the Scraper named `scraper` in `namespace` (platformScraperUrl),
+   * never 127.0.0.1, which in a pod is the operator itself.
+   */
+  scraping: scrapingSettingsSchema.extend({ url: httpUrl.optional() }).prefault({}),
+  /** Name of the platform's own Scraper (in `namespace`) whose Service is the default scraping url. */
+  platformScraper: z.string().min(1).default("capstan-scraper"),
   leaderElection: z
     .object({
       enabled: z.boolean().default(true),
@@ -183,7 +183,8 @@ export const operatorEnvMap = {
   LEADER_ELECT: { path: "leaderElection.enabled", parse: envParsers.bool },
   METRICS_PORT: { path: "metricsPort", parse: envParsers.int },
   HEALTH_PORT: { path: "healthPort", parse: envParsers.int },
-  SCRAPING_API_KEY: "scraping.apiKey",
+  SCRAPING_API_KEY: "scraping.api_key",
+  SCRAPING_URL: "scraping.url",
 };
 
 export function loadOperatorConfig(
@@ -212,6 +213,11 @@ export function gatewayUrl(c: OperatorConfig): string {
 
 export function searchUrl(c: OperatorConfig): string {
   return c.search.publicUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
+}
+
+/** Where KnowledgeBases without scraperRef scrape: scraping.url, else the platform Scraper's Service. */
+export function platformScraperUrl(c: OperatorConfig): string {
+  return c.scraping.url ?? serviceUrl(c.platformScraper, c.namespace, 3002);
 }
 
 export function searchInternalUrl(c: OperatorConfig): string {

@@ -27,6 +27,8 @@ const cfg = {
   host: "127.0.0.1",
   gatewayPort: Number(env.GATEWAY_PORT ?? 8080),
   searchPort: Number(env.SEARCH_PORT ?? 8081),
+  /** Search's documents API, metrics and health (its internal port). */
+  searchInternalPort: Number(env.SEARCH_INTERNAL_PORT ?? 8091),
   scraperPort: Number(env.SCRAPER_PORT ?? 3002),
   renderPort: Number(env.RENDER_PORT ?? 3000),
   redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
@@ -60,6 +62,7 @@ function redisAnswers(url: string): Promise<boolean> {
 
 const gatewayUrl = `http://${cfg.host}:${cfg.gatewayPort}`;
 const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
+const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
 const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
@@ -143,9 +146,15 @@ async function main(): Promise<void> {
   const search = supervisor.start({
     name: "search",
     entry: `${root}/services/search/src/main.ts`,
-    url: searchUrl,
+    // Readiness is asked on search's internal port, where its health answers.
+    url: searchInternalUrl,
     readyPath: "/readyz",
-    env: { ...common, PORT: String(cfg.searchPort), CAPSTAN_DATA_DIR: `${cfg.stateDir}/vectors` },
+    env: {
+      ...common,
+      PORT: String(cfg.searchPort),
+      CAPSTAN_INTERNAL_PORT: String(cfg.searchInternalPort),
+      CAPSTAN_DATA_DIR: `${cfg.stateDir}/vectors`,
+    },
   });
   const gateway = supervisor.start({
     name: "gateway",
@@ -190,7 +199,7 @@ async function main(): Promise<void> {
   if (scraper && !ready[2])
     say("the scraper did not start (is Chromium installed? bash scripts/setup.sh); URL sources are skipped");
 
-  const searchClient = new SearchClient({ baseURL: searchUrl, token });
+  const searchClient = new SearchClient({ baseURL: searchUrl, internalURL: searchInternalUrl, token });
   const scraperClient = ready[2] ? new ScraperClient({ url: scraperUrl, timeout: 30, max_retries: 1 }) : undefined;
   const ingest = async (kb: KnowledgeBase) => {
     const s = await ingestKnowledgeBase(kb, { search: searchClient, scraper: scraperClient });
@@ -223,7 +232,7 @@ async function main(): Promise<void> {
   }
   if (scraperClient) say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
   say(
-    `Metrics:                   ${gatewayUrl}/metrics  ${searchUrl}/metrics${scraper ? `  ${scraperUrl}/metrics` : ""}`,
+    `Metrics:                   ${gatewayUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperUrl}/metrics` : ""}`,
   );
   say();
   if (cfg.once) return stop(0);

@@ -81,9 +81,9 @@ beforeAll(async () => {
   await search.listen({ port: 0, host: "127.0.0.1" });
   const addr = search.server.address();
   searchUrl = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
-  await internal("PUT", `/internal/v1/knowledge-bases/${KB}`, {});
+  await internal("PUT", `/internal/v1/namespaces/${ns}/knowledge-bases/${KB}`, {});
   for (const d of DOCS) {
-    await internal("PUT", `/internal/v1/knowledge-bases/${KB}/documents/${d.docsId}`, {
+    await internal("PUT", `/internal/v1/namespaces/${ns}/knowledge-bases/${KB}/documents/${d.docsId}`, {
       docsName: d.docsName,
       text: d.text,
     });
@@ -209,6 +209,35 @@ describe("RAG agent", () => {
     expect(err.status).toBe(502);
     expect(err.code).toBe("knowledge_unavailable");
     expect(err.message).toContain("401");
+    expect(fake.calls.length).toBe(before);
+  });
+
+  it("an Agent of another namespace naming the same knowledge id reaches nothing (search checks its namespace)", async () => {
+    const other = uniqueNamespace("kb-other");
+    const otherKeys = addResources(
+      view,
+      other,
+      [{ name: "intruder", agent: "intruder" }],
+      [
+        {
+          name: "intruder",
+          spec: {
+            provider: { baseURL: fake.baseURL, model: "echo" },
+            knowledge: { knowledgeIds: [KB], maxResults: 2, minSimilarity: 0.2 },
+          },
+        },
+      ],
+    );
+    const before = fake.calls.length;
+    const err = await client(gw.url, otherKeys.intruder as string)
+      .chat.completions.create({ model: "m", messages: [{ role: "user", content: question }] })
+      .catch((e) => e);
+    expect(err.status).toBe(502);
+    expect(err.code).toBe("knowledge_unavailable");
+    // The same 400 a key outside its scope gets, naming only the id: nothing of the other namespace.
+    expect(err.message).toContain(`400: knowledge id is invalid or permissions are insufficient: ${KB}`);
+    expect(err.message).not.toContain("QPM");
+    expect(err.message).not.toContain(ns);
     expect(fake.calls.length).toBe(before);
   });
 });

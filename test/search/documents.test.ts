@@ -170,14 +170,18 @@ describe("documents API", () => {
     expect(err).toBeInstanceOf(SearchApiError);
     expect((err as SearchApiError).status).toBe(401);
     expect((err as SearchApiError).message).not.toContain(KEY);
-    const none = await call(s.url, "/internal/v1/knowledge-bases/kb_manual", { method: "GET" });
+    const none = await call(s.url, "/internal/v1/namespaces/default/knowledge-bases/kb_manual", { method: "GET" });
     expect(none.status).toBe(401);
     expect(none.body).toMatchObject({ code: 401, data: null });
   });
 
   it("answers bad input with 400 envelopes", async () => {
     const put = (path: string, body: unknown) =>
-      call(s.url, `/internal/v1/knowledge-bases/${path}`, { method: "PUT", token: INTERNAL_TOKEN, body });
+      call(s.url, `/internal/v1/namespaces/default/knowledge-bases/${path}`, {
+        method: "PUT",
+        token: INTERNAL_TOKEN,
+        body,
+      });
     expect((await put("Not-An-Id", {})).body.message).toMatch(/knowledgeId: must be a knowledge id/);
     expect((await put("kb_manual", { chunking: { size: 100, overlap: 100 } })).body.message).toMatch(/chunking/);
     expect((await put("kb_manual", { embedding: { provider: "local", model: "bge-huge" } })).body.message).toMatch(
@@ -192,7 +196,7 @@ describe("documents API", () => {
 
   it("switches generations only to one being built, with clear errors otherwise", async () => {
     const post = (path: string, body: unknown) =>
-      call(s.url, `/internal/v1/knowledge-bases/${path}/switch`, { token: INTERNAL_TOKEN, body });
+      call(s.url, `/internal/v1/namespaces/default/knowledge-bases/${path}/switch`, { token: INTERNAL_TOKEN, body });
     expect((await post("kb_manual", { model: 5 })).status).toBe(400);
     const wrong = await post("kb_manual", { model: "local:bge-huge" });
     expect(wrong.status).toBe(404);

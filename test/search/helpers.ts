@@ -101,6 +101,8 @@ export async function call<T = unknown>(
     method: opts.method ?? "POST",
     headers: {
       ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+      // The internal caller names the namespace it searches in, as the gateway does for its Agent.
+      ...(opts.token === INTERNAL_TOKEN ? { "x-capstan-namespace": "default" } : {}),
       ...(opts.body !== undefined || opts.raw !== undefined ? { "content-type": "application/json" } : {}),
       ...opts.headers,
     },
@@ -114,15 +116,19 @@ export async function call<T = unknown>(
   return { status: res.status, body: (await res.json()) as Reply<T>["body"], headers: res.headers };
 }
 
+/** The documents API path of a knowledge base of the test namespace ("default"). */
+export const kbPath = (knowledgeId: string, namespace = "default") =>
+  `/internal/v1/namespaces/${namespace}/knowledge-bases/${knowledgeId}`;
+
 export async function ingest(url: string, knowledgeId: string, docs: Doc[]): Promise<void> {
-  const kb = await call(url, `/internal/v1/knowledge-bases/${knowledgeId}`, {
+  const kb = await call(url, kbPath(knowledgeId), {
     method: "PUT",
     token: INTERNAL_TOKEN,
     body: {},
   });
   if (kb.status !== 200) throw new Error(`ensure ${knowledgeId}: ${kb.status} ${kb.body.message}`);
   for (const d of docs) {
-    const r = await call(url, `/internal/v1/knowledge-bases/${knowledgeId}/documents/${d.docsId}`, {
+    const r = await call(url, `${kbPath(knowledgeId)}/documents/${d.docsId}`, {
       method: "PUT",
       token: INTERNAL_TOKEN,
       body: { docsName: d.docsName, text: d.text },

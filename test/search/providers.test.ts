@@ -84,7 +84,7 @@ describe("OpenAI-compatible embeddings provider", () => {
     seen.length = 0;
     failNextEmbeddings = 1;
     await ingest(s.url, "kb_remote", HANDBOOK.slice(0, 4));
-    const info = await call(s.url, "/internal/v1/knowledge-bases/kb_remote", {
+    const info = await call(s.url, "/internal/v1/namespaces/default/knowledge-bases/kb_remote", {
       method: "PUT",
       token: "test-internal-token-0123456789",
       body: {},

@@ -28,9 +28,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const kb of ["kb_handbook", "kb_science"]) {
-    await call(s.url, `/internal/v1/knowledge-bases/${kb}`, { method: "DELETE", token: INTERNAL_TOKEN }).catch(
-      () => {},
-    );
+    await call(s.url, `/internal/v1/namespaces/default/knowledge-bases/${kb}`, {
+      method: "DELETE",
+      token: INTERNAL_TOKEN,
+    }).catch(() => {});
   }
   await s?.close();
   await dropCollections(url, prefix);
@@ -71,7 +72,7 @@ describe("search on the Qdrant adapter", () => {
       },
     });
     expect(r.body.data?.map((x) => x.data?.[0]?.docsId)).toEqual(["expense-claims", "honeybees"]);
-    const info = await call(s.url, "/internal/v1/knowledge-bases/kb_handbook", {
+    const info = await call(s.url, "/internal/v1/namespaces/default/knowledge-bases/kb_handbook", {
       method: "GET",
       token: INTERNAL_TOKEN,
     });

@@ -130,7 +130,7 @@ describe("search while Qdrant fails", () => {
   it("ingestion while Qdrant is down answers 503, and succeeds once it is back", async () => {
     await server.kill();
     const doc = { docsName: "Late", text: "Badges are renewed every January at the front desk." };
-    const path = "/internal/v1/knowledge-bases/kb_faults/documents/late";
+    const path = "/internal/v1/namespaces/default/knowledge-bases/kb_faults/documents/late";
     const down = await call(s.url, path, { method: "PUT", token: INTERNAL_TOKEN, body: doc });
     expect(down.status).toBe(503);
     expect(down.body).toMatchObject({ code: 503, data: null });

@@ -168,7 +168,7 @@ describe("the search service on a secured Qdrant", () => {
     });
   });
   afterAll(async () => {
-    await call(good.url, "/internal/v1/knowledge-bases/kb_secure", {
+    await call(good.url, "/internal/v1/namespaces/default/knowledge-bases/kb_secure", {
       method: "DELETE",
       token: "test-internal-token-0123456789",
     });

@@ -76,11 +76,7 @@ describe("charts/capstan", () => {
       renewDeadlineSeconds: 10,
       retryPeriodSeconds: 2,
     });
-    expect(values.scraping).toMatchObject({
-      enabled: true,
-      url: "http://127.0.0.1:3002",
-      timeoutSeconds: 30,
-      maxRetries: 3,
-    });
+    // The reference's names; no url: the platform Scraper's in-cluster Service, never 127.0.0.1.
+    expect(values.scraping).toMatchObject({ enabled: true, url: "", timeout: 30, max_retries: 3 });
   });
 });

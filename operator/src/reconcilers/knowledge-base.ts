@@ -10,6 +10,7 @@
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
 import { knowledgeIdOf, olderFirst } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
+import { platformScraperUrl } from "../config.ts";
 import { findCondition, kubeTime } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
@@ -51,7 +52,8 @@ async function scrapeTarget(ctx: OperatorContext, kb: KB): Promise<ScrapeTarget>
   if (!ref) {
     const s = ctx.config.scraping;
     if (!s.enabled) throw new OperatorError("SCRAPING_DISABLED", { name: "the platform" });
-    return { url: s.url, timeoutSeconds: s.timeoutSeconds, maxRetries: s.maxRetries, apiKey: s.apiKey };
+    const url = platformScraperUrl(ctx.config);
+    return { url, timeoutSeconds: s.timeout, maxRetries: s.max_retries, apiKey: s.api_key };
   }
   const scraper = ctx.informers.scrapers.get(kb.metadata.namespace as string, ref.name) as Scraper | undefined;
   if (!scraper) throw new OperatorError("SCRAPER_NOT_FOUND", { name: ref.name });

@@ -61,3 +61,25 @@ describe("loadConfig", () => {
     expect(() => loadConfig(schema, { file: "/nonexistent/capstan.yaml" })).toThrow(/cannot read config file/);
   });
 });
+
+describe("unknown keys", () => {
+  it("fail the load, naming the key and the nearest valid one", () => {
+    const dir = mkdtempSync(join(tmpdir(), "capstan-config-"));
+    const file = join(dir, "config.yaml");
+    writeFileSync(file, "prot: 9000\nredis:\n  timeoutMS: 5\n");
+    expect(() => loadConfig(schema, { file })).toThrowError(
+      /prot: unknown key \(did you mean port\?\)\n {2}redis\.timeoutMS: unknown key \(did you mean redis\.timeoutMs\?\)/,
+    );
+  });
+
+  it("are found under defaults, optional objects and in arrays of objects", () => {
+    const nested = z.object({
+      items: z.array(z.object({ name: z.string() })).default([]),
+      open: z.record(z.string(), z.string()).default({}),
+    });
+    expect(() => loadConfig(nested, { overrides: { items: [{ name: "a", nmae: "b" }], open: { any: "x" } } })).toThrow(
+      /items\[0\]\.nmae: unknown key \(did you mean items\[0\]\.name\?\)/,
+    );
+    expect(loadConfig(nested, { overrides: { open: { anything: "goes" } } }).open).toEqual({ anything: "goes" });
+  });
+});

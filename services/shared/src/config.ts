@@ -1,9 +1,12 @@
 // Config loading, in one order for every process: code defaults (in the zod schema), then an
 // optional YAML/JSON file, then environment variables, then one parse that fails fast with a
-// message naming every bad field.
+// message naming every bad field. Unknown keys (of the file, the overrides) fail it too, each named
+// with the nearest valid key. Environment variables are not checked for strays: the processes of
+// standalone mode and a pod's extraEnv share variables meant for one another.
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
+import { unknownKeys } from "./config-keys.ts";
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -81,6 +84,10 @@ export function loadConfig<S extends z.ZodType>(schema: S, opts: LoadConfigOptio
     else setPath(raw, target.path, target.parse(value));
   }
   if (opts.overrides) raw = deepMerge(raw, opts.overrides);
+  const unknown = unknownKeys(schema, raw);
+  if (unknown.length > 0) {
+    throw new ConfigError(`invalid configuration${opts.file ? ` (${opts.file})` : ""}:\n  ${unknown.join("\n  ")}`);
+  }
   const result = schema.safeParse(raw);
   if (!result.success) {
     const envByPath = new Map(

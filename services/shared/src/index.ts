@@ -1,4 +1,5 @@
 export * from "./config.ts";
+export { nearest, unknownKeys } from "./config-keys.ts";
 export * from "./http.ts";
 export * from "./keys.ts";
 export * from "./lifecycle.ts";
