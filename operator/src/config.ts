@@ -81,7 +81,9 @@ export const operatorConfigSchema = z.object({
   search: z
     .object({
       ...workloadFields("search", 8081, 1, 80),
-      /** Where the operator itself calls the documents API; default the Service URL. */
+      /** Documents API, metrics and health: the Service exposes it under the same number, inside the cluster. */
+      internalPort: z.int().min(1).max(65535).default(8091),
+      /** Where the operator itself calls the documents API; default the Service's internal port. */
       internalUrl: httpUrl.optional(),
       trustedProxies: z.string().default(""),
       dataDir: z.string().min(1).default("/var/lib/capstan"),
@@ -220,6 +222,12 @@ export function platformScraperUrl(c: OperatorConfig): string {
   return c.scraping.url ?? serviceUrl(c.platformScraper, c.namespace, 3002);
 }
 
+/** The documents API: the internal port of the search Service. */
 export function searchInternalUrl(c: OperatorConfig): string {
-  return c.search.internalUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
+  return c.search.internalUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.internalPort);
+}
+
+/** Search as the gateway calls it, inside the cluster: the Service's public port. */
+export function searchPublicServiceUrl(c: OperatorConfig): string {
+  return serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
 }

@@ -102,7 +102,15 @@ describe("traffic", () => {
     expect(gwLabels).toMatchObject(policy("capstan-gateway").podSelector.matchLabels);
     expect(policy("capstan-gateway").ingress).toEqual([{ ports: [{ port: c.gateway.port, protocol: "TCP" }] }]);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
-    expect(policy("capstan-search").ingress).toEqual([{ ports: [{ port: c.search.port, protocol: "TCP" }] }]);
+    // The public port from anywhere; the internal port (documents API, metrics, health) from the
+    // operator's pods only.
+    const [publicRule, internalRule] = policy("capstan-search").ingress;
+    expect(publicRule).toEqual({ ports: [{ port: c.search.port, protocol: "TCP" }] });
+    expect(internalRule?.ports).toEqual([{ port: c.search.internalPort, protocol: "TCP" }]);
+    expect(internalRule?.from).toHaveLength(1);
+    const operatorPod = podLabels(one(objects, "Deployment", `${release}-capstan-operator`));
+    expect(operatorPod).toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? { none: "x" });
+    expect(gwLabels).not.toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? {});
     const redisFrom = policy("capstan-redis").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
     expect(gwLabels).toMatchObject(redisFrom);
     expect(seLabels).not.toMatchObject(redisFrom);

@@ -1,7 +1,9 @@
 // Helpers of the operator's integration tests: an operator bound to one namespace of a real API
 // server, polling, object creation, and an in-memory stand-in for the search service's documents
 // API at the interface level (used where the real search service is not started).
-import { createLogger, createRegistry } from "@capstan/shared";
+import type { AddressInfo } from "node:net";
+import { createLogger, createRegistry, listenInternal } from "@capstan/shared";
+import type { FastifyInstance } from "fastify";
 import { SearchClient } from "@capstan/shared/clients/search-client";
 import { KubeApiError, type KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
@@ -20,13 +22,16 @@ import { Operator, type OperatorDeps } from "../../operator/src/manager.ts";
 export async function serveSearchToOperator(
   client: KubeHttp,
   ns: string,
-  search: { listen(o: { port: number; host: string }): Promise<unknown>; server: { address(): unknown } },
+  search: FastifyInstance,
   token: string,
   timeoutMs = 30_000,
-): Promise<{ url: string; searchClient: SearchClient }> {
+): Promise<{ url: string; internalUrl: string; searchClient: SearchClient }> {
   await search.listen({ port: 0, host: "127.0.0.1" });
   const addr = search.server.address() as { port?: number } | null;
   const url = `http://127.0.0.1:${addr?.port ?? 0}`;
+  // The documents API answers on the internal port only.
+  const internal = (await listenInternal(search, { port: 0, host: "127.0.0.1" })).address() as AddressInfo;
+  const internalUrl = `http://127.0.0.1:${internal.port}`;
   await create(client, {
     apiVersion: "v1",
     kind: "Secret",
@@ -37,7 +42,7 @@ export async function serveSearchToOperator(
     },
     data: { token: Buffer.from(token).toString("base64") },
   });
-  return { url, searchClient: new SearchClient({ baseURL: url, token, timeoutMs }) };
+  return { url, internalUrl, searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, timeoutMs }) };
 }
 
 export function startOperatorFor(

@@ -50,7 +50,7 @@ beforeAll(async () => {
       shipping: "Parcels ship from Rotterdam. Delivery inside the EU takes two to four days.",
     },
   });
-  operator = startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: url } });
+  operator = startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: served.internalUrl } });
   await operator.start();
 });
 

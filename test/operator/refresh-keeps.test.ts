@@ -60,9 +60,10 @@ beforeAll(async () => {
   await source.start();
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
   search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
-  url = (await serveSearchToOperator(client, ns, search, TOKEN, 60_000)).url;
+  const served = await serveSearchToOperator(client, ns, search, TOKEN, 60_000);
+  url = served.url;
   operator = startOperatorFor(inject("kubeconfig"), ns, {
-    search: { internalUrl: url },
+    search: { internalUrl: served.internalUrl },
     scraping: { url: scraper.url, timeout: 20, max_retries: 0 },
   });
   await operator.start();

@@ -81,7 +81,8 @@ beforeAll(async () => {
   await source.start();
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
   search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
-  url = (await serveSearchToOperator(client, A, search, TOKEN, 60_000)).url;
+  const served = await serveSearchToOperator(client, A, search, TOKEN, 60_000);
+  url = served.url;
   await create(client, {
     apiVersion: "v1",
     kind: "Secret",
@@ -89,7 +90,7 @@ beforeAll(async () => {
     data: { token: Buffer.from(TOKEN).toString("base64") },
   });
   // One operator per namespace (each watches its own, as other test files run beside this one).
-  operators = [A, B].map((ns) => startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: url } }));
+  operators = [A, B].map((ns) => startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: served.internalUrl } }));
   await Promise.all(operators.map((o) => o.start()));
 
   await create(client, kb(A, "docs", "kb_shared", APPLES));

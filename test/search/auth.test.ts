@@ -54,12 +54,12 @@ let proxied: Running;
 beforeAll(async () => {
   const kbs = [knowledgeBase("handbook"), knowledgeBase("secret")];
   v4 = await startSearch({ kbs, keys });
-  await ingest(v4.url, "kb_handbook", HANDBOOK.slice(0, 3));
+  await ingest(v4.internalUrl, "kb_handbook", HANDBOOK.slice(0, 3));
   // The same service (same store) reached over IPv6 loopback, and behind a trusted proxy (127.0.0.1).
   v6 = await startSearch({ kbs, keys, host: "::1" });
-  await ingest(v6.url, "kb_handbook", HANDBOOK.slice(0, 3));
+  await ingest(v6.internalUrl, "kb_handbook", HANDBOOK.slice(0, 3));
   proxied = await startSearch({ kbs, keys, config: { trustedProxies: ["127.0.0.1/32"] } });
-  await ingest(proxied.url, "kb_handbook", HANDBOOK.slice(0, 3));
+  await ingest(proxied.internalUrl, "kb_handbook", HANDBOOK.slice(0, 3));
 });
 afterAll(async () => {
   await Promise.all([v4?.close(), v6?.close(), proxied?.close()]);
@@ -214,7 +214,7 @@ describe("error envelopes", () => {
   it("carries the registry code in x-capstan-error and never a 500", async () => {
     const r = await search(v4, "key-scoped", { ...body, knowledgeIds: ["kb_secret"] });
     expect(r.headers.get("x-capstan-error")).toBe("SEARCH_ERR_KNOWLEDGE_ID");
-    const metrics = await (await fetch(`${v4.url}/metrics`)).text();
+    const metrics = await (await fetch(`${v4.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/search_errors_total\{code="SEARCH_ERR_KNOWLEDGE_ID"/);
     expect(metrics).not.toMatch(/status="500"/);
   });

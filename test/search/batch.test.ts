@@ -17,8 +17,8 @@ beforeAll(async () => {
       searchKey("fenced", "key-fenced", { knowledgeIds: ["kb_handbook"], allowedCIDRs: ["10.0.0.0/8"] }),
     ],
   });
-  await ingest(s.url, "kb_handbook", HANDBOOK);
-  await ingest(s.url, "kb_science", SCIENCE);
+  await ingest(s.internalUrl, "kb_handbook", HANDBOOK);
+  await ingest(s.internalUrl, "kb_science", SCIENCE);
 });
 afterAll(async () => {
   await s?.close();
@@ -28,7 +28,7 @@ type Item = { code: number; message: string; data: SearchResult[] | null };
 const batch = (body: unknown, token = KEY) => call<Item[]>(s.url, "/v1/rag/search/batch", { token, body });
 
 async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const text = await (await fetch(`${s.internalUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(name));
   return Number(line?.split(" ").at(-1) ?? 0);
 }

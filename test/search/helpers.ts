@@ -1,6 +1,7 @@
 // Shared set-up of the search integration tests: resources in a real ResourceView, the real app
 // (real model, embedded store) listening on 127.0.0.1:0, and a tiny HTTP helper.
-import { hashKey, type Logger } from "@capstan/shared";
+import type { AddressInfo } from "node:net";
+import { hashKey, listenInternal, type Logger } from "@capstan/shared";
 import type { KnowledgeBase, SearchKey } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -49,7 +50,10 @@ export function localEmbedder(): Promise<Embedder> {
 
 export interface Running {
   app: FastifyInstance;
+  /** The public port: search. */
   url: string;
+  /** The internal port: documents API, /metrics, health. */
+  internalUrl: string;
   view: ResourceView;
   close(): Promise<void>;
 }
@@ -83,7 +87,9 @@ export async function startSearch(
   const addr = app.server.address();
   if (!addr || typeof addr === "string") throw new Error("no address");
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${addr.port}`;
-  return { app, url, view, close: () => app.close() };
+  const internal = (await listenInternal(app, { port: 0, host })).address() as AddressInfo;
+  const internalUrl = `http://${host.includes(":") ? `[${host}]` : host}:${internal.port}`;
+  return { app, url, internalUrl, view, close: () => app.close() };
 }
 
 export interface Reply<T = unknown> {

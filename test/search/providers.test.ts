@@ -83,8 +83,8 @@ describe("OpenAI-compatible embeddings provider", () => {
   it("embeds a knowledge base's documents and queries through /v1/embeddings, retrying a 503", async () => {
     seen.length = 0;
     failNextEmbeddings = 1;
-    await ingest(s.url, "kb_remote", HANDBOOK.slice(0, 4));
-    const info = await call(s.url, "/internal/v1/namespaces/default/knowledge-bases/kb_remote", {
+    await ingest(s.internalUrl, "kb_remote", HANDBOOK.slice(0, 4));
+    const info = await call(s.internalUrl, "/internal/v1/namespaces/default/knowledge-bases/kb_remote", {
       method: "PUT",
       token: "test-internal-token-0123456789",
       body: {},
@@ -104,7 +104,7 @@ describe("OpenAI-compatible embeddings provider", () => {
   });
 
   it("embeds one query per model when knowledge bases use different models", async () => {
-    await ingest(s.url, "kb_local", HANDBOOK.slice(4, 8));
+    await ingest(s.internalUrl, "kb_local", HANDBOOK.slice(4, 8));
     seen.length = 0;
     const r = await call<SearchResult[]>(s.url, "/v1/rag/search", {
       token: KEY,
@@ -145,7 +145,7 @@ describe("external /rerank reranker", () => {
       keys: [searchKey("p", KEY, { knowledgeIds: ["kb_handbook"] })],
       config: { rerank: { external: { url: base, style: "tei", timeoutMs: 5000 } } },
     });
-    await ingest(s.url, "kb_handbook", HANDBOOK.slice(0, 5));
+    await ingest(s.internalUrl, "kb_handbook", HANDBOOK.slice(0, 5));
   });
   afterAll(async () => {
     await s?.close();
@@ -180,7 +180,7 @@ describe("external /rerank reranker", () => {
     const r = await call<SearchResult[]>(s.url, "/v1/rag/search", { token: KEY, body });
     expect(r.status).toBe(200);
     expect(r.body.data?.[0]?.docsId).toBe("vacation-policy");
-    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    const metrics = await (await fetch(`${s.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/search_rerank_fallbacks_total\{service="search"\} 1/);
   });
 });

@@ -23,12 +23,12 @@ beforeAll(async () => {
       qdrant: { url, collectionPrefix: prefix },
     },
   });
-  await ingest(s.url, "kb_handbook", HANDBOOK.slice(0, 6));
-  await ingest(s.url, "kb_science", SCIENCE.slice(0, 6));
+  await ingest(s.internalUrl, "kb_handbook", HANDBOOK.slice(0, 6));
+  await ingest(s.internalUrl, "kb_science", SCIENCE.slice(0, 6));
 });
 afterAll(async () => {
   for (const kb of ["kb_handbook", "kb_science"]) {
-    await call(s.url, `/internal/v1/namespaces/default/knowledge-bases/${kb}`, {
+    await call(s.internalUrl, `/internal/v1/namespaces/default/knowledge-bases/${kb}`, {
       method: "DELETE",
       token: INTERNAL_TOKEN,
     }).catch(() => {});
@@ -72,7 +72,7 @@ describe("search on the Qdrant adapter", () => {
       },
     });
     expect(r.body.data?.map((x) => x.data?.[0]?.docsId)).toEqual(["expense-claims", "honeybees"]);
-    const info = await call(s.url, "/internal/v1/namespaces/default/knowledge-bases/kb_handbook", {
+    const info = await call(s.internalUrl, "/internal/v1/namespaces/default/knowledge-bases/kb_handbook", {
       method: "GET",
       token: INTERNAL_TOKEN,
     });

@@ -56,7 +56,7 @@ beforeAll(async () => {
     keys: [searchKey("f", KEY, { knowledgeIds: ["kb_faults"] })],
     config: { qdrant: { url: proxy.url(), timeoutMs: TIMEOUT_MS, collectionPrefix: "capstan_faults" } },
   });
-  await ingest(s.url, "kb_faults", HANDBOOK.slice(0, 4));
+  await ingest(s.internalUrl, "kb_faults", HANDBOOK.slice(0, 4));
 });
 afterAll(async () => {
   await s?.close();
@@ -131,11 +131,11 @@ describe("search while Qdrant fails", () => {
     await server.kill();
     const doc = { docsName: "Late", text: "Badges are renewed every January at the front desk." };
     const path = "/internal/v1/namespaces/default/knowledge-bases/kb_faults/documents/late";
-    const down = await call(s.url, path, { method: "PUT", token: INTERNAL_TOKEN, body: doc });
+    const down = await call(s.internalUrl, path, { method: "PUT", token: INTERNAL_TOKEN, body: doc });
     expect(down.status).toBe(503);
     expect(down.body).toMatchObject({ code: 503, data: null });
     await server.restart();
-    const up = await call(s.url, path, { method: "PUT", token: INTERNAL_TOKEN, body: doc });
+    const up = await call(s.internalUrl, path, { method: "PUT", token: INTERNAL_TOKEN, body: doc });
     expect(up.status).toBe(200);
   });
 

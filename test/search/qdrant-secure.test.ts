@@ -159,7 +159,7 @@ describe("the search service on a secured Qdrant", () => {
   beforeAll(async () => {
     const qdrant = { url: server.url, caFile: join(dir, "ca.crt"), collectionPrefix: "capstan_secure" };
     good = await startSearch({ kbs, keys, config: { qdrant: { ...qdrant, apiKeyFile: join(dir, "api-key") } } });
-    await ingest(good.url, "kb_secure", HANDBOOK.slice(0, 2));
+    await ingest(good.internalUrl, "kb_secure", HANDBOOK.slice(0, 2));
     bad = await startSearch({
       kbs,
       keys,
@@ -168,7 +168,7 @@ describe("the search service on a secured Qdrant", () => {
     });
   });
   afterAll(async () => {
-    await call(good.url, "/internal/v1/namespaces/default/knowledge-bases/kb_secure", {
+    await call(good.internalUrl, "/internal/v1/namespaces/default/knowledge-bases/kb_secure", {
       method: "DELETE",
       token: "test-internal-token-0123456789",
     });

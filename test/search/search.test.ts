@@ -13,8 +13,8 @@ beforeAll(async () => {
     kbs: [knowledgeBase("handbook"), knowledgeBase("science"), knowledgeBase("empty")],
     keys: [searchKey("all", KEY, { knowledgeIds: ["kb_handbook", "kb_science", "kb_empty"] })],
   });
-  await ingest(s.url, "kb_handbook", HANDBOOK);
-  await ingest(s.url, "kb_science", SCIENCE);
+  await ingest(s.internalUrl, "kb_handbook", HANDBOOK);
+  await ingest(s.internalUrl, "kb_science", SCIENCE);
 });
 afterAll(async () => {
   await s?.close();

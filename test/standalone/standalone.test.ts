@@ -35,7 +35,7 @@ function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchA
 }
 
 beforeAll(async () => {
-  const [gatewayPort, searchPort] = [await freePort(), await freePort()];
+  const [gatewayPort, searchPort, searchInternalPort] = [await freePort(), await freePort(), await freePort()];
   gateway = `http://127.0.0.1:${gatewayPort}`;
   search = `http://127.0.0.1:${searchPort}`;
   child = spawn(process.execPath, ["scripts/standalone/main.ts"], {
@@ -44,6 +44,7 @@ beforeAll(async () => {
       CAPSTAN_STATE_DIR: mkdtempSync(join(tmpdir(), "capstan-standalone-")),
       GATEWAY_PORT: String(gatewayPort),
       SEARCH_PORT: String(searchPort),
+      SEARCH_INTERNAL_PORT: String(searchInternalPort),
       REDIS_URL: inject("redisUrl"),
       CAPSTAN_SCRAPER: "off", // the example's URL source is on the internet, which this machine cannot reach
     },

@@ -2,7 +2,7 @@
 // Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
 
 import type { KubeObject, OwnerReference } from "@capstan/shared/kube";
-import { GATEWAY_NAME, type OperatorConfig, type PodSettings, SEARCH_NAME, searchInternalUrl } from "../config.ts";
+import { GATEWAY_NAME, type OperatorConfig, type PodSettings, SEARCH_NAME, searchPublicServiceUrl } from "../config.ts";
 import {
   CONFIG_HASH,
   CONTAINER_SECURITY,
@@ -49,7 +49,17 @@ function owned(owner: OwnerReference | undefined): { ownerReferences?: OwnerRefe
   return owner ? { ownerReferences: [owner] } : {};
 }
 
-function service(name: string, component: string, c: OperatorConfig, port: number, owner?: OwnerReference): KubeObject {
+function service(
+  name: string,
+  component: string,
+  c: OperatorConfig,
+  port: number,
+  owner?: OwnerReference,
+  internalPort?: number,
+): KubeObject {
+  const ports = [{ name: "http", port, targetPort: "http", protocol: "TCP" }];
+  // The internal port (documents API, metrics, health) keeps its number on the Service.
+  if (internalPort) ports.push({ name: "internal", port: internalPort, targetPort: "internal", protocol: "TCP" });
   return withAppliedHash({
     apiVersion: "v1",
     kind: "Service",
@@ -57,7 +67,7 @@ function service(name: string, component: string, c: OperatorConfig, port: numbe
     spec: {
       type: "ClusterIP",
       selector: selector(name),
-      ports: [{ name: "http", port, targetPort: "http", protocol: "TCP" }],
+      ports,
     },
   });
 }
@@ -70,6 +80,8 @@ interface DeploymentInput {
   imagePullPolicy: string;
   replicas: number;
   port: number;
+  /** A second container port for internal surfaces; the probes go there. */
+  internalPort?: number;
   serviceAccount: string;
   env: EnvVar[];
   resources: unknown;
@@ -94,11 +106,14 @@ function deployment(d: DeploymentInput): KubeObject {
           name: d.component,
           image: d.image,
           imagePullPolicy: d.imagePullPolicy,
-          ports: [{ name: "http", containerPort: d.port, protocol: "TCP" }],
+          ports: [
+            { name: "http", containerPort: d.port, protocol: "TCP" },
+            ...(d.internalPort ? [{ name: "internal", containerPort: d.internalPort, protocol: "TCP" }] : []),
+          ],
           env: d.env,
           resources: d.resources,
-          livenessProbe: probe("/healthz", "http"),
-          readinessProbe: probe("/readyz", "http", 5),
+          livenessProbe: probe("/healthz", d.internalPort ? "internal" : "http"),
+          readinessProbe: probe("/readyz", d.internalPort ? "internal" : "http", 5),
           securityContext: CONTAINER_SECURITY,
           volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...d.mounts],
         },
@@ -195,7 +210,8 @@ export function gatewayObjects(
         env("PORT", c.gateway.port),
         ...redisEnv(c),
         ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
-        env("CAPSTAN_SEARCH_URL", searchInternalUrl(c)),
+        // Search itself (the public port): the internal token reaches only the Agent's namespace.
+        env("CAPSTAN_SEARCH_URL", searchPublicServiceUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
         // The limiter's Redis-down share is QPM / replicas; the drain window fits the grace period.
@@ -229,9 +245,11 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
       imagePullPolicy: c.search.imagePullPolicy,
       replicas: c.search.replicas,
       port: c.search.port,
+      internalPort: c.search.internalPort,
       serviceAccount: c.dataPlaneServiceAccount,
       env: [
         env("PORT", c.search.port),
+        env("CAPSTAN_INTERNAL_PORT", c.search.internalPort),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
         ...qdrant.env,
@@ -249,7 +267,7 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
       strategy: embedded ? "Recreate" : "RollingUpdate",
       owner,
     }),
-    service(SEARCH_NAME, "search", c, c.search.servicePort, owner),
+    service(SEARCH_NAME, "search", c, c.search.servicePort, owner, c.search.internalPort),
   ];
 }
 

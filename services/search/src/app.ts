@@ -85,6 +85,8 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     registry,
     logger,
     bodyLimit: 1024 * 1024,
+    // Documents API, metrics and health on the internal port only (listenInternal in main.ts).
+    internal: { prefixes: ["/internal/"] },
     notReady: () =>
       deps.view.hasSynced("SearchKey", "KnowledgeBase") ? undefined : "resource view has not synced yet",
   });

@@ -8,6 +8,8 @@ const cidr = z.string().refine(isValidCidr, { message: "not an IP address or CID
 
 export const searchConfigSchema = z.object({
   port: z.int().min(0).max(65_535).default(8081),
+  /** The documents API, /metrics and health: kept inside the cluster by the chart's NetworkPolicy. */
+  internalPort: z.int().min(0).max(65_535).default(8091),
   host: z.string().min(1).default("0.0.0.0"),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Folders of YAML resources (standalone); else the Kubernetes API (kubeconfig or in-cluster). */
@@ -112,6 +114,7 @@ export type SearchConfigInput = z.input<typeof searchConfigSchema>;
 
 export const searchEnvMap: EnvMap = {
   PORT: { path: "port", parse: envParsers.int },
+  CAPSTAN_INTERNAL_PORT: { path: "internalPort", parse: envParsers.int },
   HOST: "host",
   LOG_LEVEL: "logLevel",
   CAPSTAN_RESOURCES_DIR: { path: "resourcesDirs", parse: envParsers.list },

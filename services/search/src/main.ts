@@ -1,7 +1,14 @@
 // The search process: config from env (and CAPSTAN_SEARCH_CONFIG), the resource view from YAML
 // folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
 
-import { createLogger, createRegistry, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
+import {
+  createLogger,
+  createRegistry,
+  listenInternal,
+  loadConfigOrExit,
+  startTracing,
+  stopOnSignals,
+} from "@capstan/shared";
 import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
@@ -39,6 +46,8 @@ async function main(): Promise<void> {
 
   const app = await buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
+  await listenInternal(app, { port: config.internalPort, host: config.host });
+  logger.info({ port: config.port, internalPort: config.internalPort }, "listening (internal port: documents, metrics, health)");
 
   stopOnSignals(
     async () => {

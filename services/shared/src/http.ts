@@ -1,6 +1,11 @@
 // What every HTTP process serves besides its API: liveness, readiness and Prometheus metrics,
 // plus request metrics. Services build their app with buildBaseApp() and add their routes, so
 // tests drive the same app with inject() that production runs with listen().
+//
+// With `internal` set, those surfaces (and the service's own internal routes) answer only on a
+// second, internal port (listenInternal): the public port answers 404 for them, so a NetworkPolicy
+// can keep the internal port inside the cluster while the public one faces clients.
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "./metrics.ts";
@@ -15,6 +20,42 @@ export interface BaseAppOptions {
   readyDetails?: () => Record<string, unknown>;
   bodyLimit?: number;
   trustProxy?: FastifyServerOptions["trustProxy"];
+  /**
+   * Serve /healthz, /readyz, /metrics and every path starting with one of `prefixes` on the
+   * internal port only (listenInternal); the public port answers 404 for them.
+   */
+  internal?: { prefixes: string[] };
+}
+
+/** Marks a request that arrived on the internal port. */
+const INTERNAL = Symbol("capstan.internalPort");
+/** The internal servers of each app, closed with it (hooks cannot be added once it listens). */
+const internalServers = new WeakMap<FastifyInstance, Set<Server>>();
+
+/** Whether the request came in on the internal port (listenInternal). */
+export function onInternalPort(raw: IncomingMessage): boolean {
+  return (raw as IncomingMessage & { [INTERNAL]?: boolean })[INTERNAL] === true;
+}
+
+/**
+ * Listens on the internal port with the same app: requests are tagged as internal and routed as
+ * usual. Closed with the app.
+ */
+export async function listenInternal(app: FastifyInstance, opts: { port: number; host: string }): Promise<Server> {
+  await app.ready();
+  const server = createServer((req, res) => {
+    (req as IncomingMessage & { [INTERNAL]?: boolean })[INTERNAL] = true;
+    app.routing(req, res);
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const servers = internalServers.get(app);
+  if (!servers) throw new Error("listenInternal needs an app made by buildBaseApp");
+  servers.add(server);
+  return server;
 }
 
 interface RouteMethod {
@@ -78,6 +119,35 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
     buckets: LATENCY_BUCKETS,
     registers: [opts.registry],
   });
+  const servers = new Set<Server>();
+  internalServers.set(app, servers);
+  app.addHook("onClose", async () => {
+    await Promise.all(
+      [...servers].map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          }),
+      ),
+    );
+  });
+  const internal = opts.internal;
+  if (internal) {
+    const isInternal = (url: string) => {
+      const path = url.split("?")[0] as string;
+      return ["/healthz", "/readyz", "/metrics"].includes(path) || internal.prefixes.some((p) => path.startsWith(p));
+    };
+    // First hook of every request, before any body is read: internal paths on the public port
+    // are unknown there.
+    app.addHook("onRequest", (req, reply, done) => {
+      if (isInternal(req.url) && !onInternalPort(req.raw)) {
+        reply.callNotFound();
+        return;
+      }
+      done();
+    });
+  }
   app.addHook("onResponse", async (req, reply) => {
     const route = req.routeOptions.url ?? "unmatched";
     requests.inc({ method: req.method, route, status: String(reply.statusCode) });

@@ -45,9 +45,21 @@ function params(req: FastifyRequest): { namespace: string; id: string; knowledge
 
 export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDeps): void {
   const base = "/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId";
-  const guard = async (req: FastifyRequest) => d.auth.authenticateInternal(req.headers.authorization);
+  // The internal token is checked when the request arrives, before its body (up to 16 MiB) is
+  // read or parsed; a refused request also closes the connection, so the rest of its body is
+  // not received either.
+  app.addHook("onRequest", (req, reply, done) => {
+    if (!req.url.startsWith("/internal/")) return done();
+    try {
+      d.auth.authenticateInternal(req.headers.authorization);
+    } catch (err) {
+      reply.header("connection", "close");
+      return done(err as Error);
+    }
+    done();
+  });
 
-  app.put(base, { preHandler: guard }, async (req) => {
+  app.put(base, async (req) => {
     const { namespace, id, knowledgeId } = params(req);
     await d.ingester.adoptLegacy(namespace, id);
     const body = req.body ?? {};
@@ -73,7 +85,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     });
   });
 
-  app.get(base, { preHandler: guard }, async (req) => {
+  app.get(base, async (req) => {
     const { namespace, id, knowledgeId } = params(req);
     await d.ingester.adoptLegacy(namespace, id);
     const gens = await d.store.generations(knowledgeId);
@@ -85,7 +97,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
 
   // Makes the generation being built serve (after its last document); with {model}, only if it is
   // that model's. Asked again after it happened (a lost answer), it answers switched: false.
-  app.post(`${base}/switch`, { preHandler: guard }, async (req) => {
+  app.post(`${base}/switch`, async (req) => {
     const { id, knowledgeId } = params(req);
     const body = (req.body ?? {}) as { model?: unknown };
     if (
@@ -111,7 +123,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     });
   });
 
-  app.delete(base, { preHandler: guard }, async (req) => {
+  app.delete(base, async (req) => {
     const { id, knowledgeId } = params(req);
     const deleted = await d.ingester.drop(knowledgeId);
     return ok({ knowledgeId: id, deleted });
@@ -119,7 +131,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
 
   app.put(
     `${base}/documents/:docsId`,
-    { preHandler: guard, bodyLimit: d.config.documents.maxBodyBytes },
+    { bodyLimit: d.config.documents.maxBodyBytes },
     async (req) => {
       const { id, knowledgeId, docsId } = params(req);
       const body = parseBody(documentBodySchema, req.body);
@@ -128,7 +140,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     },
   );
 
-  app.delete(`${base}/documents/:docsId`, { preHandler: guard }, async (req) => {
+  app.delete(`${base}/documents/:docsId`, async (req) => {
     const { id, knowledgeId, docsId } = params(req);
     const deleted = await d.store.deleteDocument(knowledgeId, docsId);
     return ok({ knowledgeId: id, docsId, deleted });

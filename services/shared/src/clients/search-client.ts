@@ -76,8 +76,13 @@ export interface SearchCallInfo {
 }
 
 export interface SearchClientOptions {
-  /** e.g. http://capstan-search:8081 */
+  /** The public port, for search: e.g. http://capstan-search (Service port 80 → 8081). */
   baseURL: string;
+  /**
+   * The internal port, for the documents API (e.g. http://capstan-search:8091); absent: baseURL.
+   * Search answers the documents API on its internal port only.
+   */
+  internalURL?: string;
   /** A search key (search only) or the internal token (everything). */
   token: string;
   /**
@@ -129,10 +134,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class SearchClient {
   private readonly opts: SearchClientOptions;
   private readonly base: string;
+  private readonly internalBase: string;
 
   constructor(opts: SearchClientOptions) {
     this.opts = opts;
     this.base = opts.baseURL.replace(/\/+$/, "");
+    this.internalBase = (opts.internalURL ?? opts.baseURL).replace(/\/+$/, "");
   }
 
   async search(query: SearchQuery): Promise<SearchHit[]> {
@@ -251,7 +258,8 @@ export class SearchClient {
       };
       let res: Response;
       try {
-        res = await doFetch(`${this.base}${path}`, {
+        const base = path.startsWith("/internal/") ? this.internalBase : this.base;
+        res = await doFetch(`${base}${path}`, {
           method,
           headers: {
             authorization: `Bearer ${this.opts.token}`,
