@@ -111,9 +111,11 @@ describe("traffic", () => {
     const operatorPod = podLabels(one(objects, "Deployment", `${release}-capstan-operator`));
     expect(operatorPod).toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? { none: "x" });
     expect(gwLabels).not.toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? {});
-    const redisFrom = policy("capstan-redis").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
-    expect(gwLabels).toMatchObject(redisFrom);
-    expect(seLabels).not.toMatchObject(redisFrom);
+    const redisFrom = policy("capstan-redis").ingress[0]?.from?.map((f) => f.podSelector.matchLabels) ?? [];
+    expect(gwLabels).toMatchObject(redisFrom[0] ?? { none: "x" });
+    // Search limits requests per key in the same Redis.
+    expect(seLabels).toMatchObject(redisFrom[1] ?? { none: "x" });
+    expect(redisFrom).toHaveLength(2);
     const qdrantFrom = policy("capstan-qdrant").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
     expect(seLabels).toMatchObject(qdrantFrom);
     expect(gwLabels).not.toMatchObject(qdrantFrom);

@@ -3,9 +3,9 @@
 // API at the interface level (used where the real search service is not started).
 import type { AddressInfo } from "node:net";
 import { createLogger, createRegistry, listenInternal } from "@capstan/shared";
-import type { FastifyInstance } from "fastify";
 import { SearchClient } from "@capstan/shared/clients/search-client";
 import { KubeApiError, type KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
+import type { FastifyInstance } from "fastify";
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
 import type {
   DocumentInput,
@@ -42,7 +42,11 @@ export async function serveSearchToOperator(
     },
     data: { token: Buffer.from(token).toString("base64") },
   });
-  return { url, internalUrl, searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, timeoutMs }) };
+  return {
+    url,
+    internalUrl,
+    searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, timeoutMs }),
+  };
 }
 
 export function startOperatorFor(

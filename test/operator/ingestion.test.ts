@@ -39,7 +39,6 @@ beforeAll(async () => {
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
   search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
   const served = await serveSearchToOperator(client, ns, search, TOKEN, 60_000);
-  const url = served.url;
   searchClient = served.searchClient;
   await create(client, {
     apiVersion: "v1",

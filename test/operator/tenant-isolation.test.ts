@@ -90,7 +90,9 @@ beforeAll(async () => {
     data: { token: Buffer.from(TOKEN).toString("base64") },
   });
   // One operator per namespace (each watches its own, as other test files run beside this one).
-  operators = [A, B].map((ns) => startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: served.internalUrl } }));
+  operators = [A, B].map((ns) =>
+    startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: served.internalUrl } }),
+  );
   await Promise.all(operators.map((o) => o.start()));
 
   await create(client, kb(A, "docs", "kb_shared", APPLES));

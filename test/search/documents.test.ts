@@ -29,7 +29,13 @@ const LONG = Array.from(
 
 beforeAll(async () => {
   s = await startSearch({ kbs, keys, config: { dataDir } });
-  client = new SearchClient({ baseURL: s.url, internalURL: s.internalUrl, token: INTERNAL_TOKEN, namespace: "default", timeoutMs: 60_000 });
+  client = new SearchClient({
+    baseURL: s.url,
+    internalURL: s.internalUrl,
+    token: INTERNAL_TOKEN,
+    namespace: "default",
+    timeoutMs: 60_000,
+  });
 });
 afterAll(async () => {
   await s?.close();
@@ -142,7 +148,13 @@ describe("documents API", () => {
     });
     await s.close();
     s = await startSearch({ kbs, keys, config: { dataDir } });
-    client = new SearchClient({ baseURL: s.url, internalURL: s.internalUrl, token: INTERNAL_TOKEN, namespace: "default", timeoutMs: 60_000 });
+    client = new SearchClient({
+      baseURL: s.url,
+      internalURL: s.internalUrl,
+      token: INTERNAL_TOKEN,
+      namespace: "default",
+      timeoutMs: 60_000,
+    });
     expect(await client.getKnowledgeBase(ref("kb_manual"))).toEqual({
       knowledgeId: "kb_manual",
       model: MINILM,
@@ -170,7 +182,9 @@ describe("documents API", () => {
     expect(err).toBeInstanceOf(SearchApiError);
     expect((err as SearchApiError).status).toBe(401);
     expect((err as SearchApiError).message).not.toContain(KEY);
-    const none = await call(s.internalUrl, "/internal/v1/namespaces/default/knowledge-bases/kb_manual", { method: "GET" });
+    const none = await call(s.internalUrl, "/internal/v1/namespaces/default/knowledge-bases/kb_manual", {
+      method: "GET",
+    });
     expect(none.status).toBe(401);
     expect(none.body).toMatchObject({ code: 401, data: null });
   });
@@ -196,7 +210,10 @@ describe("documents API", () => {
 
   it("switches generations only to one being built, with clear errors otherwise", async () => {
     const post = (path: string, body: unknown) =>
-      call(s.internalUrl, `/internal/v1/namespaces/default/knowledge-bases/${path}/switch`, { token: INTERNAL_TOKEN, body });
+      call(s.internalUrl, `/internal/v1/namespaces/default/knowledge-bases/${path}/switch`, {
+        token: INTERNAL_TOKEN,
+        body,
+      });
     expect((await post("kb_manual", { model: 5 })).status).toBe(400);
     const wrong = await post("kb_manual", { model: "local:bge-huge" });
     expect(wrong.status).toBe(404);

@@ -1,7 +1,7 @@
 // Shared set-up of the search integration tests: resources in a real ResourceView, the real app
 // (real model, embedded store) listening on 127.0.0.1:0, and a tiny HTTP helper.
 import type { AddressInfo } from "node:net";
-import { hashKey, listenInternal, type Logger } from "@capstan/shared";
+import { hashKey, type Logger, listenInternal } from "@capstan/shared";
 import type { KnowledgeBase, SearchKey } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -36,7 +36,7 @@ export function searchKey(
     apiVersion: "capstan.dev/v1alpha1",
     kind: "SearchKey",
     metadata: { name, namespace: "default" },
-    spec: { keyName: name, ...spec },
+    spec: { keyName: name, requestsPerMinute: 600, ...spec },
     status: { keyHash: hashKey(key), ...status },
   };
 }

@@ -55,9 +55,11 @@ beforeAll(async () => {
     { view: new ResourceView(), embedders: [embedder] },
   );
   const served = await serveSearchToOperator(client, ns, search, TOKEN, 30_000);
-  const url = served.url;
   searchClient = served.searchClient;
-  operator = startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: served.internalUrl }, resyncSeconds: 2 });
+  operator = startOperatorFor(inject("kubeconfig"), ns, {
+    search: { internalUrl: served.internalUrl },
+    resyncSeconds: 2,
+  });
   await operator.start();
 });
 

@@ -250,6 +250,8 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
       env: [
         env("PORT", c.search.port),
         env("CAPSTAN_INTERNAL_PORT", c.search.internalPort),
+        // Each SearchKey's requests per minute, shared by every search replica.
+        ...redisEnv(c),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
         ...qdrant.env,

@@ -8,8 +8,10 @@ import {
   type Logger,
   type Registry,
 } from "@capstan/shared";
+import { createRedis, limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyError, FastifyInstance } from "fastify";
+import type { Redis } from "ioredis";
 import { SearchKeyAuthenticator } from "./auth/search-keys.ts";
 import { type SearchConfig, type SearchConfigInput, searchConfigSchema } from "./config.ts";
 import { createEmbedders } from "./embedding/factory.ts";
@@ -40,6 +42,8 @@ export interface SearchDeps {
   logger?: Logger;
   /** Clock for key validity (tests). */
   now?: () => number;
+  /** A Redis client for the per-key limiter (not closed by the app); else one from config.redisUrl. */
+  redis?: Redis;
 }
 
 export async function buildApp(input: SearchConfigInput | SearchConfig, deps: SearchDeps): Promise<FastifyInstance> {
@@ -79,6 +83,23 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     minCandidates: config.search.minCandidates,
   });
   const ingester = new Ingester({ kbs, store, embedders, metrics, logger });
+  const ownsRedis = deps.redis === undefined && config.redisUrl !== undefined;
+  const redis =
+    deps.redis ??
+    (config.redisUrl
+      ? createRedis(config.redisUrl, logger, Math.max(5_000, config.limiter.redisTimeoutMs + 1_000))
+      : undefined);
+  // Per key, exact across replicas: the gateway's sliding-log limiter on the same Redis.
+  const limiter = new WindowLimiter({
+    redis: redis ? new RedisLimiter(redis, config.limiter) : undefined,
+    windowMs: config.limiter.windowMs,
+    policy: config.limiter.redisDownPolicy,
+    timeoutMs: config.limiter.redisTimeoutMs,
+    metrics: limiterMetrics(registry, "search"),
+    logger,
+    unavailable: () => new SearchError("SEARCH_ERR_LIMITER"),
+    what: "search rate limits",
+  });
 
   const app = buildBaseApp({
     service: "search",
@@ -107,7 +128,7 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
       e = new SearchError("SEARCH_ERR_INTERNAL");
     }
     metrics.errors.inc({ code: e.code });
-    return reply.code(e.status).header("x-capstan-error", e.code).send(errorEnvelope(e));
+    return reply.code(e.status).headers(e.headers).header("x-capstan-error", e.code).send(errorEnvelope(e));
   });
   // JSON only: Fastify would otherwise hand a text/plain body to the schema as a string (a 400).
   app.removeContentTypeParser("text/plain");
@@ -124,13 +145,14 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     return reply.code(404).header("x-capstan-error", e.code).send(errorEnvelope(e));
   });
 
-  registerSearchRoutes(app, { config, auth, engine, metrics });
+  registerSearchRoutes(app, { config, auth, engine, metrics, limiter });
   registerDocumentRoutes(app, { config, auth, ingester, store });
 
   app.addHook("onClose", async () => {
     auth.close();
     kbs.close();
     if (ownsStore) await store.close();
+    if (ownsRedis) redis?.disconnect();
     if (ownsEmbedders) await Promise.all(embedderList.map((e) => e.close()));
   });
   return app;

@@ -19,6 +19,19 @@ export const searchConfigSchema = z.object({
   /** Bearer token of service-to-service calls (documents API, gateway RAG). Absent: internal API off. */
   internalToken: z.string().min(16, "must be at least 16 characters").optional(),
   trustedProxies: z.array(cidr).default([]),
+  /** Redis of the per-key limiter (shared by every replica); absent: an in-process limiter per replica. */
+  redisUrl: z
+    .string()
+    .regex(/^rediss?:\/\//)
+    .optional(),
+  limiter: z
+    .object({
+      windowMs: z.int().min(1000).max(3_600_000).default(60_000),
+      redisDownPolicy: z.enum(["local", "allow", "deny"]).default("local"),
+      redisTimeoutMs: z.int().min(1).max(10_000).default(2_000),
+      keyPrefix: z.string().default("capstan:search-rl:"),
+    })
+    .prefault({}),
   /** Embedded vector store folder; absent: in memory only. */
   dataDir: z.string().optional(),
   qdrant: z
@@ -122,6 +135,9 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_NAMESPACE: "namespace",
   CAPSTAN_INTERNAL_TOKEN: "internalToken",
   CAPSTAN_TRUSTED_PROXIES: { path: "trustedProxies", parse: envParsers.list },
+  REDIS_URL: "redisUrl",
+  CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",
+  CAPSTAN_LIMITER_REDIS_TIMEOUT_MS: { path: "limiter.redisTimeoutMs", parse: envParsers.int },
   CAPSTAN_DATA_DIR: "dataDir",
   QDRANT_URL: "qdrant.url",
   QDRANT_API_KEY: "qdrant.apiKey",

@@ -27,6 +27,11 @@ export const ERRORS = {
     status: 415,
     message: "unsupported content type '{got}': send the body as JSON with 'Content-Type: application/json'",
   },
+  SEARCH_ERR_RATE_LIMITED: {
+    status: 429,
+    message: "rate limit exceeded: at most {limit} requests per minute with this key; retry after {retryAfter} s",
+  },
+  SEARCH_ERR_LIMITER: { status: 503, message: "rate limiter unavailable: retry later" },
   SEARCH_ERR_EMBEDDING: { status: 503, message: "embedding provider unavailable: {detail}" },
   SEARCH_ERR_STORE: { status: 503, message: "vector store unavailable: {detail}" },
   SEARCH_ERR_NOT_READY: { status: 503, message: "service not ready: {detail}" },
@@ -42,12 +47,19 @@ function render(template: string, params: Record<string, string | number>): stri
 export class SearchError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+  /** Response headers the error carries (429: Retry-After and the rate-limit fields). */
+  readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, params: Record<string, string | number> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: ErrorCode,
+    params: Record<string, string | number> = {},
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     super(render(ERRORS[code].message, params), options);
     this.name = "SearchError";
     this.code = code;
     this.status = ERRORS[code].status;
+    this.headers = options?.headers ?? {};
   }
 }
 

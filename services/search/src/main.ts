@@ -47,7 +47,10 @@ async function main(): Promise<void> {
   const app = await buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
   await listenInternal(app, { port: config.internalPort, host: config.host });
-  logger.info({ port: config.port, internalPort: config.internalPort }, "listening (internal port: documents, metrics, health)");
+  logger.info(
+    { port: config.port, internalPort: config.internalPort },
+    "listening (internal port: documents, metrics, health)",
+  );
 
   stopOnSignals(
     async () => {

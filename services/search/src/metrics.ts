@@ -22,6 +22,11 @@ export function searchMetrics(registry: Registry) {
       buckets: [0, 1, 2, 5, 10, 20, 50, 100],
       registers: [registry],
     }),
+    rateLimited: new Counter({
+      name: "search_rate_limited_total",
+      help: "Searches refused with 429 by a key's requests-per-minute limit (no key label: unbounded)",
+      registers: [registry],
+    }),
     errors: new Counter({
       name: "search_errors_total",
       help: "Error responses by error code",

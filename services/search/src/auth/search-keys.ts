@@ -13,7 +13,7 @@ import { type Cidr, clientAddress, compileRanges, inRanges } from "./client-ip.t
 
 export type Caller =
   | { kind: "internal"; namespace: string | undefined }
-  | { kind: "key"; name: string; namespace: string; knowledgeIds: ReadonlySet<string> };
+  | { kind: "key"; name: string; namespace: string; knowledgeIds: ReadonlySet<string>; requestsPerMinute: number };
 
 /** The header in which the internal caller names the namespace of the Agent it retrieves for. */
 export const NAMESPACE_HEADER = "x-capstan-namespace";
@@ -109,6 +109,7 @@ export class SearchKeyAuthenticator {
       name: entry.key.metadata.name,
       namespace: namespaceOf(entry.key),
       knowledgeIds: new Set(spec.knowledgeIds),
+      requestsPerMinute: spec.requestsPerMinute ?? 600,
     };
   }
 

@@ -129,16 +129,12 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     return ok({ knowledgeId: id, deleted });
   });
 
-  app.put(
-    `${base}/documents/:docsId`,
-    { bodyLimit: d.config.documents.maxBodyBytes },
-    async (req) => {
-      const { id, knowledgeId, docsId } = params(req);
-      const body = parseBody(documentBodySchema, req.body);
-      const chunks = await d.ingester.upsert(knowledgeId, docsId, body);
-      return ok({ knowledgeId: id, docsId, chunks });
-    },
-  );
+  app.put(`${base}/documents/:docsId`, { bodyLimit: d.config.documents.maxBodyBytes }, async (req) => {
+    const { id, knowledgeId, docsId } = params(req);
+    const body = parseBody(documentBodySchema, req.body);
+    const chunks = await d.ingester.upsert(knowledgeId, docsId, body);
+    return ok({ knowledgeId: id, docsId, chunks });
+  });
 
   app.delete(`${base}/documents/:docsId`, async (req) => {
     const { id, knowledgeId, docsId } = params(req);

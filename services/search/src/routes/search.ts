@@ -1,4 +1,5 @@
 // POST /v1/rag/search and POST /v1/rag/search/batch (reference 4.2, 2.6-2.8, 7.2).
+import { rateLimitHeaders, retryAfterSeconds, type WindowLimiter } from "@capstan/shared/limiter";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../auth/search-keys.ts";
 import type { SearchConfig } from "../config.ts";
@@ -8,13 +9,34 @@ import { batchRequestSchema, parseBody, searchRequestSchema } from "../schemas.t
 import type { SearchEngine, SearchRequest, SearchResult } from "../search-engine.ts";
 
 export interface SearchRoutesDeps {
+  limiter: WindowLimiter;
   config: SearchConfig;
   auth: SearchKeyAuthenticator;
   engine: SearchEngine;
   metrics: SearchMetrics;
 }
 
-function caller(auth: SearchKeyAuthenticator, req: FastifyRequest) {
+/**
+ * The caller, authenticated and within its key's requests per minute (429 with Retry-After when
+ * over: one Redis round trip shared by every replica). The internal caller (the gateway, limited
+ * per channel there) is not limited here.
+ */
+async function caller(d: SearchRoutesDeps, req: FastifyRequest) {
+  const who = authenticate(d.auth, req);
+  if (who.kind !== "key") return who;
+  const decision = await d.limiter.check(`${who.namespace}/${who.name}`, who.requestsPerMinute);
+  if (!decision.allowed) {
+    d.metrics.rateLimited.inc();
+    throw new SearchError(
+      "SEARCH_ERR_RATE_LIMITED",
+      { limit: decision.limit, retryAfter: retryAfterSeconds(decision) },
+      { headers: rateLimitHeaders(decision) },
+    );
+  }
+  return who;
+}
+
+function authenticate(auth: SearchKeyAuthenticator, req: FastifyRequest) {
   return auth.authenticate(
     req.headers.authorization,
     req.socket.remoteAddress,
@@ -29,7 +51,7 @@ export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps):
 
   app.post("/v1/rag/search", async (req) => {
     try {
-      const who = caller(d.auth, req);
+      const who = await caller(d, req);
       const body: SearchRequest = parseBody(single, req.body);
       const results = await d.engine.search(d.engine.checkAccess(who, body));
       d.metrics.queries.inc({ endpoint: "search", outcome: "ok" });
@@ -49,7 +71,7 @@ export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps):
   });
 
   app.post("/v1/rag/search/batch", async (req) => {
-    const who = caller(d.auth, req);
+    const who = await caller(d, req);
     const { queries } = parseBody(batch, req.body);
     // Validate and authorise each query on its own: a bad one gets its own error envelope.
     const items: (SearchRequest | SearchError)[] = queries.map((q, i) => {

@@ -39,6 +39,14 @@ export const searchKeySpec = z
         ],
       })
       .describe("client IPs or CIDRs allowed to use the key (IPv4 and IPv6); absent: any"),
+    requestsPerMinute: z
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .default(600)
+      .describe(
+        "maximum searches per minute with this key, shared by every search replica (each runs an embedding); over it: 429 with Retry-After",
+      ),
     rotation: searchKeyRotation.optional().describe("automatic rotation; rotation about every 90 days is advised"),
     keySecretRef: secretKeyRef.optional().describe("use this user-supplied key; the operator only hashes it"),
   })
