@@ -89,7 +89,14 @@ export class Operator {
       searchKeys: new Informer(this.http, SEARCH_KEY, base),
       knowledgeBases: new Informer(this.http, KNOWLEDGE_BASE, base),
       scrapers: new Informer(this.http, SCRAPER, base),
-      secrets: new Informer(this.http, SECRET, { ...base, resyncMs: 0, transform: secretTransform }),
+      // Only the Secrets it owns, in its own namespace (internal token, provider-key mirror): the
+      // operator never lists or watches other Secrets; it gets the ones a resource names.
+      secrets: new Informer(this.http, SECRET, {
+        ...managed,
+        namespace: config.namespace,
+        resyncMs: 0,
+        transform: secretTransform,
+      }),
       deployments: new Informer(this.http, DEPLOYMENT, { ...managed, resyncMs: 0 }),
       services: new Informer(this.http, SERVICE, { ...managed, resyncMs: 0 }),
     } as Informers;

@@ -27,9 +27,11 @@ export const OPERATOR_RULES: PolicyRule[] = [
     ],
     verbs: ["update"],
   },
-  // Key Secrets (created, rotated, replaced when left over from a deleted owner), user-supplied key and
-  // provider-key Secrets (read), the internal token and the provider-key mirror.
-  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
+  // Key Secrets (created, rotated, replaced when left over from a deleted owner) and the Secrets a
+  // resource names (user-supplied keys, provider keys, Scraper keys), each read by name. No list and
+  // no watch: the operator cannot enumerate other teams' Secrets (RBAC cannot scope get by label,
+  // see docs/security.md).
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "create", "update", "delete"] },
   // KnowledgeBase ConfigMap sources.
   { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] },
   // Data-plane and Scraper workloads (server-side apply).
@@ -39,8 +41,12 @@ export const OPERATOR_RULES: PolicyRule[] = [
   { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
 ];
 
-/** Namespaced rules of the operator in its own namespace: the leader-election Lease. */
+/**
+ * Namespaced rules of the operator in its own namespace: the leader-election Lease, and the cache
+ * of the Secrets it owns there (internal token, provider-key mirror; label-selected watch).
+ */
 export const LEADER_ELECTION_RULES: PolicyRule[] = [
+  { apiGroups: [""], resources: ["secrets"], verbs: ["list", "watch", "patch"] },
   {
     apiGroups: ["coordination.k8s.io"],
     resources: ["leases"],

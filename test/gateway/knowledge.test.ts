@@ -3,6 +3,7 @@
 // internal service token.
 
 import { buildApp as buildSearchApp } from "@capstan/search";
+import { listenInternal } from "@capstan/shared";
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -45,6 +46,8 @@ const DOCS = [
 
 let search: FastifyInstance;
 let searchUrl: string;
+/** The documents API: search's internal port. */
+let searchInternalUrl: string;
 let fake: FakeOpenAI;
 let gw: RunningGateway;
 let badTokenGw: RunningGateway;
@@ -53,7 +56,7 @@ const ns = uniqueNamespace("kb");
 const view = emptyView();
 
 async function internal(method: string, path: string, body: unknown) {
-  const res = await fetch(`${searchUrl}${path}`, {
+  const res = await fetch(`${searchInternalUrl}${path}`, {
     method,
     headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -81,6 +84,8 @@ beforeAll(async () => {
   await search.listen({ port: 0, host: "127.0.0.1" });
   const addr = search.server.address();
   searchUrl = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
+  const internalAddr = (await listenInternal(search, { port: 0, host: "127.0.0.1" })).address();
+  searchInternalUrl = `http://127.0.0.1:${typeof internalAddr === "object" && internalAddr ? internalAddr.port : 0}`;
   await internal("PUT", `/internal/v1/namespaces/${ns}/knowledge-bases/${KB}`, {});
   for (const d of DOCS) {
     await internal("PUT", `/internal/v1/namespaces/${ns}/knowledge-bases/${KB}/documents/${d.docsId}`, {

@@ -107,6 +107,39 @@ describe("RBAC from charts/capstan/files/rbac", () => {
     expect(counts).not.toMatch(/code="403"/);
   });
 
+  it("the operator cannot list or watch Secrets it does not own: none cluster-wide, none in another namespace", async () => {
+    const sa = await serviceAccountClient(
+      "capstan-operator-secrets",
+      rules("operator-rules.yaml"),
+      rules("leader-election-rules.yaml"),
+    );
+    const foreign = `${ns}-foreign`;
+    await ensureNamespace(admin, foreign);
+    await create(admin, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "team-database", namespace: foreign },
+      data: { password: Buffer.from("hunter2").toString("base64") },
+    } as Obj);
+    const status = async (path: string) =>
+      sa.json(path).then(
+        () => 200,
+        (err: unknown) => (err instanceof KubeApiError ? err.status : 0),
+      );
+    expect(await status("/api/v1/secrets")).toBe(403);
+    expect(await status("/api/v1/secrets?watch=true&timeoutSeconds=1")).toBe(403);
+    expect(await status(`/api/v1/namespaces/${foreign}/secrets`)).toBe(403);
+    expect(
+      await status(
+        `/api/v1/namespaces/${foreign}/secrets?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dcapstan-operator`,
+      ),
+    ).toBe(403);
+    // Its own namespace: the label-selected cache of the Secrets it owns.
+    expect(
+      await status(`/api/v1/namespaces/${ns}/secrets?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dcapstan-operator`),
+    ).toBe(200);
+  });
+
   it("the data plane can read the five kinds and nothing else", async () => {
     const dp = await serviceAccountClient("capstan-data-plane", rules("data-plane-rules.yaml"));
     for (const plural of ["agents", "accesschannels", "searchkeys", "knowledgebases", "scrapers"]) {

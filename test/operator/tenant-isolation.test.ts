@@ -64,10 +64,11 @@ const withKey = (key: string) => ({ authorization: `Bearer ${key}` });
 // What the gateway sends when an Agent of that namespace retrieves.
 const asAgentOf = (ns: string) => ({ authorization: `Bearer ${TOKEN}`, "x-capstan-namespace": ns });
 
-async function issuedKey(ns: string, name: string): Promise<string> {
-  await whenCondition(client, "SearchKey", ns, name, "Ready", "True");
+/** The key issued into the SearchKey's Secret (a's is not Ready: kb_hr has no KnowledgeBase in a). */
+async function issuedKey(ns: string, name: string): Promise<string | undefined> {
   const secret = await get(client, "v1", "Secret", ns, `${name}-search-key`);
-  return Buffer.from(secret?.data?.key ?? "", "base64").toString("utf8");
+  const key = Buffer.from(secret?.data?.key ?? "", "base64").toString("utf8");
+  return key || undefined;
 }
 
 beforeAll(async () => {
@@ -86,7 +87,11 @@ beforeAll(async () => {
   await create(client, {
     apiVersion: "v1",
     kind: "Secret",
-    metadata: { name: "capstan-internal-token", namespace: B },
+    metadata: {
+      name: "capstan-internal-token",
+      namespace: B,
+      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
+    },
     data: { token: Buffer.from(TOKEN).toString("base64") },
   });
   // One operator per namespace (each watches its own, as other test files run beside this one).
@@ -116,8 +121,10 @@ beforeAll(async () => {
       spec: { keyName: "reader", knowledgeIds: [...scope] },
     });
   }
-  keys.a = await eventually("a's key", () => issuedKey(A, "reader").catch(() => undefined));
-  keys.b = await eventually("b's key", () => issuedKey(B, "reader").catch(() => undefined));
+  keys.a = await eventually("a's key", () => issuedKey(A, "reader"));
+  keys.b = await eventually("b's key", () => issuedKey(B, "reader"));
+  const a = await whenCondition(client, "SearchKey", A, "reader", "Ready", "False");
+  expect(condition(a, "Ready")?.message).toContain("kb_hr");
   // Search's view has the keys' hashes.
   await eventually(
     "keys in search's view",

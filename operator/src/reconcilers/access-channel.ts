@@ -30,7 +30,6 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     } else {
       const r = await generatedKey({
         client: ctx.client,
-        secrets: ctx.informers.secrets,
         owner: ch,
         type: ACCESS_CHANNEL,
         name: channelKeySecretName(ch),

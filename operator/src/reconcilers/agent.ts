@@ -1,6 +1,6 @@
 // Agent: validates the provider key reference and the knowledge references; Ready when usable.
 import type { Agent } from "@capstan/shared/api";
-import type { KubeObject } from "@capstan/shared/kube";
+import { type KubeObject, SECRET } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { agentStatus, type SecretCheck } from "../translate/agent.ts";
@@ -8,15 +8,17 @@ import { AGENT, type OperatorContext } from "./context.ts";
 import { missingKnowledgeIds } from "./search-key.ts";
 import { writeStatus } from "./status.ts";
 
-/** Whether a Secret key exists, from the cache (which keeps key names, not values, of Secrets we do not own). */
-export function secretKeyCheck(
+/**
+ * Whether a Secret key exists, read live by name: the operator lists and watches only the Secrets
+ * it owns in its own namespace (RBAC: get, never list, elsewhere). A user's Secret that changes is
+ * seen at the next reconcile or resync.
+ */
+export async function secretKeyCheck(
   ctx: OperatorContext,
   namespace: string,
   ref: { name: string; key: string },
-): SecretCheck {
-  const secret = ctx.informers.secrets.get(namespace, ref.name) as
-    | (KubeObject & { data?: Record<string, string> })
-    | undefined;
+): Promise<SecretCheck> {
+  const secret = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(SECRET, namespace, ref.name);
   if (!secret) return { ok: false, reason: "SecretNotFound", message: `Secret ${ref.name} does not exist` };
   if (!secret.data || !(ref.key in secret.data)) {
     return { ok: false, reason: "KeyNotFound", message: `Secret ${ref.name} has no key ${ref.key}` };
@@ -31,7 +33,7 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
     const ref = agent.spec.provider?.apiKeySecretRef;
     const out = agentStatus({
       agent,
-      providerKey: ref ? secretKeyCheck(ctx, namespace, ref) : undefined,
+      providerKey: ref ? await secretKeyCheck(ctx, namespace, ref) : undefined,
       missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, agent.spec.knowledge?.knowledgeIds ?? []),
       now: ctx.now(),
     });

@@ -5,7 +5,6 @@ import { generateKey, type KeyKind } from "@capstan/shared";
 import { controllerRef, isStatus, type KubeObject, type ResourceType, SECRET } from "@capstan/shared/kube";
 import { kubeTime } from "../controller/conditions.ts";
 import type { ObjectClient } from "../kube/client.ts";
-import type { Informer } from "../kube/informer.ts";
 import { ISSUED_AT, PART_OF } from "../translate/common.ts";
 import type { KeyMaterial } from "../translate/keys.ts";
 
@@ -74,13 +73,13 @@ function notOurs(name: string, type: ResourceType): GeneratedKeyResult {
 }
 
 /**
- * The generated key of `owner` in Secret `name`: read from the cache, created when absent,
+ * The generated key of `owner` in Secret `name`: read live (the operator caches only the Secrets
+ * of its own namespace; elsewhere it may get, not list), created when absent,
  * replaced when `rotate` says so (optimistic locking: a concurrent writer makes this fail and
  * the reconcile is retried, so two keys are never issued at once).
  */
 export async function generatedKey(opts: {
   client: ObjectClient;
-  secrets: Informer<KubeObject>;
   owner: KubeObject;
   type: ResourceType;
   name: string;
@@ -90,7 +89,7 @@ export async function generatedKey(opts: {
 }): Promise<GeneratedKeyResult> {
   const { client, owner, type, name } = opts;
   const ns = owner.metadata.namespace as string;
-  let secret = opts.secrets.get(ns, name) as (KubeObject & { data?: Record<string, string> }) | undefined;
+  let secret = await client.get<KubeObject & { data?: Record<string, string> }>(SECRET, ns, name);
   if (secret) {
     const ref = secret.metadata.ownerReferences?.find((r) => r.controller);
     if (!ref || ref.kind !== type.kind || ref.name !== owner.metadata.name) {

@@ -51,7 +51,7 @@ async function ensureInternalToken(ctx: OperatorContext, owner: OwnerReference |
   }
 }
 
-/** Provider keys the Agents reference, with their current values (base64), read live. */
+/** Provider keys the Agents reference, with their current values (base64), read live by name. */
 async function providerKeys(ctx: OperatorContext): Promise<Map<ProviderKeyRef, string>> {
   const refs = new Map<string, ProviderKeyRef>();
   for (const agent of ctx.informers.agents.list() as Agent[]) {
@@ -62,7 +62,6 @@ async function providerKeys(ctx: OperatorContext): Promise<Map<ProviderKeyRef, s
   }
   const out = new Map<ProviderKeyRef, string>();
   for (const ref of refs.values()) {
-    if (!ctx.informers.secrets.get(ref.namespace, ref.secret)) continue;
     const secret = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
       SECRET,
       ref.namespace,

@@ -35,7 +35,6 @@ export function scraperReconciler(ctx: OperatorContext): Reconcile {
     if (s.spec.auth.enabled && !s.spec.auth.apiKeySecretRef) {
       const r = await generatedKey({
         client: ctx.client,
-        secrets: ctx.informers.secrets,
         owner: s,
         type: SCRAPER,
         name: scraperKeySecretName(s),
@@ -51,9 +50,10 @@ export function scraperReconciler(ctx: OperatorContext): Reconcile {
           `scraper API key issued into Secret ${scraperKeySecretName(s)}`,
         );
     }
-    const missing = scraperSecretRefs(s)
-      .map((ref) => ({ ref, check: secretKeyCheck(ctx, namespace, ref) }))
-      .filter((m) => !m.check.ok);
+    const checks = await Promise.all(
+      scraperSecretRefs(s).map(async (ref) => ({ ref, check: await secretKeyCheck(ctx, namespace, ref) })),
+    );
+    const missing = checks.filter((m) => !m.check.ok);
     const objects = scraperObjects(s, ctx.config);
     const writes = await applyAll(ctx, [
       { type: DEPLOYMENT, desired: objects[0] as KubeObject, cache: ctx.informers.deployments },

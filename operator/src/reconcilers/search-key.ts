@@ -44,7 +44,6 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
     } else {
       const r = await generatedKey({
         client: ctx.client,
-        secrets: ctx.informers.secrets,
         owner: sk,
         type: SEARCH_KEY,
         name: searchKeySecretName(sk),
