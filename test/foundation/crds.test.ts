@@ -95,6 +95,25 @@ describe("CRDs on a real API server", () => {
       /rotation.overlap must be shorter than rotation.every/,
     ],
     ["unknown field", "AccessChannel", { ...channel, qpmm: 10 }, /unknown field "spec\.qpmm"/],
+    // References are checked where they are written, as Kubernetes object names.
+    [
+      "agentRef not an object name",
+      "AccessChannel",
+      { ...channel, agentRef: { name: "bad name!" } },
+      /spec\.agentRef\.name.*should match/,
+    ],
+    [
+      "scraperRef not an object name",
+      "KnowledgeBase",
+      { scraperRef: { name: "Web_Scraper" } },
+      /spec\.scraperRef\.name.*should match/,
+    ],
+    [
+      "secret reference not an object name",
+      "SearchKey",
+      { keyName: "k", knowledgeIds: ["kb_a"], keySecretRef: { name: "my secret", key: "key" } },
+      /spec\.keySecretRef\.name.*should match/,
+    ],
     [
       "chunk overlap not smaller than size",
       "KnowledgeBase",

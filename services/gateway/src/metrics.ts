@@ -1,5 +1,7 @@
 // The gateway's Prometheus metrics. Labels carry channel ids (namespace/name) and agent names,
-// never keys. Request counts and latency per route come from buildBaseApp.
+// never keys. Channel ids label counters only (one series per channel and outcome); latency
+// histograms are labelled by mode and stream, since a bucket series per channel would multiply
+// every channel by every bucket. Request counts and latency per route come from buildBaseApp.
 import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
 import { limiterMetrics } from "@capstan/shared/limiter";
 
@@ -17,14 +19,14 @@ export function gatewayMetrics(registry: Registry) {
     duration: new Histogram({
       name: "gateway_chat_request_duration_seconds",
       help: "Chat completion latency, request received to last byte",
-      labelNames: ["channel", "mode", "stream"] as const,
+      labelNames: ["mode", "stream"] as const,
       buckets: LATENCY_BUCKETS,
       registers,
     }),
     ttft: new Histogram({
       name: "gateway_time_to_first_token_seconds",
       help: "Time from request received to the first content sent to the client",
-      labelNames: ["channel", "mode", "stream"] as const,
+      labelNames: ["mode", "stream"] as const,
       buckets: LATENCY_BUCKETS,
       registers,
     }),

@@ -48,7 +48,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
   function record(ex: Exchange, req: FastifyRequest, parsed: ChatRequest, outcome: Partial<ExchangeRecord>): void {
     const channel = req.capstan?.channel;
     const end = performance.now();
-    metrics.duration.observe(ex.labels, (end - ex.started) / 1000);
+    metrics.duration.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (end - ex.started) / 1000);
     const usage = outcome.usage;
     if (channel && usage) {
       metrics.tokens.inc({ channel: channel.id, kind: "prompt" }, usage.prompt_tokens);
@@ -155,7 +155,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
       }
       span.end();
       ex.firstTokenAt = performance.now();
-      metrics.ttft.observe(ex.labels, (ex.firstTokenAt - started) / 1000);
+      metrics.ttft.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (ex.firstTokenAt - started) / 1000);
       const first = completion.choices[0];
       record(ex, req, parsed, {
         answer: first?.message.content ?? null,
@@ -222,7 +222,10 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
             if (piece.index === 0 && typeof piece.delta.content === "string") answer += piece.delta.content;
             if (ex.firstTokenAt === null && (piece.delta.content || piece.delta.tool_calls)) {
               ex.firstTokenAt = performance.now();
-              metrics.ttft.observe(ex.labels, (ex.firstTokenAt - started) / 1000);
+              metrics.ttft.observe(
+                { mode: ex.labels.mode, stream: ex.labels.stream },
+                (ex.firstTokenAt - started) / 1000,
+              );
             }
             if (piece.finish_reason && piece.index === 0) finishReason = piece.finish_reason;
             yield sseData({
