@@ -109,7 +109,7 @@ describe("examples/", () => {
     expect(kb.metadata.finalizers).toContain("capstan.dev/knowledge-base");
     expect(kb.status).toMatchObject({
       knowledgeId: "kb_product_docs",
-      collection: "capstan_kb_product_docs",
+      collection: `capstan_${ns}.kb_product_docs`,
       documents: 10,
       failures: 1,
       progress: "10/11 sources",
@@ -119,7 +119,7 @@ describe("examples/", () => {
     expect(condition(kb, "Ingested")?.status).toBe("False");
     // The failed source is tried again on a backoff that starts here, not in a day.
     expect(kb.metadata.annotations?.["capstan.dev/failing-since"]).toBeDefined();
-    const stored = search.kbs.get("kb_product_docs");
+    const stored = search.kbs.get(`${ns}.kb_product_docs`);
     const example = rawExamples().find((r) => r.kind === "KnowledgeBase") as Obj;
     const sources = (example.spec?.sources ?? []) as { name: string; text?: string }[];
     const inline = sources.filter((x) => x.text !== undefined);
@@ -253,16 +253,21 @@ describe("examples/", () => {
     );
     expect(senv).toMatchObject({
       PORT: "8081",
+      CAPSTAN_INTERNAL_PORT: "8091",
+      REDIS_URL: "redis://redis.example:6379",
       QDRANT_URL: "http://qdrant.example:6333",
       CAPSTAN_DATA_DIR: "/var/lib/capstan",
       CAPSTAN_NAMESPACE: ns,
     });
-    for (const name of ["capstan-gateway", "capstan-search"]) {
-      const svc = (await get(client, "v1", "Service", ns, name)) as Obj;
-      expect((svc.spec as { ports: unknown[] }).ports).toEqual([
-        { name: "http", port: 80, targetPort: "http", protocol: "TCP" },
-      ]);
-    }
+    const http = { name: "http", port: 80, targetPort: "http", protocol: "TCP" };
+    const ports = async (name: string) =>
+      ((await get(client, "v1", "Service", ns, name))?.spec as { ports: unknown[] }).ports;
+    expect(await ports("capstan-gateway")).toEqual([http]);
+    // Search's internal port (documents API, metrics, health) keeps its number on the Service.
+    expect(await ports("capstan-search")).toEqual([
+      http,
+      { name: "internal", port: 8091, targetPort: "internal", protocol: "TCP" },
+    ]);
     const token = (await get(client, "v1", "Secret", ns, "capstan-internal-token")) as Obj;
     expect(decode(token.data?.token).length).toBeGreaterThanOrEqual(43);
   });
@@ -404,14 +409,14 @@ describe("deletion", () => {
       spec: { sources: [{ name: "one", text: "hello world" }] },
     });
     await whenCondition(client, "KnowledgeBase", ns, "temp-kb", "Ready", "True");
-    expect(search.kbs.has("kb_temp_kb")).toBe(true);
+    expect(search.kbs.has(`${ns}.kb_temp_kb`)).toBe(true);
     await remove(client, CAP, "KnowledgeBase", ns, "temp-kb");
     await eventually(
       "KnowledgeBase gone",
       async () => (await get(client, CAP, "KnowledgeBase", ns, "temp-kb")) === undefined,
     );
-    expect(search.deleted).toContain("kb_temp_kb");
-    expect(search.kbs.has("kb_temp_kb")).toBe(false);
+    expect(search.deleted).toContain(`${ns}.kb_temp_kb`);
+    expect(search.kbs.has(`${ns}.kb_temp_kb`)).toBe(false);
   });
 
   it("dependents carry the owner reference the garbage collector follows", async () => {

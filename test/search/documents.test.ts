@@ -177,7 +177,7 @@ describe("documents API", () => {
   });
 
   it("guards the internal API with the internal token only", async () => {
-    const withKey = new SearchClient({ baseURL: s.url, token: KEY, maxRetries: 0 });
+    const withKey = new SearchClient({ baseURL: s.url, internalURL: s.internalUrl, token: KEY, maxRetries: 0 });
     const err = await withKey.ensureKnowledgeBase(ref("kb_manual")).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SearchApiError);
     expect((err as SearchApiError).status).toBe(401);

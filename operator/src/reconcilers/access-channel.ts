@@ -8,7 +8,7 @@ import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
-import { generatedKey, suppliedKey } from "./key-secret.ts";
+import { generatedKey, suppliedKey, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Slack added to time-based requeues so the clock has certainly passed the instant. */
@@ -50,6 +50,10 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     if (after && after.status !== before?.status && (before || after.status !== "True")) {
       ctx.events.record(ch, after.status === "True" ? "Normal" : "Warning", after.reason, "Reconcile", after.message);
     }
-    return out.requeueAfterMs !== undefined ? { requeueAfterMs: out.requeueAfterMs + REQUEUE_SLACK_MS } : undefined;
+    const requeueMs = withSecretRetry(
+      out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined,
+      !key.ok,
+    );
+    return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }

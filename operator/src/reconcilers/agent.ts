@@ -5,6 +5,7 @@ import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { agentStatus, type SecretCheck } from "../translate/agent.ts";
 import { AGENT, type OperatorContext } from "./context.ts";
+import { withSecretRetry } from "./key-secret.ts";
 import { missingKnowledgeIds } from "./search-key.ts";
 import { writeStatus } from "./status.ts";
 
@@ -31,9 +32,10 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
     const agent = ctx.informers.agents.get(namespace, name) as (Agent & KubeObject) | undefined;
     if (!agent || agent.metadata.deletionTimestamp) return undefined;
     const ref = agent.spec.provider?.apiKeySecretRef;
+    const providerKey = ref ? await secretKeyCheck(ctx, namespace, ref) : undefined;
     const out = agentStatus({
       agent,
-      providerKey: ref ? await secretKeyCheck(ctx, namespace, ref) : undefined,
+      providerKey,
       missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, agent.spec.knowledge?.knowledgeIds ?? []),
       now: ctx.now(),
     });
@@ -50,6 +52,7 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
         after.message,
       );
     }
-    return undefined;
+    const requeueMs = withSecretRetry(undefined, providerKey?.ok === false);
+    return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }

@@ -10,6 +10,18 @@ import type { KeyMaterial } from "../translate/keys.ts";
 
 export const KEY_DATA = "key";
 
+/**
+ * How soon a resource naming a Secret that is missing (or lacks its key) is reconciled again: the
+ * operator does not watch Secrets it does not own, so it looks again instead of waiting for an event.
+ */
+export const MISSING_SECRET_RETRY_MS = 10_000;
+
+/** The requeue of a reconcile: the sooner of `afterMs` and, when a named Secret is missing, the retry. */
+export function withSecretRetry(afterMs: number | undefined, secretMissing: boolean): number | undefined {
+  if (!secretMissing) return afterMs;
+  return Math.min(afterMs ?? MISSING_SECRET_RETRY_MS, MISSING_SECRET_RETRY_MS);
+}
+
 function decode(b64: string | undefined): string | undefined {
   if (b64 === undefined) return undefined;
   const v = Buffer.from(b64, "base64").toString("utf8").trim();

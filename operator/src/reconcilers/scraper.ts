@@ -14,7 +14,7 @@ import {
 import { secretKeyCheck } from "./agent.ts";
 import { applyAll } from "./apply.ts";
 import { type OperatorContext, SCRAPER } from "./context.ts";
-import { generatedKey } from "./key-secret.ts";
+import { generatedKey, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Secret references of a Scraper, for the SecretsResolved condition and the Secret watch. */
@@ -123,6 +123,7 @@ export function scraperReconciler(ctx: OperatorContext): Reconcile {
       );
     if (ready.status !== before?.status)
       ctx.events.record(s, ready.status === "True" ? "Normal" : "Warning", ready.reason, "Reconcile", ready.message);
-    return undefined;
+    const requeueMs = withSecretRetry(undefined, missing.length > 0);
+    return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }

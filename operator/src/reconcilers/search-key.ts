@@ -10,7 +10,7 @@ import type { Reconcile } from "../controller/controller.ts";
 import { type KeyMaterial, rotationDue, searchKeyStatus } from "../translate/keys.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { type OperatorContext, SEARCH_KEY } from "./context.ts";
-import { generatedKey, suppliedKey } from "./key-secret.ts";
+import { generatedKey, suppliedKey, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Index of KnowledgeBases by namespace and knowledge id (the same id in two namespaces is two). */
@@ -80,6 +80,10 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
     if (after && after.status !== before?.status && (before || after.status !== "True")) {
       ctx.events.record(sk, after.status === "True" ? "Normal" : "Warning", after.reason, "Reconcile", after.message);
     }
-    return out.requeueAfterMs !== undefined ? { requeueAfterMs: out.requeueAfterMs + REQUEUE_SLACK_MS } : undefined;
+    const requeueMs = withSecretRetry(
+      out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined,
+      !key.ok,
+    );
+    return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }
