@@ -45,7 +45,8 @@ export async function serveSearchToOperator(
   return {
     url,
     internalUrl,
-    searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, timeoutMs }),
+    // Its searches are the internal caller's on behalf of this namespace (as the gateway's Agents).
+    searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, namespace: ns, timeoutMs }),
   };
 }
 

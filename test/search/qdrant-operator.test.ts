@@ -96,7 +96,8 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
     );
     expect(up.status).toMatchObject({ documents: 3, chunks: 3, failures: 0, servingModel: "local:all-MiniLM-L6-v2" });
     // The collection's settings, derived from the model, in status: shared per model, one tenant.
-    expect(up.status?.collection).toBe("capstan_chunks_local_all_minilm_l6_v2_384/kb_outage");
+    // The tenant is the namespace and the id: the same id in another namespace is another tenant.
+    expect(up.status?.collection).toBe(`capstan_chunks_local_all_minilm_l6_v2_384/${ns}.kb_outage`);
     expect(up.status?.vectors).toEqual({
       backend: "qdrant",
       size: 384,
