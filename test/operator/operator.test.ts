@@ -260,8 +260,7 @@ describe("examples/", () => {
       CAPSTAN_NAMESPACE: ns,
     });
     const http = { name: "http", port: 80, targetPort: "http", protocol: "TCP" };
-    const ports = async (name: string) =>
-      ((await get(client, "v1", "Service", ns, name))?.spec as { ports: unknown[] }).ports;
+    const ports = async (name: string) => ((await get(client, "v1", "Service", ns, name)) as Obj).spec?.ports;
     expect(await ports("capstan-gateway")).toEqual([http]);
     // Search's internal port (documents API, metrics, health) keeps its number on the Service.
     expect(await ports("capstan-search")).toEqual([
