@@ -126,15 +126,15 @@ export async function call<T = unknown>(
 export const kbPath = (knowledgeId: string, namespace = "default") =>
   `/internal/v1/namespaces/${namespace}/knowledge-bases/${knowledgeId}`;
 
-export async function ingest(url: string, knowledgeId: string, docs: Doc[]): Promise<void> {
-  const kb = await call(url, kbPath(knowledgeId), {
+export async function ingest(url: string, knowledgeId: string, docs: Doc[], namespace = "default"): Promise<void> {
+  const kb = await call(url, kbPath(knowledgeId, namespace), {
     method: "PUT",
     token: INTERNAL_TOKEN,
     body: {},
   });
   if (kb.status !== 200) throw new Error(`ensure ${knowledgeId}: ${kb.status} ${kb.body.message}`);
   for (const d of docs) {
-    const r = await call(url, `${kbPath(knowledgeId)}/documents/${d.docsId}`, {
+    const r = await call(url, `${kbPath(knowledgeId, namespace)}/documents/${d.docsId}`, {
       method: "PUT",
       token: INTERNAL_TOKEN,
       body: { docsName: d.docsName, text: d.text },

@@ -1,7 +1,7 @@
 // Search fed by a real kube-apiserver: SearchKeys and KnowledgeBases watched read-only through
 // KubeSource (what main.ts does in a cluster), keys matched by status.keyHash, rotation and
 // revocation picked up from the watch.
-import { hashKey } from "@capstan/shared";
+import { hashKey, listenInternal } from "@capstan/shared";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +16,8 @@ const client = harnessKubeClient();
 let app: FastifyInstance;
 let source: KubeSource;
 let url: string;
+/** The internal port: documents API and health. */
+let internalUrl: string;
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -63,7 +65,8 @@ beforeAll(async () => {
   );
   await app.listen({ port: 0, host: "127.0.0.1" });
   url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-  await ingest(url, "kb_handbook", HANDBOOK.slice(0, 3));
+  internalUrl = `http://127.0.0.1:${((await listenInternal(app, { port: 0, host: "127.0.0.1" })).address() as { port: number }).port}`;
+  await ingest(internalUrl, "kb_handbook", HANDBOOK.slice(0, 3), NS);
 });
 afterAll(async () => {
   source?.stop();
@@ -73,7 +76,7 @@ afterAll(async () => {
 
 describe("search with resources from the API server", () => {
   it("is ready once the view has synced, and accepts the key whose hash is in status", async () => {
-    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${internalUrl}/readyz`)).status).toBe(200);
     const r = await call<{ docsId: string }[]>(url, "/v1/rag/search", { token: "kube-key-one", body });
     expect(r.status).toBe(200);
     expect(r.body.data?.[0]?.docsId).toBe("vacation-policy");

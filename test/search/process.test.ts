@@ -18,6 +18,7 @@ const dir = mkdtempSync(join(tmpdir(), "capstan-search-proc-"));
 const resources = join(dir, "resources");
 let proc: ManagedProcess;
 let url: string;
+let internalUrl: string;
 
 beforeAll(async () => {
   spawnSync("mkdir", ["-p", resources]);
@@ -38,10 +39,13 @@ beforeAll(async () => {
     ].join("\n"),
   );
   const port = await freePort();
+  const internalPort = await freePort();
   url = `http://127.0.0.1:${port}`;
+  internalUrl = `http://127.0.0.1:${internalPort}`;
   proc = startProcess("search", process.execPath, [MAIN], {
     ...process.env,
     PORT: String(port),
+    CAPSTAN_INTERNAL_PORT: String(internalPort),
     HOST: "127.0.0.1",
     CAPSTAN_RESOURCES_DIR: resources,
     CAPSTAN_INTERNAL_TOKEN: INTERNAL_TOKEN,
@@ -49,7 +53,7 @@ beforeAll(async () => {
     LOG_LEVEL: "warn",
     OTEL_SDK_DISABLED: "true",
   });
-  await waitFor("search ready", async () => (await statusOf(`${url}/readyz`)) === 200, {
+  await waitFor("search ready", async () => (await statusOf(`${internalUrl}/readyz`)) === 200, {
     timeoutMs: 120_000,
     proc,
   });
@@ -71,15 +75,17 @@ async function statusOf(target: string): Promise<number> {
 
 describe("search process", () => {
   it("serves health, metrics, ingestion and search from env configuration", async () => {
-    expect(await statusOf(`${url}/healthz`)).toBe(200);
-    await ingest(url, "kb_handbook", HANDBOOK.slice(0, 4));
+    expect(await statusOf(`${internalUrl}/healthz`)).toBe(200);
+    // Health, metrics and the documents API are on the internal port only.
+    expect(await statusOf(`${url}/healthz`)).toBe(404);
+    await ingest(internalUrl, "kb_handbook", HANDBOOK.slice(0, 4));
     const r = await call<{ docsId: string }[]>(url, "/v1/rag/search", {
       token: "proc-key",
       body: { knowledgeIds: ["kb_handbook"], text: "Will the company pay me back for my business trip costs?" },
     });
     expect(r.status).toBe(200);
     expect(r.body.data?.[0]?.docsId).toBe("expense-claims");
-    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const metrics = await (await fetch(`${internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="embed"\} [1-9]/);
     expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="vector"\} [1-9]/);
     expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="rerank"\} [1-9]/);

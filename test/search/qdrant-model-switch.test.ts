@@ -104,7 +104,8 @@ async function pointsIn(model: "a" | "b"): Promise<number> {
   const res = await fetch(`${qdrantUrl}/collections/${name}/points/count`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ filter: { must: [{ key: "knowledgeId", match: { value: ID } }] }, exact: true }),
+    // The tenant is the store key: namespace and id.
+    body: JSON.stringify({ filter: { must: [{ key: "knowledgeId", match: { value: `${ns}.${ID}` } }] }, exact: true }),
     signal: AbortSignal.timeout(10_000),
   });
   if (!res.ok) throw new Error(`count in ${name}: ${res.status}`);
@@ -213,7 +214,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
       120_000,
     );
     expect(done.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
-    expect(done.status?.collection).toBe(`${prefix}_openai_pump_embed_512_${B_DIMS}/${ID}`);
+    expect(done.status?.collection).toBe(`${prefix}_openai_pump_embed_512_${B_DIMS}/${ns}.${ID}`);
     expect(done.status?.vectors).toMatchObject({ backend: "qdrant", size: B_DIMS });
     const questionsBefore = questionsToB;
     phase = "after";

@@ -5,6 +5,7 @@ import {
   buildBaseApp,
   createLogger,
   createRegistry,
+  hiddenOnPublicPort,
   type Logger,
   type Registry,
 } from "@capstan/shared";
@@ -134,7 +135,8 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((req, reply) => {
     const url = req.url.split("?")[0] ?? "";
-    const allow = allowedMethods(app, url);
+    // An internal path on the public port is unknown there: 404, never a 405 naming its methods.
+    const allow = hiddenOnPublicPort(req.raw) ? [] : allowedMethods(app, url);
     if (allow.length > 0) {
       const e = new SearchError("SEARCH_ERR_METHOD", { method: req.method, url, allow: allow.join(" or ") });
       metrics.errors.inc({ code: e.code });

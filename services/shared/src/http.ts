@@ -32,6 +32,14 @@ const INTERNAL = Symbol("capstan.internalPort");
 /** The internal servers of each app, closed with it (hooks cannot be added once it listens). */
 const internalServers = new WeakMap<FastifyInstance, Set<Server>>();
 
+/** Marks an internal path asked for on the public port: unknown there (404, never a 405). */
+const HIDDEN = Symbol("capstan.hiddenOnPublicPort");
+
+/** Whether the request named an internal path on the public port (its not-found handler answers 404). */
+export function hiddenOnPublicPort(raw: IncomingMessage): boolean {
+  return (raw as IncomingMessage & { [HIDDEN]?: boolean })[HIDDEN] === true;
+}
+
 /** Whether the request came in on the internal port (listenInternal). */
 export function onInternalPort(raw: IncomingMessage): boolean {
   return (raw as IncomingMessage & { [INTERNAL]?: boolean })[INTERNAL] === true;
@@ -142,6 +150,7 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
     // are unknown there.
     app.addHook("onRequest", (req, reply, done) => {
       if (isInternal(req.url) && !onInternalPort(req.raw)) {
+        (req.raw as IncomingMessage & { [HIDDEN]?: boolean })[HIDDEN] = true;
         reply.callNotFound();
         return;
       }
