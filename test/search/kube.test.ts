@@ -104,6 +104,7 @@ describe("search with resources from the API server", () => {
     await until("kb_payroll in the view", async () => {
       const r = await call(url, "/v1/rag/search", {
         token: INTERNAL_TOKEN,
+        headers: { "x-capstan-namespace": NS },
         body: { ...body, knowledgeIds: ["kb_payroll"] },
       });
       return r.status === 200;
