@@ -253,11 +253,14 @@ async function main(): Promise<void> {
       const kept = new Set(kb.spec.sources.map((s) => docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "")));
       for (const s of (old as KnowledgeBase | undefined)?.spec.sources ?? []) {
         const id = docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "");
-        if (!kept.has(id)) await searchClient.deleteDocument(knowledgeIdOf(kb), id);
+        const ref = { namespace: kb.metadata.namespace || "default", knowledgeId: knowledgeIdOf(kb) };
+        if (!kept.has(id)) await searchClient.deleteDocument(ref, id);
       }
     }
     for (const id of drop) {
-      await searchClient.deleteKnowledgeBase(id);
+      // The documents API addresses a knowledge base by namespace and id.
+      const gone = before.find((r) => r.kind === "KnowledgeBase" && knowledgeIdOf(r as KnowledgeBase) === id);
+      await searchClient.deleteKnowledgeBase({ namespace: gone?.metadata.namespace || "default", knowledgeId: id });
       say(`Knowledge base ${id}: removed`);
     }
     const scrapers = [...diff.added, ...diff.changed].filter((r) => r.kind === "Scraper");
