@@ -40,10 +40,12 @@ async function ask(question: string): Promise<Answer> {
 const answers = new Map<string, Answer>();
 
 beforeAll(async () => {
-  search = await startSearch({ kbs: [knowledgeBase("product-docs")] });
-  await ingest(search.url, set.knowledgeBase, exampleKnowledge().docs);
-  const view = emptyView();
+  // The knowledge base lives in the Agent's namespace: search serves an Agent only its own.
   const ns = uniqueNamespace("relevance");
+  const kb = knowledgeBase("product-docs");
+  search = await startSearch({ kbs: [{ ...kb, metadata: { ...kb.metadata, namespace: ns } }] });
+  await ingest(search.internalUrl, set.knowledgeBase, exampleKnowledge().docs, ns);
+  const view = emptyView();
   // The example's spec as written: what it leaves out (minSimilarity) takes the schema's default.
   ({ eval: key } = addResources(
     view,

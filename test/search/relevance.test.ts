@@ -7,7 +7,16 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { SearchResult } from "../../services/search/src/index.ts";
 import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
-import { call, INTERNAL_TOKEN, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
+import {
+  call,
+  INTERNAL_TOKEN,
+  ingest,
+  kbPath,
+  knowledgeBase,
+  type Running,
+  searchKey,
+  startSearch,
+} from "./helpers.ts";
 import { exampleKnowledge, figures, loadEvaluationSet, type Outcome, runEvaluation } from "./relevance/evaluation.ts";
 
 const KEY = "cap_srch_relevance_eval";
@@ -25,7 +34,7 @@ async function evaluate(backend: "embedded" | "qdrant"): Promise<Outcome[]> {
     ...(backend === "qdrant" ? { config: { qdrant: { url: qdrantUrl, collectionPrefix: prefix } } } : {}),
   });
   running.push(s);
-  await ingest(s.url, set.knowledgeBase, docs);
+  await ingest(s.internalUrl, set.knowledgeBase, docs);
   return runEvaluation(set, async (text) => {
     // The reference's defaults: no maxResults, no minSimilarity.
     const r = await call<SearchResult[]>(s.url, "/v1/rag/search", {
@@ -44,7 +53,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const s of running) {
-    await call(s.url, `/internal/v1/knowledge-bases/${set.knowledgeBase}`, {
+    await call(s.internalUrl, kbPath(set.knowledgeBase), {
       method: "DELETE",
       token: INTERNAL_TOKEN,
     }).catch(() => {});
