@@ -208,7 +208,9 @@ describe("changing a KnowledgeBase's embedding model", () => {
       "serving model B",
       async () => {
         const o = await kb();
-        const ok = o?.status?.servingModel === MODEL_B && !o.status.building;
+        // failures is part of the wait: under a full machine's load one status write was seen
+        // with model B serving while the failed attempt's count was not yet cleared.
+        const ok = o?.status?.servingModel === MODEL_B && !o.status.building && o.status.failures === 0;
         return ok && condition(o, "Ready")?.status === "True" ? o : undefined;
       },
       120_000,

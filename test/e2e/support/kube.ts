@@ -18,6 +18,7 @@ const PLURALS: Record<string, string> = {
   PersistentVolume: "persistentvolumes",
   PersistentVolumeClaim: "persistentvolumeclaims",
   Deployment: "deployments",
+  EndpointSlice: "endpointslices",
   AccessChannel: "accesschannels",
   Agent: "agents",
   SearchKey: "searchkeys",
