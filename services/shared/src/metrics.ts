@@ -14,9 +14,30 @@ export function createRegistry(service: string, opts: { defaultMetrics?: boolean
 /** Latency buckets (seconds) from 1 ms to 60 s. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** Metrics every outbound client carries: calls by target and outcome, latency, retries. */
+/**
+ * Metrics every outbound client carries, recorded by the shared resilience policy
+ * (resilience/policy.ts), so every dependency is measured the same way. Per attempt: requests by
+ * target and outcome (ok, http_<status>, timeout, error, circuit_open), their latency, retries.
+ * Per call: how many attempts it took and how it ended (ok, failed, gave_up, circuit_open,
+ * cancelled), and its whole duration. Labels stay bounded: a target names a dependency or an
+ * operation, never a key, channel or URL.
+ */
 export function outboundMetrics(registry: Registry, prefix: string) {
   return {
+    callAttempts: new Histogram({
+      name: `${prefix}_outbound_call_attempts`,
+      help: "Attempts per outbound call, by target and final outcome",
+      labelNames: ["target", "outcome"] as const,
+      buckets: [1, 2, 3, 4, 5, 6, 8, 11],
+      registers: [registry],
+    }),
+    callDuration: new Histogram({
+      name: `${prefix}_outbound_call_duration_seconds`,
+      help: "Whole outbound call (every attempt and backoff), by target",
+      labelNames: ["target"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
     calls: new Counter({
       name: `${prefix}_outbound_requests_total`,
       help: "Outbound calls by target and outcome",

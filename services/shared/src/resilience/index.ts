@@ -1,0 +1,3 @@
+// One resilience policy for every outbound call: see policy.ts.
+export * from "./policy.ts";
+export { parseRetryAfter } from "./retry-after.ts";
