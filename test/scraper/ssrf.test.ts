@@ -104,6 +104,13 @@ describe("SSRF guard", () => {
     "http://[::ffff:127.0.0.1]/",
     "http://[::ffff:7f00:1]/",
     "http://[::ffff:169.254.169.254]/",
+    "http://[::7f00:1]/", // IPv4-compatible
+    "http://[::a9fe:a9fe]/",
+    "http://[::ffff:0:7f00:1]/", // SIIT
+    "http://[64:ff9b::a9fe:a9fe]/", // NAT64
+    "http://[2002:7f00:1::1]/", // 6to4
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", // Teredo, client 127.0.0.1
+    "http://[2606:4700::5efe:a00:1]/", // ISATAP
     "http://localhost/",
     "http://LOCALHOST./",
     "https://127.0.0.1:443/",

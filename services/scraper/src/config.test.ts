@@ -1,6 +1,6 @@
 import { ConfigError } from "@capstan/shared";
 import { describe, expect, it } from "vitest";
-import { loadScraperConfig } from "./config.ts";
+import { configWarnings, loadScraperConfig } from "./config.ts";
 
 describe("loadScraperConfig", () => {
   it("has the reference defaults", () => {
@@ -92,6 +92,14 @@ describe("loadScraperConfig", () => {
 
   it("requires API_KEY when AUTH_ENABLED=true", () => {
     expect(() => loadScraperConfig({ AUTH_ENABLED: "true" })).toThrow(/apiKey \(API_KEY\): API_KEY is required/);
+  });
+
+  it("accepts any non-empty API_KEY, the reference's own `secret` included, and warns about a short one", () => {
+    const config = loadScraperConfig({ API_KEY: "secret", AUTH_ENABLED: "true" });
+    expect(config).toMatchObject({ apiKey: "secret", authEnabled: true });
+    expect(configWarnings(config)).toEqual([expect.stringContaining("API_KEY is shorter than 16 characters")]);
+    expect(configWarnings(loadScraperConfig({ API_KEY: "a-long-random-key-0123456789" }))).toEqual([]);
+    expect(configWarnings(loadScraperConfig({}))).toEqual([]);
   });
 
   it("treats empty variables as unset", () => {

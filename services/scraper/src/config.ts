@@ -40,7 +40,13 @@ export const scraperConfigSchema = z
     requestTimeoutMs: z.int().min(100).max(600_000).default(30_000),
     workerConcurrency: z.int().min(1).max(256).default(5),
     taskTimeoutMs: z.int().min(100).max(3_600_000).default(60_000),
-    apiKey: z.string().min(8, "must be at least 8 characters").optional(),
+    /**
+     * How long a rendered document may wait for its sub-resources (the load event) once it is
+     * ready (DOMContentLoaded): one image that never answers cannot hold the scrape longer.
+     */
+    settleTimeoutMs: z.int().min(0).max(600_000).default(5_000),
+    /** Any non-empty key works (the reference's own example is `secret`); a short one is a warning (configWarnings). */
+    apiKey: z.string().min(1).optional(),
     authEnabled: z.boolean({ error: "must be true or false" }).default(false),
     /**
      * Debian's `chromium-headless-shell`: the old headless mode, built from the same sources as
@@ -80,6 +86,20 @@ export const scraperConfigSchema = z
 
 export type ScraperConfig = z.infer<typeof scraperConfigSchema>;
 
+/** Keys shorter than this are accepted with a warning at start-up. */
+export const RECOMMENDED_KEY_LENGTH = 16;
+
+/** What is allowed but unwise in a loaded configuration, for the process to log at start-up. */
+export function configWarnings(config: ScraperConfig): string[] {
+  const out: string[] = [];
+  if (config.apiKey !== undefined && config.apiKey.length < RECOMMENDED_KEY_LENGTH) {
+    out.push(
+      `API_KEY is shorter than ${RECOMMENDED_KEY_LENGTH} characters: anyone who can guess it can scrape through this service; use a long random key`,
+    );
+  }
+  return out;
+}
+
 const int = (path: string) => ({ path, parse: envParsers.int });
 const bool = (path: string) => ({ path, parse: envParsers.bool });
 const list = (path: string) => ({ path, parse: envParsers.list });
@@ -105,6 +125,7 @@ export const SCRAPER_ENV: EnvMap = {
   REQUEST_TIMEOUT: int("requestTimeoutMs"),
   WORKER_CONCURRENCY: int("workerConcurrency"),
   TASK_TIMEOUT: int("taskTimeoutMs"),
+  SETTLE_TIMEOUT: int("settleTimeoutMs"),
   API_KEY: "apiKey",
   AUTH_ENABLED: bool("authEnabled"),
   CHROMIUM_PATH: "chromiumPath",

@@ -3,7 +3,7 @@
 // of the operator's pod).
 import { createLogger, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
 import { buildApp } from "./api/app.ts";
-import { loadScraperConfig } from "./config.ts";
+import { configWarnings, loadScraperConfig } from "./config.ts";
 import { buildRenderService } from "./render/app.ts";
 
 const role = process.env.SCRAPER_ROLE ?? "all";
@@ -13,6 +13,8 @@ if (!["all", "api", "render"].includes(role)) {
 }
 
 let config = loadConfigOrExit(() => loadScraperConfig(process.env));
+const startupLogger = createLogger({ name: "scraper", level: config.logLevel });
+for (const warning of configWarnings(config)) startupLogger.warn(warning);
 
 const tracing = startTracing("capstan-scraper");
 const closers: (() => Promise<void>)[] = [];
@@ -46,5 +48,5 @@ stopOnSignals(
     await tracing.shutdown().catch(() => {});
     if (failure) throw failure;
   },
-  { logger: createLogger({ name: "scraper", level: config.logLevel }) },
+  { logger: startupLogger },
 );

@@ -2,9 +2,10 @@
 // format in wire.ts), plus /healthz, /readyz and /metrics. Runs in the API's process in
 // standalone mode (bound to loopback) and as its own container beside the API in a cluster.
 // Only the scraper API may render: with an API key configured, POST /scrape needs the same key
-// (the API sends it), so the port is no way around the API's authentication.
+// (the API sends it); without one, it answers loopback callers only (the API beside it). The
+// port is no way around the API's authentication. GET /scrape, the probe, renders nothing.
 import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { apiKeyCheck } from "../api-key.ts";
 import type { ScraperConfig } from "../config.ts";
 import { ScraperError } from "../errors.ts";
@@ -13,6 +14,13 @@ import { renderMetrics } from "../metrics.ts";
 import type { SsrfGuard } from "../ssrf/guard.ts";
 import { Renderer } from "./renderer.ts";
 import { type RenderProbe, renderRequestSchema } from "./wire.ts";
+
+/** A peer address on this host: 127.0.0.0/8, ::1, or either IPv4-mapped. */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith("::ffff:") ? address.slice(7) : address;
+  return v4.startsWith("127.") || address === "::1";
+}
 
 export interface RenderServiceDeps {
   logger?: Logger;
@@ -43,8 +51,12 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
   installErrorHandlers(app);
 
   const keyOk = apiKeyCheck(config.apiKey);
-  const requireKey = async (req: { headers: { authorization?: string } }, reply: FastifyReply) => {
-    if (keyOk && !keyOk(req.headers.authorization)) {
+  const requireKey = async (req: FastifyRequest, reply: FastifyReply) => {
+    // With a key, only callers that send it; without one, only callers on this host (the API
+    // beside it in the pod or process): in a pod the port listens on the pod's address for the
+    // kubelet's probe, and nothing else may render through it.
+    const allowed = keyOk ? keyOk(req.headers.authorization) : isLoopback(req.socket.remoteAddress);
+    if (!allowed) {
       reply.header("www-authenticate", 'Bearer realm="scraper-render"');
       return sendError(reply, new ScraperError("UNAUTHORIZED"));
     }

@@ -2,7 +2,7 @@
 // browser context (cookies and storage isolated from the other slots), reused across scrapes
 // because opening a page costs far more than navigating one (cookies are cleared in between;
 // the next scrape's navigation replaces the document), and replaced after
-// `recycleAfter` scrapes or after any failure. A browser that dies is relaunched; scrapes in
+// `recycleAfter` scrapes, after any failure, or when it navigated on its own while idle. A browser that dies is relaunched; scrapes in
 // flight on it fail with RENDERER_UNAVAILABLE and the next ones get fresh pages.
 import { createServer, type Server } from "node:net";
 import type { Logger } from "@capstan/shared";
@@ -81,6 +81,8 @@ export interface BrowserPoolOptions {
   onPagesInUse?: (n: number) => void;
   /** A request that did not go through interception reached the black-hole proxy. */
   onEscaped?: () => void;
+  /** False for an idle page that must not serve another scrape (it navigated on its own). */
+  reusable?: (slot: PageSlot) => boolean;
 }
 
 export class BrowserPool {
@@ -208,8 +210,14 @@ export class BrowserPool {
         } catch (err) {
           throw this.translate(err);
         }
-      } else if (candidate.generation === this.generation && !candidate.page.isClosed()) {
+      } else if (
+        candidate.generation === this.generation &&
+        !candidate.page.isClosed() &&
+        (this.opts.reusable?.(candidate) ?? true)
+      ) {
         slot = candidate;
+      } else {
+        void candidate.context.close().catch(() => {});
       }
     }
     this.inUse++;
@@ -220,11 +228,10 @@ export class BrowserPool {
       healthy = true;
       return result;
     } catch (err) {
-      const error = this.translate(err);
-      // A refused or unreachable target leaves the page idle; a timeout or a crash leaves it in
-      // an unknown state, so it is replaced.
-      healthy = error instanceof ScraperError && !["TIMEOUT", "RENDERER_UNAVAILABLE", "INTERNAL"].includes(error.code);
-      throw error;
+      // A page that failed is never reused, whatever the failure: an aborted or refused
+      // navigation can leave it committing an error page or still loading, which would
+      // interrupt the next scrape's navigation.
+      throw this.translate(err);
     } finally {
       this.inUse--;
       this.opts.onPagesInUse?.(this.inUse);
@@ -245,6 +252,7 @@ export class BrowserPool {
     const reusable =
       healthy &&
       !this.closed &&
+      (this.opts.reusable?.(slot) ?? true) &&
       slot.generation === this.generation &&
       slot.uses < this.opts.recycleAfter &&
       this.idle.length < this.opts.size;

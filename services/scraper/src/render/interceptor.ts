@@ -34,11 +34,17 @@ export interface TaskState {
   /** Set when the main document answered with a redirect: the renderer navigates there next. */
   redirect?: string;
   mainContentType?: string;
+  /** Status of the last main document fulfilled. */
+  mainStatus?: number;
+  mainStatusText?: string;
+  /** Called when the main document failed or redirected (the renderer waits on it). */
+  wake?: () => void;
   blockedRequests: number;
 }
 
 export interface FetchedResource {
   status: number;
+  statusText: string;
   headers: Record<string, string>;
   body: Buffer;
 }
@@ -70,6 +76,20 @@ async function readLimited(body: WebReadableStream<Uint8Array> | null, max: numb
   return Buffer.concat(chunks);
 }
 
+/** A redirect's target: an http(s) URL, else refused by the guard (data:, file:, javascript:, ...). */
+function redirectTarget(state: TaskState, location: string, from: URL): string {
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    throw new ScraperError("UNREACHABLE", [`${from.host}: redirect to an invalid URL`]);
+  }
+  if (next.protocol !== "http:" && next.protocol !== "https:") {
+    throw state.guard.refuse("redirect", next.protocol, `redirect to a ${next.protocol} URL`);
+  }
+  return next.href;
+}
+
 /** One guarded fetch; follows redirects (each hop guarded) unless followRedirects is false. */
 export async function guardedFetch(
   state: TaskState,
@@ -97,8 +117,10 @@ export async function guardedFetch(
     const location = res.headers.get("location");
     if (REDIRECTS.has(res.status) && location) {
       await res.body?.cancel().catch(() => {});
-      const next = new URL(location, url).href;
-      if (!followRedirects) return { status: res.status, headers: {}, body: Buffer.alloc(0), location: next };
+      const next = redirectTarget(state, location, url);
+      if (!followRedirects) {
+        return { status: res.status, statusText: res.statusText, headers: {}, body: Buffer.alloc(0), location: next };
+      }
       if (hop >= MAX_REDIRECTS) throw new ScraperError("UNREACHABLE", [`${url.host}: too many redirects`]);
       if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === "POST")) {
         method = "GET";
@@ -114,7 +136,7 @@ export async function guardedFetch(
     const cookies = res.headers.getSetCookie();
     if (cookies.length) headers["set-cookie"] = cookies.join("\n");
     const data = await readLimited(res.body, state.maxBytes, url);
-    return { status: res.status, headers, body: data };
+    return { status: res.status, statusText: res.statusText, headers, body: data };
   }
 }
 
@@ -149,6 +171,7 @@ async function handle(route: Route, state: TaskState | undefined, onRequest: (o:
     if (isMain && res.location) {
       state.redirect = res.location;
       onRequest("fulfilled");
+      state.wake?.();
       return route.abort("aborted");
     }
     if (isMain) {
@@ -157,8 +180,11 @@ async function handle(route: Route, state: TaskState | undefined, onRequest: (o:
       if (type && !RENDERABLE.test(type)) {
         state.mainError = new ScraperError("UNSUPPORTED_CONTENT", [type.split(";")[0] ?? type]);
         onRequest("failed");
+        state.wake?.();
         return route.abort("blockedbyclient");
       }
+      state.mainStatus = res.status;
+      state.mainStatusText = res.statusText;
     }
     onRequest("fulfilled");
     return route.fulfill({ status: res.status, headers: res.headers, body: res.body });
@@ -170,7 +196,10 @@ async function handle(route: Route, state: TaskState | undefined, onRequest: (o:
     } else {
       onRequest("failed");
     }
-    if (isMain) state.mainError = error;
+    if (isMain) {
+      state.mainError = error;
+      state.wake?.();
+    }
     return route.abort(error.code === "BLOCKED_TARGET" ? "blockedbyclient" : "failed").catch(() => {});
   }
 }

@@ -1,7 +1,7 @@
 // Renders one URL on a pooled page: guarded navigation (redirects followed hop by hop, each
 // checked by the guard), the load event, an optional wait, a screenshot, the serialised DOM.
 import type { Logger } from "@capstan/shared";
-import type { BrowserContext, CDPSession, Page, Response } from "playwright-core";
+import type { BrowserContext, CDPSession, Page } from "playwright-core";
 import type { Dispatcher } from "undici";
 import type { ScraperConfig } from "../config.ts";
 import { isScraperError, ScraperError } from "../errors.ts";
@@ -10,6 +10,7 @@ import type { RenderMetrics } from "../metrics.ts";
 import { parseTargetUrl, SsrfGuard } from "../ssrf/guard.ts";
 import { BrowserPool } from "./browser-pool.ts";
 import { intercept, type TaskState } from "./interceptor.ts";
+import { NavigationWatch } from "./navigation-watch.ts";
 import type { ParsedRenderRequest, RenderResponse } from "./wire.ts";
 
 const MAX_NAV_REDIRECTS = 10;
@@ -43,6 +44,8 @@ export class Renderer {
   private readonly states = new WeakMap<BrowserContext, TaskState>();
   /** One DevTools session per pooled page, for serialising the DOM (see content()). */
   private readonly sessions = new WeakMap<Page, Promise<CDPSession>>();
+  private readonly watches = new WeakMap<Page, Promise<NavigationWatch>>();
+  private readonly attached = new WeakMap<Page, NavigationWatch>();
   private readonly config: ScraperConfig;
   private readonly deps: RendererDeps;
 
@@ -78,6 +81,7 @@ export class Renderer {
       onRestart: () => metrics.browserRestarts.inc(),
       onPagesInUse: (n) => metrics.pagesInUse.set(n),
       onEscaped: () => metrics.escapedRequests.inc(),
+      reusable: (slot) => this.reusable(slot.page),
     });
   }
 
@@ -108,6 +112,7 @@ export class Renderer {
   }
 
   private async renderOn(page: Page, req: ParsedRenderRequest, outer?: AbortSignal): Promise<RenderResponse> {
+    const watch = await this.watch(page);
     const timeout = req.timeout ?? this.config.requestTimeoutMs;
     const budget = timeout + req.wait_after_load + 10_000;
     const controller = new AbortController();
@@ -134,55 +139,45 @@ export class Renderer {
       blockedRequests: 0,
     };
     const context = page.context();
+    state.wake = () => watch.poke();
     this.states.set(context, state);
+    watch.active = true;
     try {
       const deadline = Date.now() + timeout;
       const remaining = () => Math.max(1, deadline - Date.now());
-      let target = req.url;
-      let response: Response | null = null;
-      let retriedInterrupted = false;
-      for (let hops = 0; ; hops++) {
-        state.redirect = undefined;
-        state.mainError = undefined;
-        try {
-          // A pooled page still shows the previous scrape's document. A URL that differs from it
-          // only by the fragment would be a same-document navigation (no load, the old DOM).
-          if (sameDocument(page.url(), target)) await page.goto("about:blank", { timeout: remaining() });
-          response = await page.goto(target, { waitUntil: "domcontentloaded", timeout: remaining() });
-          break;
-        } catch (err) {
-          if (state.mainError) throw state.mainError;
-          if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
-          if (state.redirect) {
-            if (hops >= MAX_NAV_REDIRECTS) throw new ScraperError("UNREACHABLE", ["too many redirects"]);
-            target = state.redirect;
-            continue;
-          }
-          if ((err as Error).name === "TimeoutError") throw new ScraperError("TIMEOUT", [timeout, "page load"]);
-          // A pooled page can still carry a navigation the previous scrape's document started
-          // (a late client-side redirect) that interrupts this one: navigate once more.
-          if (!retriedInterrupted && /interrupted by another navigation/.test((err as Error).message)) {
-            retriedInterrupted = true;
-            continue;
-          }
-          throw this.navigationError(err as Error);
+      const redirects = { count: 0 };
+      await this.navigate(page, state, req.url, redirects, controller.signal, timeout, remaining);
+      // Client-side navigation (meta refresh, Refresh header, script, form) ends in the final
+      // document or in its error; sub-resources get a bounded settle time once a document is ready.
+      for (let waited = false; ; ) {
+        await watch.until(() => !watch.navigating, remaining(), controller.signal);
+        if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
+        this.throwIfFailed(state);
+        if (state.redirect) {
+          await this.navigate(page, state, state.redirect, redirects, controller.signal, timeout, remaining);
+          continue;
         }
+        if (watch.navigating) throw new ScraperError("TIMEOUT", [timeout, "page load"]);
+        await watch.until(() => !watch.loading || watch.navigating, Math.min(remaining(), this.config.settleTimeoutMs));
+        if (!waited && req.wait_after_load > 0) await page.waitForTimeout(req.wait_after_load);
+        waited = true;
+        await watch.nudge(Math.min(remaining(), 2_000));
+        this.throwIfFailed(state);
+        if (!watch.navigating && !state.redirect) break;
       }
-      // Sub-resources that never finish do not fail the scrape: the DOM is there.
-      await page.waitForLoadState("load", { timeout: remaining() }).catch(() => {});
-      if (req.wait_after_load > 0) await page.waitForTimeout(req.wait_after_load);
       if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
+      if (!/^https?:/.test(page.url())) throw new ScraperError("UNREACHABLE", ["the page ended in an error document"]);
       const screenshot = req.screenshot
         ? (await page.screenshot({ type: "png", fullPage: req.full_page_screenshot, timeout: 30_000 })).toString(
             "base64",
           )
         : null;
       const content = await this.content(page);
-      const status = response?.status() ?? 200;
+      const status = state.mainStatus ?? 200;
       return {
         content,
         pageStatusCode: status,
-        pageError: status >= 400 ? (response?.statusText() ?? null) || `HTTP ${status}` : null,
+        pageError: status >= 400 ? state.mainStatusText || `HTTP ${status}` : null,
         finalUrl: page.url(),
         contentType: state.mainContentType ?? null,
         screenshot,
@@ -195,9 +190,91 @@ export class Renderer {
       clearTimeout(watchdog);
       outer?.removeEventListener("abort", onOuterAbort);
       this.states.delete(context);
+      watch.active = false;
+      // A page still on its way somewhere would interrupt the next scrape's navigation.
+      if (watch.navigating) watch.spoiled = true;
       // Fetches the page still has in flight (a resource that never answers) end with the task.
       if (!controller.signal.aborted) controller.abort(new ScraperError("TIMEOUT", [0, "scrape finished"]));
     }
+  }
+
+  /**
+   * One navigation of the main frame, redirects followed hop by hop (the interception answers a
+   * redirect by aborting and naming its target; each hop is checked by the guard there).
+   */
+  private async navigate(
+    page: Page,
+    state: TaskState,
+    url: string,
+    redirects: { count: number },
+    signal: AbortSignal,
+    timeout: number,
+    remaining: () => number,
+  ): Promise<void> {
+    let target = url;
+    let retriedInterrupted = false;
+    for (;;) {
+      state.redirect = undefined;
+      state.mainError = undefined;
+      try {
+        // A pooled page still shows the previous scrape's document. A URL that differs from it
+        // only by the fragment would be a same-document navigation (no load, the old DOM).
+        if (sameDocument(page.url(), target)) await page.goto("about:blank", { timeout: remaining() });
+        await page.goto(target, { waitUntil: "domcontentloaded", timeout: remaining() });
+        return;
+      } catch (err) {
+        if (state.mainError) throw state.mainError;
+        if (signal.aborted) throw this.abortError(signal, timeout);
+        if (state.redirect) {
+          if (++redirects.count > MAX_NAV_REDIRECTS) throw new ScraperError("UNREACHABLE", ["too many redirects"]);
+          target = state.redirect;
+          continue;
+        }
+        if ((err as Error).name === "TimeoutError") throw new ScraperError("TIMEOUT", [timeout, "page load"]);
+        // The document this navigation loaded started one of its own at once (a script's
+        // location change while parsing): the settle loop follows it.
+        if (!retriedInterrupted && /interrupted by another navigation/.test((err as Error).message)) {
+          retriedInterrupted = true;
+          return;
+        }
+        throw this.navigationError(err as Error);
+      }
+    }
+  }
+
+  /** The main document failed (blocked, unreachable, not renderable): the scrape fails with it. */
+  private throwIfFailed(state: TaskState): void {
+    if (state.mainError) throw state.mainError;
+  }
+
+  private watch(page: Page): Promise<NavigationWatch> {
+    let watch = this.watches.get(page);
+    if (!watch) {
+      watch = this.session(page)
+        .then((session) => NavigationWatch.attach(session))
+        .then((w) => {
+          this.attached.set(page, w);
+          return w;
+        });
+      this.watches.set(page, watch);
+      watch.catch(() => this.watches.delete(page));
+    }
+    return watch;
+  }
+
+  /** Whether a pooled page may serve another scrape: not when it navigated on its own since. */
+  reusable(page: Page): boolean {
+    return !this.attached.get(page)?.spoiled;
+  }
+
+  private session(page: Page): Promise<CDPSession> {
+    let pending = this.sessions.get(page);
+    if (!pending) {
+      pending = page.context().newCDPSession(page);
+      this.sessions.set(page, pending);
+      pending.catch(() => this.sessions.delete(page));
+    }
+    return pending;
   }
 
   /**
@@ -224,13 +301,7 @@ export class Renderer {
   }
 
   private async serialise(page: Page): Promise<string> {
-    let pending = this.sessions.get(page);
-    if (!pending) {
-      pending = page.context().newCDPSession(page);
-      this.sessions.set(page, pending);
-      pending.catch(() => this.sessions.delete(page));
-    }
-    const session = await pending;
+    const session = await this.session(page);
     // depth 0: only the document node is pushed, so DevTools tracks no other node of the page.
     const { root } = await session.send("DOM.getDocument", { depth: 0 });
     const { outerHTML } = await session.send("DOM.getOuterHTML", { nodeId: root.nodeId });
@@ -253,7 +324,9 @@ export class Renderer {
         retryAfter: 1,
       });
     }
+    // Playwright's message names URLs (this navigation's, and another one's when interrupted):
+    // only Chromium's error code is passed on.
     const net = /net::(ERR_[A-Z_]+)/.exec(line)?.[1];
-    return new ScraperError("UNREACHABLE", [net ?? line.replace(/^page\.goto: /, "")]);
+    return new ScraperError("UNREACHABLE", [net ?? "navigation failed"]);
   }
 }

@@ -75,11 +75,14 @@ export class SsrfGuard {
     const host = normaliseHost(url.hostname);
     const addresses = await this.resolve(host);
     const reason = denyReason({ hostname: host, port: targetPort, addresses }, this.allow);
-    if (reason) {
-      this.onBlocked?.(stage, `${url.protocol}//${url.host}`, reason);
-      throw new ScraperError("BLOCKED_TARGET", [reason]);
-    }
+    if (reason) throw this.refuse(stage, `${url.protocol}//${url.host}`, reason);
     return addresses;
+  }
+
+  /** Refuses a target for a reason of its own (a redirect to another scheme): counted and logged like the rest. */
+  refuse(stage: string, target: string, reason: string): ScraperError {
+    this.onBlocked?.(stage, target, reason);
+    return new ScraperError("BLOCKED_TARGET", [reason]);
   }
 
   /** An undici connector that checks the target and connects to the checked address. */

@@ -29,6 +29,35 @@ describe("address classification", () => {
     expect(addressRange(address)).toBe(range);
   });
 
+  it.each([
+    ["::7f00:1", "loopback"], // IPv4-compatible
+    ["::a00:1", "private"],
+    ["::ffff:0:7f00:1", "loopback"], // SIIT
+    ["64:ff9b::a9fe:a9fe", "linkLocal"], // NAT64 well-known prefix
+    ["64:ff9b::808:808", "unicast"],
+    ["64:ff9b:1::a00:1", "rfc6052"], // local-use NAT64: the embedding depends on the network
+    ["2002:7f00:1::", "loopback"], // 6to4
+    ["2002:c0a8:101::1", "private"],
+    ["2002:808:808::1", "unicast"],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"], // Teredo, client 127.0.0.1 inverted
+    ["2001:0:4136:e378:8000:63bf:f7f7:f7f7", "unicast"], // client 8.8.8.8
+    ["2606:4700::5efe:a00:1", "private"], // ISATAP under a global prefix
+    ["2606:4700::200:5efe:7f00:1", "loopback"],
+    ["fe80::5efe:808:808", "linkLocal"], // ISATAP under link-local stays link-local
+    ["::", "unspecified"],
+    ["::1", "loopback"],
+  ])("IPv4-embedding %s is classified by its embedded address: %s", (address, range) => {
+    expect(addressRange(address)).toBe(range);
+  });
+
+  it("an allow-list entry names an embedded address, and an IPv6 embedding prefix stays IPv6", () => {
+    expect(denyReason(target("x", ["::7f00:1"]), parseAllowList(["127.0.0.1"]))).toBeUndefined();
+    expect(denyReason(target("x", ["64:ff9b::7f00:1"]), parseAllowList(["127.0.0.0/8"]))).toBeUndefined();
+    // 2002::/16 allows 6to4 addresses, not every IPv4 address.
+    expect(denyReason(target("x", ["2002:7f00:1::"]), parseAllowList(["2002::/16"]))).toBeUndefined();
+    expect(denyReason(target("x", ["10.0.0.1"]), parseAllowList(["2002::/16", "64:ff9b::/96"]))).toBeDefined();
+  });
+
   it("refuses IPv6 forms that embed IPv4 (6to4, NAT64, Teredo)", () => {
     for (const a of ["2002:7f00:1::", "64:ff9b::a00:1", "2001:0:4136:e378::1"]) {
       expect(denyReason(target("x", [a]), [])).toBeDefined();

@@ -1,7 +1,7 @@
 // SSRF policy, pure: which addresses a scrape may reach. Only globally routable unicast
 // addresses pass; loopback, private, link-local (cloud metadata), CGNAT, multicast, reserved,
-// IPv6 ULA/link-local and every IPv6 form that embeds an IPv4 address are refused unless an
-// allow-list entry (host, IP or CIDR, optionally with a port) names them.
+// IPv6 ULA/link-local are refused unless an allow-list entry (host, IP or CIDR, optionally with a
+// port) names them. An IPv6 form that embeds an IPv4 address is judged by that address.
 import ipaddr from "ipaddr.js";
 
 export interface AllowEntry {
@@ -14,11 +14,42 @@ export interface AllowEntry {
 
 export class AllowListError extends Error {}
 
+const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+
+/** True for an ISATAP interface identifier (RFC 5214): ::0:5efe:a.b.c.d, with the u/g bits free. */
+function isIsatap(parts: number[]): boolean {
+  return ((parts[4] as number) & 0xfcff) === 0 && parts[5] === 0x5efe;
+}
+
+/**
+ * The IPv4 address an IPv6 address carries, for every form that reaches an IPv4 host through it:
+ * IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d, deprecated but still routed by some
+ * stacks), SIIT (::ffff:0:a.b.c.d), NAT64's well-known prefix (64:ff9b::/96), 6to4
+ * (2002:AABB:CCDD::/48), Teredo (the client address, bit-inverted in the last 32 bits) and ISATAP
+ * (an interface identifier of 0:5efe or 200:5efe). `::` and `::1` are IPv6's own.
+ */
+export function embeddedIPv4(addr: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const p = addr.parts as number[];
+  const [a, b, c, d, e, f, g, h] = p as [number, number, number, number, number, number, number, number];
+  const zeros = (n: number) => p.slice(0, n).every((x) => x === 0);
+  if (zeros(5) && f === 0xffff) return v4(g, h); // mapped
+  if (zeros(6) && (g !== 0 || h > 1)) return v4(g, h); // compatible
+  if (zeros(4) && e === 0xffff && f === 0) return v4(g, h); // SIIT
+  if (a === 0x64 && b === 0xff9b && c === 0 && d === 0 && e === 0 && f === 0) return v4(g, h); // NAT64
+  if (a === 0x2002) return v4(b, c); // 6to4
+  if (a === 0x2001 && b === 0) return v4(g ^ 0xffff, h ^ 0xffff); // Teredo client
+  if (isIsatap(p)) return v4(g, h);
+  return undefined;
+}
+
+/** An address as it is classified and matched: the IPv4 address inside an IPv4-embedding IPv6 one. */
 function normaliseAddress(addr: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
-  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
-    return (addr as ipaddr.IPv6).toIPv4Address();
-  }
-  return addr;
+  if (addr.kind() !== "ipv6") return addr;
+  const v6 = addr as ipaddr.IPv6;
+  const inner = embeddedIPv4(v6);
+  // An ISATAP identifier under a non-global prefix (link-local, documentation) stays what the prefix is.
+  if (!inner || (isIsatap(v6.parts as number[]) && v6.range() !== "unicast")) return addr;
+  return inner;
 }
 
 /** Parses one allow-list entry: `host`, `*.suffix`, `1.2.3.4`, `10.0.0.0/8`, `[::1]`, with optional `:port`. */
@@ -41,9 +72,12 @@ export function parseAllowEntry(raw: string): AllowEntry {
   if (text.includes("/")) {
     try {
       const [addr, bits] = ipaddr.parseCIDR(text);
-      const net = normaliseAddress(addr);
-      // ::ffff:10.0.0.0/104 is 10.0.0.0/8 once unmapped.
-      return { ...base, cidr: [net, net.kind() !== addr.kind() ? Math.max(0, bits - 96) : bits] };
+      // ::ffff:10.0.0.0/104 is 10.0.0.0/8 once unmapped; other IPv6 networks stay IPv6 (an
+      // embedding prefix such as 2002::/16 is not an IPv4 network).
+      if (addr.kind() === "ipv6" && bits >= 96 && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
+        return { ...base, cidr: [(addr as ipaddr.IPv6).toIPv4Address(), bits - 96] };
+      }
+      return { ...base, cidr: [addr, bits] };
     } catch {
       throw new AllowListError(`bad CIDR '${raw}'`);
     }
@@ -63,7 +97,11 @@ export function parseAllowList(entries: readonly string[]): AllowEntry[] {
   return entries.map(parseAllowEntry);
 }
 
-/** The range name of an address ("unicast" for globally routable ones), after unmapping IPv4-mapped IPv6. */
+/**
+ * The range name of an address ("unicast" for globally routable ones). An IPv6 address that
+ * embeds an IPv4 one is classified by the embedded address (::7f00:1 is "loopback"); NAT64's
+ * local-use prefix 64:ff9b:1::/48, whose embedding depends on the network, stays "rfc6052".
+ */
 export function addressRange(address: string): string {
   if (!ipaddr.isValid(address)) return "invalid";
   const addr = normaliseAddress(ipaddr.parse(address));
@@ -89,9 +127,9 @@ function hostMatches(entry: AllowEntry, host: string): boolean {
 
 function addressMatches(entry: AllowEntry, address: string): boolean {
   if (!entry.cidr || !ipaddr.isValid(address)) return false;
-  const addr = normaliseAddress(ipaddr.parse(address));
+  const raw = ipaddr.parse(address);
   const [net, bits] = entry.cidr;
-  return addr.kind() === net.kind() && addr.match(net, bits);
+  return [raw, normaliseAddress(raw)].some((addr) => addr.kind() === net.kind() && addr.match(net, bits));
 }
 
 export interface Target {
