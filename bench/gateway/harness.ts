@@ -67,18 +67,27 @@ status:
   return { dir, key };
 }
 
+/** The internal URL (metrics, health) of each gateway started here, by its public URL. */
+const internalUrls = new Map<string, string>();
+export function internalUrlOf(url: string): string {
+  return internalUrls.get(url) ?? url;
+}
+
 export async function startGatewayProcess(env: Record<string, string>): Promise<string> {
-  const port = await freePort();
+  const [port, internalPort] = [await freePort(), await freePort()];
   const proc = startProcess("gateway", process.execPath, [join(ROOT, "services/gateway/src/main.ts")], {
     ...process.env,
     PORT: String(port),
+    CAPSTAN_INTERNAL_PORT: String(internalPort),
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     ...env,
   });
   procs.push(proc);
   const url = `http://127.0.0.1:${port}`;
-  await waitFor("gateway ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+  const internalUrl = `http://127.0.0.1:${internalPort}`;
+  internalUrls.set(url, internalUrl);
+  await waitFor("gateway ready", async () => (await fetch(`${internalUrl}/readyz`)).status === 200, {
     timeoutMs: 60_000,
     proc,
   });

@@ -3,7 +3,7 @@
 // Run: node bench/gateway/limiter-accuracy.ts   (env: BENCH_INSTANCES, BENCH_REQUESTS, BENCH_QPM)
 import { Pool } from "undici";
 import { startRedis } from "../../test/ground/redis.ts";
-import { CHAT_BODY, cleanup, startGatewayProcess, writeResources } from "./harness.ts";
+import { CHAT_BODY, cleanup, internalUrlOf, startGatewayProcess, writeResources } from "./harness.ts";
 
 const instances = Number(process.env.BENCH_INSTANCES ?? 4);
 const total = Number(process.env.BENCH_REQUESTS ?? 1000);
@@ -41,7 +41,7 @@ try {
   // What the replicas' limiters did (a request decided locally means Redis did not answer in time).
   const metrics: Record<string, number> = {};
   for (const u of urls) {
-    for (const line of (await (await fetch(`${u}/metrics`)).text()).split("\n")) {
+    for (const line of (await (await fetch(`${internalUrlOf(u)}/metrics`)).text()).split("\n")) {
       const m = /^(gateway_limiter_(?:decisions|backend_errors)_total)\{(.*)\} (\S+)$/.exec(line);
       if (!m) continue;
       const labels = (m[2] ?? "").replace(/,?service="gateway"/, "");

@@ -4,13 +4,21 @@
 // deployed (src/main.ts, default breaker settings), the offline agent, a QPM too high to bind.
 // Run: node bench/gateway/redis-frozen.ts   (env: BENCH_REQUESTS, BENCH_CONCURRENCY)
 import { startRedis } from "../../test/ground/redis.ts";
-import { CHAT_BODY, cleanup, type Probe, probeLatency, startGatewayProcess, writeResources } from "./harness.ts";
+import {
+  CHAT_BODY,
+  cleanup,
+  internalUrlOf,
+  type Probe,
+  probeLatency,
+  startGatewayProcess,
+  writeResources,
+} from "./harness.ts";
 
 const total = Number(process.env.BENCH_REQUESTS ?? 2000);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
 
 async function metric(url: string, name: string, label: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const text = await (await fetch(`${internalUrlOf(url)}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes(label));
   return Number(line?.split(" ").at(-1) ?? 0);
 }

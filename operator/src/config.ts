@@ -74,6 +74,8 @@ export const operatorConfigSchema = z.object({
   gateway: z
     .object({
       ...workloadFields("gateway", 8080, 2, 80),
+      /** Metrics and health: the Service exposes it under the same number, inside the cluster. */
+      internalPort: z.int().min(1).max(65535).default(8090),
       /** Where Agents' provider-key Secrets are mounted in the gateway pod. */
       secretsDir: z.string().min(1).default("/var/run/capstan/secrets"),
     })

@@ -26,10 +26,14 @@ const cfg = {
   stateDir: resolve(env.CAPSTAN_STATE_DIR ?? `${root}/.state`),
   host: "127.0.0.1",
   gatewayPort: Number(env.GATEWAY_PORT ?? 8080),
+  /** The gateway's metrics and health (its internal port). */
+  gatewayInternalPort: Number(env.GATEWAY_INTERNAL_PORT ?? 8090),
   searchPort: Number(env.SEARCH_PORT ?? 8081),
   /** Search's documents API, metrics and health (its internal port). */
   searchInternalPort: Number(env.SEARCH_INTERNAL_PORT ?? 8091),
   scraperPort: Number(env.SCRAPER_PORT ?? 3002),
+  /** The scraper's metrics and health (its admin port). */
+  scraperAdminPort: Number(env.SCRAPER_ADMIN_PORT ?? 3003),
   renderPort: Number(env.RENDER_PORT ?? 3000),
   redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
   scraper: env.CAPSTAN_SCRAPER !== "off",
@@ -61,9 +65,11 @@ function redisAnswers(url: string): Promise<boolean> {
 }
 
 const gatewayUrl = `http://${cfg.host}:${cfg.gatewayPort}`;
+const gatewayInternalUrl = `http://${cfg.host}:${cfg.gatewayInternalPort}`;
 const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
 const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
 const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
+const scraperAdminUrl = `http://${cfg.host}:${cfg.scraperAdminPort}`;
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
 
@@ -159,11 +165,13 @@ async function main(): Promise<void> {
   const gateway = supervisor.start({
     name: "gateway",
     entry: `${root}/services/gateway/src/main.ts`,
-    url: gatewayUrl,
+    // Readiness is asked on the gateway's internal port, where its health answers.
+    url: gatewayInternalUrl,
     readyPath: "/readyz",
     env: {
       ...common,
       PORT: String(cfg.gatewayPort),
+      CAPSTAN_INTERNAL_PORT: String(cfg.gatewayInternalPort),
       CAPSTAN_SEARCH_URL: searchUrl,
       CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
       // Not inherited when no Redis answered: the gateway then limits in process, as said above.
@@ -180,6 +188,7 @@ async function main(): Promise<void> {
           HOST: cfg.host,
           PORT: String(cfg.scraperPort),
           INTERNAL_PORT: String(cfg.scraperPort),
+          ADMIN_PORT: String(cfg.scraperAdminPort),
           RENDER_PORT: String(cfg.renderPort),
           LOGGING_LEVEL: env.LOGGING_LEVEL ?? "info",
         },
@@ -232,7 +241,7 @@ async function main(): Promise<void> {
   }
   if (scraperClient) say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
   say(
-    `Metrics:                   ${gatewayUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperUrl}/metrics` : ""}`,
+    `Metrics:                   ${gatewayInternalUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperAdminUrl}/metrics` : ""}`,
   );
   say();
   if (cfg.once) return stop(0);

@@ -1,8 +1,9 @@
 // Test helpers: resources in a ResourceView (as FileSource/KubeSource would feed it), a gateway
 // listening on a free loopback port, and an OpenAI SDK client pointed at it.
 
+import type { AddressInfo } from "node:net";
 import { buildApp, type GatewayConfigInput, type GatewayDeps } from "@capstan/gateway";
-import { createLogger, createRegistry, generateKey, hashKey } from "@capstan/shared";
+import { createLogger, createRegistry, generateKey, hashKey, listenInternal } from "@capstan/shared";
 import { parseResource } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -75,12 +76,22 @@ export function emptyView(): ResourceView {
 
 export interface RunningGateway {
   url: string;
+  /** The internal port: /metrics, /healthz, /readyz (404 on `url`). */
+  internalUrl: string;
   app: FastifyInstance;
   logs: string[];
   close(): Promise<void>;
 }
 
-/** buildApp + listen on 127.0.0.1:0, logs kept in memory for assertions. */
+/** The internal URL of each gateway started here, by its public URL (metricValue reads it). */
+const internalUrls = new Map<string, string>();
+
+/** The gateway's internal URL (metrics, health) for its public URL; a URL not started here as is. */
+export function internalUrlOf(gatewayUrl: string): string {
+  return internalUrls.get(gatewayUrl) ?? gatewayUrl;
+}
+
+/** buildApp + listen on 127.0.0.1:0 (and the internal port on another), logs kept in memory. */
 export async function startGateway(config: GatewayConfigInput, deps: GatewayDeps): Promise<RunningGateway> {
   const logs: string[] = [];
   const logger = createLogger({
@@ -95,7 +106,20 @@ export async function startGateway(config: GatewayConfigInput, deps: GatewayDeps
   await app.listen({ port: 0, host: "127.0.0.1" });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, app, logs, close: () => app.close() };
+  const internal = (await listenInternal(app, { port: 0, host: "127.0.0.1" })).address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const internalUrl = `http://127.0.0.1:${internal.port}`;
+  internalUrls.set(url, internalUrl);
+  return {
+    url,
+    internalUrl,
+    app,
+    logs,
+    close: () => {
+      internalUrls.delete(url);
+      return app.close();
+    },
+  };
 }
 
 export function client(gatewayUrl: string, key: string, opts: { maxRetries?: number; timeout?: number } = {}): OpenAI {
@@ -107,13 +131,13 @@ export function client(gatewayUrl: string, key: string, opts: { maxRetries?: num
   });
 }
 
-/** The value of one sample of a metric in Prometheus text, or 0. */
+/** The value of one sample of a metric in Prometheus text (from the internal port), or 0. */
 export async function metricValue(
   gatewayUrl: string,
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
-  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const text = await (await fetch(`${internalUrlOf(gatewayUrl)}/metrics`)).text();
   let total = 0;
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;

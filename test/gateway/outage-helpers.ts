@@ -1,5 +1,6 @@
 // Helpers of the Redis-outage tests: concurrent bursts of chat requests spread over replicas, with
 // the client-side time of each answer, and the largest number admitted in any sliding window.
+import { internalUrlOf } from "./helpers.ts";
 
 export interface Answer {
   status: number;
@@ -50,7 +51,7 @@ export function maxInAnyWindow(times: number[], windowMs: number): number {
 export async function readyz(
   url: string,
 ): Promise<{ status: number; body: { conditions: Array<Record<string, string>> } }> {
-  const res = await fetch(`${url}/readyz`);
+  const res = await fetch(`${internalUrlOf(url)}/readyz`);
   return { status: res.status, body: (await res.json()) as { conditions: Array<Record<string, string>> } };
 }
 

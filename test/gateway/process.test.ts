@@ -23,25 +23,29 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function startMain(env: Record<string, string>): Promise<{ url: string; proc: ManagedProcess }> {
-  const port = await freePort();
+async function startMain(
+  env: Record<string, string>,
+): Promise<{ url: string; internalUrl: string; proc: ManagedProcess }> {
+  const [port, internalPort] = [await freePort(), await freePort()];
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && k !== "REDIS_URL" && k !== "KUBECONFIG"),
   );
   const proc = startProcess("gateway", process.execPath, [MAIN], {
     ...clean,
     PORT: String(port),
+    CAPSTAN_INTERNAL_PORT: String(internalPort),
     HOST: "127.0.0.1",
     OTEL_SDK_DISABLED: "true",
     ...env,
   });
   running.push(proc);
   const url = `http://127.0.0.1:${port}`;
-  await waitFor("gateway ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+  const internalUrl = `http://127.0.0.1:${internalPort}`;
+  await waitFor("gateway ready", async () => (await fetch(`${internalUrl}/readyz`)).status === 200, {
     timeoutMs: 60_000,
     proc,
   });
-  return { url, proc };
+  return { url, internalUrl, proc };
 }
 
 function channelYaml(name: string, key: string, qpm: number): string {
@@ -76,7 +80,13 @@ describe("standalone process", () => {
     const key = generateKey("chat");
     writeFileSync(join(dir, "agent.yaml"), AGENT_YAML);
     writeFileSync(join(dir, "channel.yaml"), channelYaml("web", key, 1));
-    const { url, proc } = await startMain({ CAPSTAN_RESOURCES_DIR: dir });
+    const { url, internalUrl, proc } = await startMain({ CAPSTAN_RESOURCES_DIR: dir });
+    // Metrics and health answer on the internal port only; the public port does not know them.
+    for (const path of ["/metrics", "/healthz", "/readyz"]) {
+      expect((await fetch(`${url}${path}`)).status, path).toBe(404);
+      expect((await fetch(`${internalUrl}${path}`)).status, path).toBe(200);
+    }
+    expect(await (await fetch(`${internalUrl}/metrics`)).text()).toContain("gateway_");
     // The child's log pipe may lag its HTTP answers: wait for the line rather than read it once.
     await waitFor(
       "start-up line about the limiter",

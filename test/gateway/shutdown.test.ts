@@ -61,14 +61,17 @@ spec: { channelName: short, agentRef: { name: short }, qpm: 1000 }
 status: { keyHash: "${hashKey(shortKey)}" }
 `,
     );
-    const port = await freePort();
+    const [port, internalPort] = [await freePort(), await freePort()];
     const url = `http://127.0.0.1:${port}`;
+    // Readiness answers on the internal port (the public one has no /readyz).
+    const internalUrl = `http://127.0.0.1:${internalPort}`;
     const clean = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && k !== "REDIS_URL" && k !== "KUBECONFIG"),
     );
     proc = startProcess("gateway", process.execPath, [MAIN], {
       ...clean,
       PORT: String(port),
+      CAPSTAN_INTERNAL_PORT: String(internalPort),
       HOST: "127.0.0.1",
       OTEL_SDK_DISABLED: "true",
       CAPSTAN_RESOURCES_DIR: dir,
@@ -77,7 +80,7 @@ status: { keyHash: "${hashKey(shortKey)}" }
       CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS: "1000",
     });
     const running = proc;
-    await waitFor("gateway ready", async () => (await fetch(`${url}/readyz`)).status === 200, {
+    await waitFor("gateway ready", async () => (await fetch(`${internalUrl}/readyz`)).status === 200, {
       timeoutMs: 60_000,
       proc: running,
     });
@@ -100,11 +103,11 @@ status: { keyHash: "${hashKey(shortKey)}" }
     });
 
     running.child.kill("SIGTERM");
-    await waitFor("readiness off", async () => (await fetch(`${url}/readyz`)).status === 503, {
+    await waitFor("readiness off", async () => (await fetch(`${internalUrl}/readyz`)).status === 503, {
       timeoutMs: 5_000,
       proc: running,
     });
-    const ready = (await (await fetch(`${url}/readyz`)).json()) as { reason: string };
+    const ready = (await (await fetch(`${internalUrl}/readyz`)).json()) as { reason: string };
     expect(ready.reason).toBe("shutting down");
 
     let shortText = "";

@@ -2,6 +2,9 @@
 // paths to the Services the operator applies, the NetworkPolicies and PodDisruptionBudgets select
 // the pods it really labels; all accepted by the real API server (server-side dry run), except the
 // HTTPRoute (the test API server has no Gateway API CRDs).
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GATEWAY_NAME, SEARCH_NAME } from "../../operator/src/config.ts";
 import { gatewayObjects, searchObjects } from "../../operator/src/translate/workloads.ts";
@@ -100,7 +103,17 @@ describe("traffic", () => {
     };
     const policy = (name: string) => one(objects, "NetworkPolicy", name).spec as Policy;
     expect(gwLabels).toMatchObject(policy("capstan-gateway").podSelector.matchLabels);
-    expect(policy("capstan-gateway").ingress).toEqual([{ ports: [{ port: c.gateway.port, protocol: "TCP" }] }]);
+    // The gateway: its public port from anywhere; its internal port (metrics, health) from pods of
+    // the cluster only (no metricsFrom given), or from the metricsFrom peers when given.
+    expect(policy("capstan-gateway").ingress).toEqual([
+      { ports: [{ port: c.gateway.port, protocol: "TCP" }] },
+      { ports: [{ port: c.gateway.internalPort, protocol: "TCP" }], from: [{ namespaceSelector: {} }] },
+    ]);
+    const scrapers = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } };
+    const values = join(mkdtempSync(join(tmpdir(), "capstan-np-")), "values.yaml");
+    writeFileSync(values, JSON.stringify({ networkPolicy: { metricsFrom: [scrapers] } }));
+    const narrowed = await run.render(MINIMAL, [values]);
+    expect((one(narrowed, "NetworkPolicy", "capstan-gateway").spec as Policy).ingress[1]?.from).toEqual([scrapers]);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
     // The public port from anywhere; the internal port (documents API, metrics, health) from the
     // operator's pods only.

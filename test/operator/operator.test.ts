@@ -151,7 +151,7 @@ describe("examples/", () => {
             name: string;
             env: { name: string; value?: string; valueFrom?: unknown }[];
             ports: { containerPort: number }[];
-            readinessProbe: { httpGet: { path: string } };
+            readinessProbe: { httpGet: { path: string; port: string | number } };
           }[];
         };
       };
@@ -166,6 +166,7 @@ describe("examples/", () => {
     expect(env).toMatchObject({
       PORT: "3002",
       INTERNAL_PORT: "3002",
+      ADMIN_PORT: "3003",
       LOGGING_LEVEL: "info",
       LLM_BASE_URL: "https://api.openai.com/v1",
       MODEL_NAME: "gpt-4o-mini",
@@ -188,7 +189,10 @@ describe("examples/", () => {
     expect(scraper.status?.configHash).toBe(spec.template.metadata.annotations["capstan.dev/config-hash"]);
     expect((svc.spec as { ports: unknown[] }).ports).toEqual([
       { name: "http", port: 3002, targetPort: "http", protocol: "TCP" },
+      { name: "admin", port: 3003, targetPort: "admin", protocol: "TCP" },
     ]);
+    // Metrics and health on the admin port: the probes go there, the API's port keeps none.
+    expect(api?.readinessProbe.httpGet).toMatchObject({ path: "/readyz", port: "admin" });
 
     // A spec change rolls the pods: a new config hash on the pod template.
     await patch(client, { apiVersion: CAP, kind: "Scraper", ns, name: "web" }, { spec: { logLevel: "debug" } });
@@ -239,6 +243,7 @@ describe("examples/", () => {
     );
     expect(genv).toEqual({
       PORT: "8080",
+      CAPSTAN_INTERNAL_PORT: "8090",
       REDIS_URL: "redis://redis.example:6379",
       CAPSTAN_NAMESPACE: ns,
       CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
@@ -261,8 +266,11 @@ describe("examples/", () => {
     });
     const http = { name: "http", port: 80, targetPort: "http", protocol: "TCP" };
     const ports = async (name: string) => ((await get(client, "v1", "Service", ns, name)) as Obj).spec?.ports;
-    expect(await ports("capstan-gateway")).toEqual([http]);
-    // Search's internal port (documents API, metrics, health) keeps its number on the Service.
+    // The internal ports (metrics, health; search's documents API) keep their numbers on the Services.
+    expect(await ports("capstan-gateway")).toEqual([
+      http,
+      { name: "internal", port: 8090, targetPort: "internal", protocol: "TCP" },
+    ]);
     expect(await ports("capstan-search")).toEqual([
       http,
       { name: "internal", port: 8091, targetPort: "internal", protocol: "TCP" },

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buildApp, buildRenderService, type RenderService, scraperConfig } from "@capstan/scraper";
-import { createLogger, createRegistry, type Registry } from "@capstan/shared";
+import { createLogger, createRegistry, listenInternal, type Registry } from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests inspect JSON response bodies loosely
@@ -68,6 +68,8 @@ export interface Scraper {
   renderUrl: string;
   app: FastifyInstance;
   render: RenderService;
+  /** The admin port: /metrics, /healthz, /readyz (404 on `url`). */
+  adminUrl: string;
   registry: Registry;
   renderRegistry: Registry;
   close(): Promise<void>;
@@ -86,8 +88,10 @@ export async function startScraper(overrides: Record<string, unknown> = {}): Pro
   const app = buildApp({ ...base, renderUrl }, { logger, registry });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const admin = (await listenInternal(app, { port: 0, host: "127.0.0.1" })).address() as AddressInfo;
   return {
     url,
+    adminUrl: `http://127.0.0.1:${admin.port}`,
     renderUrl,
     app,
     render,

@@ -78,6 +78,7 @@ beforeAll(async () => {
     `${channel("expired", "2026-01-01T00:00:00Z")}---\n${channel("soon", soon)}`,
   );
   const [gatewayPort, searchPort] = [await freePort(), await freePort()];
+  const [gatewayInternalPort, searchInternalPort] = [await freePort(), await freePort()];
   gateway = `http://127.0.0.1:${gatewayPort}`;
   search = `http://127.0.0.1:${searchPort}`;
   // npm start as a person runs it: npm forwards a Ctrl-C to its script on top of the terminal's.
@@ -88,6 +89,8 @@ beforeAll(async () => {
       CAPSTAN_STATE_DIR: join(dir, "state"),
       GATEWAY_PORT: String(gatewayPort),
       SEARCH_PORT: String(searchPort),
+      GATEWAY_INTERNAL_PORT: String(gatewayInternalPort),
+      SEARCH_INTERNAL_PORT: String(searchInternalPort),
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`, // none: the in-process limiter
       CAPSTAN_SCRAPER: "off",
       CAPSTAN_RESTART_BACKOFF_MS: "200",

@@ -13,6 +13,7 @@ let child: ChildProcess;
 let output = "";
 let gateway: string;
 let search: string;
+let gatewayInternal: string;
 
 function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
@@ -35,8 +36,14 @@ function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchA
 }
 
 beforeAll(async () => {
-  const [gatewayPort, searchPort, searchInternalPort] = [await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, searchPort, searchInternalPort, gatewayInternalPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   gateway = `http://127.0.0.1:${gatewayPort}`;
+  gatewayInternal = `http://127.0.0.1:${gatewayInternalPort}`;
   search = `http://127.0.0.1:${searchPort}`;
   child = spawn(process.execPath, ["scripts/standalone/main.ts"], {
     env: {
@@ -45,6 +52,7 @@ beforeAll(async () => {
       GATEWAY_PORT: String(gatewayPort),
       SEARCH_PORT: String(searchPort),
       SEARCH_INTERNAL_PORT: String(searchInternalPort),
+      GATEWAY_INTERNAL_PORT: String(gatewayInternalPort),
       REDIS_URL: inject("redisUrl"),
       CAPSTAN_SCRAPER: "off", // the example's URL source is on the internet, which this machine cannot reach
     },
@@ -73,6 +81,12 @@ describe("npm start (standalone)", () => {
     expect(output).toMatch(/Rate limits: Redis at redis:\/\/127\.0\.0\.1:\d+/);
     expect(output).toMatch(/AccessChannel\s+capstan-demo\/website-chat .*: cap_chat_\S+/);
     expect(output).toMatch(/SearchKey\s+capstan-demo\/docs-search-backend .*: cap_srch_\S+/);
+  });
+
+  it("serves metrics on the internal ports it prints, never on the public ones", async () => {
+    expect(output).toContain(`Metrics:                   ${gatewayInternal}/metrics`);
+    for (const base of [gateway, search]) expect((await fetch(`${base}/metrics`)).status).toBe(404);
+    expect(await (await fetch(`${gatewayInternal}/metrics`)).text()).toContain("gateway_");
   });
 
   it("answers a chat completion from the knowledge base with the printed key (OpenAI SDK)", async () => {

@@ -137,3 +137,11 @@ export function secretEnv(name: string, ref: { name: string; key: string }): Env
 export function probe(path: string, port: string, periodSeconds = 10) {
   return { httpGet: { path, port }, periodSeconds, timeoutSeconds: 3, failureThreshold: 3 };
 }
+
+/**
+ * Pod annotations that point an annotation-driven Prometheus at the internal port's /metrics
+ * (the public port answers 404 there). Pod annotations of the configuration override them.
+ */
+export function scrapeAnnotations(internalPort: number): Record<string, string> {
+  return { "prometheus.io/port": String(internalPort), "prometheus.io/path": "/metrics" };
+}

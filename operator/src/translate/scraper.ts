@@ -16,6 +16,7 @@ import {
   POD_SECURITY,
   podPlacement,
   probe,
+  scrapeAnnotations,
   secretEnv,
   shortHash,
   withAppliedHash,
@@ -23,6 +24,8 @@ import {
 
 export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
 export const RENDER_PORT = 3000;
+/** The API container's metrics and health (ADMIN_PORT), never on the API's own port. */
+export const ADMIN_PORT = 3003;
 
 /** Name of the Secret holding a generated scraper API key (auth enabled, no apiKeySecretRef). */
 export function scraperKeySecretName(s: Scraper): string {
@@ -45,6 +48,7 @@ export function scraperEnv(s: Scraper): EnvVar[] {
   const out: EnvVar[] = [
     env("PORT", spec.port),
     env("INTERNAL_PORT", spec.internalPort),
+    env("ADMIN_PORT", ADMIN_PORT),
     env("LOGGING_LEVEL", spec.logLevel),
     ...optionalEnv("LLM_BASE_URL", spec.llm.baseURL),
     ...optionalEnv("MODEL_NAME", spec.llm.model),
@@ -89,8 +93,10 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
     { name: "tmp", mountPath: "/tmp" },
     { name: "dshm", mountPath: "/dev/shm" },
   ];
+  // Where an annotation-driven Prometheus finds the API's metrics (the pod's own annotations win).
+  const annotations = { ...scrapeAnnotations(ADMIN_PORT), ...c.scraper.podAnnotations };
   const template = {
-    metadata: { labels, annotations: c.scraper.podAnnotations },
+    metadata: { labels, annotations },
     spec: {
       automountServiceAccountToken: false,
       securityContext: POD_SECURITY,
@@ -101,9 +107,13 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           image: s.spec.image ?? c.scraper.image,
           imagePullPolicy: c.scraper.imagePullPolicy,
           env: [env("SCRAPER_ROLE", "api"), ...common],
-          ports: [{ name: "http", containerPort: s.spec.internalPort, protocol: "TCP" }],
-          livenessProbe: probe("/health", "http"),
-          readinessProbe: probe("/health", "http", 5),
+          ports: [
+            { name: "http", containerPort: s.spec.internalPort, protocol: "TCP" },
+            { name: "admin", containerPort: ADMIN_PORT, protocol: "TCP" },
+          ],
+          // Health on the admin port: the API's port keeps only the reference's /health.
+          livenessProbe: probe("/healthz", "admin"),
+          readinessProbe: probe("/readyz", "admin", 5),
           resources: c.scraper.resources,
           securityContext: CONTAINER_SECURITY,
           volumeMounts: mounts,
@@ -141,7 +151,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
         selector: { matchLabels: selector },
         template: {
           ...template,
-          metadata: { labels, annotations: { ...c.scraper.podAnnotations, [CONFIG_HASH]: configHash } },
+          metadata: { labels, annotations: { ...annotations, [CONFIG_HASH]: configHash } },
         },
       },
     }),
@@ -152,7 +162,11 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
       spec: {
         type: "ClusterIP",
         selector,
-        ports: [{ name: "http", port: s.spec.port, targetPort: "http", protocol: "TCP" }],
+        ports: [
+          { name: "http", port: s.spec.port, targetPort: "http", protocol: "TCP" },
+          // Metrics and health for an in-cluster Prometheus (a ServiceMonitor names "admin").
+          { name: "admin", port: ADMIN_PORT, targetPort: "admin", protocol: "TCP" },
+        ],
       },
     }),
   ];

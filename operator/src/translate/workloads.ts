@@ -15,6 +15,7 @@ import {
   POD_SECURITY,
   podPlacement,
   probe,
+  scrapeAnnotations,
   secretEnv,
   shortHash,
   withAppliedHash,
@@ -54,12 +55,15 @@ function service(
   component: string,
   c: OperatorConfig,
   port: number,
+  internalPort: number,
   owner?: OwnerReference,
-  internalPort?: number,
 ): KubeObject {
-  const ports = [{ name: "http", port, targetPort: "http", protocol: "TCP" }];
-  // The internal port (documents API, metrics, health) keeps its number on the Service.
-  if (internalPort) ports.push({ name: "internal", port: internalPort, targetPort: "internal", protocol: "TCP" });
+  // The internal port (metrics, health; search's documents API) keeps its number on the Service,
+  // where the chart's NetworkPolicy keeps it inside the cluster; the Ingress routes to "http" only.
+  const ports = [
+    { name: "http", port, targetPort: "http", protocol: "TCP" },
+    { name: "internal", port: internalPort, targetPort: "internal", protocol: "TCP" },
+  ];
   return withAppliedHash({
     apiVersion: "v1",
     kind: "Service",
@@ -80,8 +84,8 @@ interface DeploymentInput {
   imagePullPolicy: string;
   replicas: number;
   port: number;
-  /** A second container port for internal surfaces; the probes go there. */
-  internalPort?: number;
+  /** A second container port for internal surfaces (metrics, health); the probes go there. */
+  internalPort: number;
   serviceAccount: string;
   env: EnvVar[];
   resources: unknown;
@@ -94,8 +98,10 @@ interface DeploymentInput {
 }
 
 function deployment(d: DeploymentInput): KubeObject {
+  // Where an annotation-driven Prometheus finds the metrics (the pod's own annotations win).
+  const annotations = { ...scrapeAnnotations(d.internalPort), ...d.pod.podAnnotations };
   const template = {
-    metadata: { labels: labels(d.component, d.name), annotations: d.pod.podAnnotations },
+    metadata: { labels: labels(d.component, d.name), annotations },
     spec: {
       serviceAccountName: d.serviceAccount,
       automountServiceAccountToken: true,
@@ -108,12 +114,12 @@ function deployment(d: DeploymentInput): KubeObject {
           imagePullPolicy: d.imagePullPolicy,
           ports: [
             { name: "http", containerPort: d.port, protocol: "TCP" },
-            ...(d.internalPort ? [{ name: "internal", containerPort: d.internalPort, protocol: "TCP" }] : []),
+            { name: "internal", containerPort: d.internalPort, protocol: "TCP" },
           ],
           env: d.env,
           resources: d.resources,
-          livenessProbe: probe("/healthz", d.internalPort ? "internal" : "http"),
-          readinessProbe: probe("/readyz", d.internalPort ? "internal" : "http", 5),
+          livenessProbe: probe("/healthz", "internal"),
+          readinessProbe: probe("/readyz", "internal", 5),
           securityContext: CONTAINER_SECURITY,
           volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...d.mounts],
         },
@@ -136,7 +142,7 @@ function deployment(d: DeploymentInput): KubeObject {
           : { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template: {
         ...template,
-        metadata: { ...template.metadata, annotations: { ...d.pod.podAnnotations, [CONFIG_HASH]: configHash } },
+        metadata: { ...template.metadata, annotations: { ...annotations, [CONFIG_HASH]: configHash } },
       },
     },
   });
@@ -205,9 +211,11 @@ export function gatewayObjects(
       imagePullPolicy: c.gateway.imagePullPolicy,
       replicas: c.gateway.replicas,
       port: c.gateway.port,
+      internalPort: c.gateway.internalPort,
       serviceAccount: c.dataPlaneServiceAccount,
       env: [
         env("PORT", c.gateway.port),
+        env("CAPSTAN_INTERNAL_PORT", c.gateway.internalPort),
         ...redisEnv(c),
         ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
         // Search itself (the public port): the internal token reaches only the Agent's namespace.
@@ -227,7 +235,7 @@ export function gatewayObjects(
       strategy: "RollingUpdate",
       owner,
     }),
-    service(GATEWAY_NAME, "gateway", c, c.gateway.servicePort, owner),
+    service(GATEWAY_NAME, "gateway", c, c.gateway.servicePort, c.gateway.internalPort, owner),
   ];
 }
 
@@ -269,7 +277,7 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
       strategy: embedded ? "Recreate" : "RollingUpdate",
       owner,
     }),
-    service(SEARCH_NAME, "search", c, c.search.servicePort, owner, c.search.internalPort),
+    service(SEARCH_NAME, "search", c, c.search.servicePort, c.search.internalPort, owner),
   ];
 }
 

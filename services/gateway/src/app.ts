@@ -1,6 +1,7 @@
 // buildApp(config, deps): the gateway as a Fastify app, apart from listen(), so tests drive the
 // same app production runs. Routes: POST /api/v1/chat/completions, GET /api/v1/models[/:model],
-// GET /api/v1/history, plus /healthz, /readyz and /metrics from buildBaseApp.
+// GET /api/v1/history, plus /healthz, /readyz and /metrics from buildBaseApp on the internal port
+// only (listenInternal in main.ts; the public port answers 404 for them).
 import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
 import type { Agent } from "@capstan/shared/api";
 import { createRedis, RedisLimiter } from "@capstan/shared/limiter";
@@ -145,6 +146,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     registry,
     logger,
     bodyLimit: config.bodyLimitBytes,
+    internal: { prefixes: [] },
     notReady: () => {
       if (drain.draining) return "shutting down";
       return deps.view.hasSynced("AccessChannel", "Agent")

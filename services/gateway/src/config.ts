@@ -5,6 +5,8 @@ import { z } from "zod";
 
 export const gatewayConfigSchema = z.object({
   port: z.int().min(0).max(65535).default(8080),
+  /** /metrics, /healthz, /readyz: kept inside the cluster by the chart's NetworkPolicy. */
+  internalPort: z.int().min(0).max(65535).default(8090),
   host: z.string().min(1).default("0.0.0.0"),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Largest accepted request body; larger → 413. */
@@ -110,6 +112,7 @@ export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 
 export const gatewayEnvMap: EnvMap = {
   PORT: { path: "port", parse: envParsers.int },
+  CAPSTAN_INTERNAL_PORT: { path: "internalPort", parse: envParsers.int },
   HOST: "host",
   LOG_LEVEL: "logLevel",
   CAPSTAN_BODY_LIMIT_BYTES: { path: "bodyLimitBytes", parse: envParsers.int },

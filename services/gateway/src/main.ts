@@ -1,6 +1,13 @@
 // The gateway process: config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
 // or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
-import { createLogger, createRegistry, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
+import {
+  createLogger,
+  createRegistry,
+  listenInternal,
+  loadConfigOrExit,
+  startTracing,
+  stopOnSignals,
+} from "@capstan/shared";
 import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
 import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
@@ -46,6 +53,8 @@ async function main(): Promise<void> {
   );
   const app = buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });
+  await listenInternal(app, { port: config.internalPort, host: config.host });
+  logger.info({ port: config.port, internalPort: config.internalPort }, "listening (internal port: metrics, health)");
 
   // Outside Kubernetes (standalone, a launcher, a terminal) nothing routes by readiness: no point
   // in serving on while endpoints catch up, unless the delay is asked for explicitly.

@@ -27,6 +27,7 @@ describe("loadScraperConfig", () => {
     const cfg = loadScraperConfig({
       PORT: "4000",
       INTERNAL_PORT: "4001",
+      ADMIN_PORT: "4003",
       LOGGING_LEVEL: "DEBUG",
       LLM_API_KEY: "sk-test",
       LLM_BASE_URL: "http://llm.local/v1",
@@ -54,6 +55,7 @@ describe("loadScraperConfig", () => {
     expect(cfg).toMatchObject({
       port: 4000,
       internalPort: 4001,
+      adminPort: 4003,
       logLevel: "debug",
       llm: { apiKey: "sk-test", model: "small", embeddingModel: "embed" },
       search: { endpoint: "http://searx.local", engines: ["a", "b"], categories: ["news"] },

@@ -10,6 +10,11 @@ export const scraperConfigSchema = z
   .object({
     port: port.default(3002).describe("PORT: external port"),
     internalPort: port.optional().describe("INTERNAL_PORT: port the API binds inside the pod (default PORT)"),
+    /**
+     * /metrics, /healthz, /readyz: never on the API's port (a NetworkPolicy or the Service keeps
+     * this one inside the cluster). Not the reference's INTERNAL_PORT, which is the API's own port.
+     */
+    adminPort: port.default(3003).describe("ADMIN_PORT: metrics and health"),
     host: z.string().min(1).default("0.0.0.0"),
     logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     llm: z
@@ -107,6 +112,7 @@ const list = (path: string) => ({ path, parse: envParsers.list });
 export const SCRAPER_ENV: EnvMap = {
   PORT: int("port"),
   INTERNAL_PORT: int("internalPort"),
+  ADMIN_PORT: int("adminPort"),
   HOST: "host",
   LOGGING_LEVEL: { path: "logLevel", parse: (raw) => raw.trim().toLowerCase() },
   LLM_API_KEY: "llm.apiKey",

@@ -1,7 +1,7 @@
 // Starts the scraper from the environment. SCRAPER_ROLE picks what this process runs:
 // "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
 // of the operator's pod).
-import { createLogger, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
+import { createLogger, listenInternal, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
 import { buildApp } from "./api/app.ts";
 import { configWarnings, loadScraperConfig } from "./config.ts";
 import { buildRenderService } from "./render/app.ts";
@@ -33,6 +33,7 @@ if (role !== "api") {
 if (role !== "render") {
   const app = buildApp(config);
   await app.listen({ port: config.internalPort ?? config.port, host: config.host });
+  await listenInternal(app, { port: config.adminPort, host: config.host });
   closers.unshift(() => app.close());
 }
 

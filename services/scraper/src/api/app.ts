@@ -1,6 +1,14 @@
-// The scraper API: POST /scrape, POST /scrape/bulk, POST /search, GET /health, plus
-// /healthz, /readyz and /metrics. buildApp() wires it; main.ts listens.
-import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
+// The scraper API: POST /scrape, POST /scrape/bulk, POST /search, GET /health, plus /healthz,
+// /readyz and /metrics on the admin port only (listenInternal in main.ts; the API's port answers
+// 404 for them). buildApp() wires it; main.ts listens.
+import {
+  buildBaseApp,
+  createLogger,
+  createRegistry,
+  type Logger,
+  onInternalPort,
+  type Registry,
+} from "@capstan/shared";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { apiKeyCheck } from "../api-key.ts";
 import type { ScraperConfig } from "../config.ts";
@@ -28,7 +36,8 @@ export type BulkEntry =
   | { url: string; success: true; data: ScrapeData }
   | { url: string; success: false; error: string; code: string; status: number };
 
-const PUBLIC_ROUTES = new Set(["/health", "/healthz", "/readyz", "/metrics"]);
+/** The reference's liveness check, answered without a key on the API's port. */
+const PUBLIC_ROUTES = new Set(["/health"]);
 
 function abortOnClose(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
@@ -69,6 +78,7 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     registry,
     logger,
     bodyLimit: 1024 * 1024,
+    internal: { prefixes: [] },
     notReady: () => (rendererReady ? undefined : `rendering service at ${config.renderUrl} is not ready`),
   });
   installErrorHandlers(app);
@@ -79,7 +89,8 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
 
   const keyOk = apiKeyCheck(config.apiKey);
   app.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
-    if (!config.authEnabled || PUBLIC_ROUTES.has(req.routeOptions.url ?? "")) return;
+    // The admin port serves only metrics and health, and stays inside the cluster.
+    if (!config.authEnabled || onInternalPort(req.raw) || PUBLIC_ROUTES.has(req.routeOptions.url ?? "")) return;
     if (!keyOk?.(req.headers.authorization)) {
       reply.header("www-authenticate", 'Bearer realm="scraper"');
       return sendError(reply, new ScraperError("UNAUTHORIZED"));
