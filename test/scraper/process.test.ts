@@ -18,11 +18,13 @@ describe("the scraper process", () => {
   it("starts with API_KEY=secret AUTH_ENABLED=true, warns that the key is short, and requires it", async () => {
     const port = await freePort();
     const renderPort = await freePort();
+    const adminPort = await freePort();
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_")));
     const proc = startProcess("scraper", process.execPath, [MAIN], {
       ...clean,
       SCRAPER_ROLE: "api",
       PORT: String(port),
+      ADMIN_PORT: String(adminPort),
       HOST: "127.0.0.1",
       RENDER_URL: `http://127.0.0.1:${renderPort}`,
       API_KEY: "secret",
@@ -35,6 +37,13 @@ describe("the scraper process", () => {
       timeoutMs: 60_000,
       proc,
     });
+    // Metrics and health on the admin port only, no key there; 404 on the API's port, key or not.
+    const admin = `http://127.0.0.1:${adminPort}`;
+    expect((await fetch(`${admin}/metrics`)).status).toBe(200);
+    expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+    for (const headers of [{}, { authorization: "Bearer secret" }]) {
+      expect((await fetch(`${url}/metrics`, { headers })).status).toBe(404);
+    }
     expect(proc.output()).toContain("API_KEY is shorter than 16 characters");
     expect(proc.output()).not.toContain('"secret"');
     const target = { url: "http://127.0.0.1:9/" };
