@@ -1,9 +1,11 @@
-// The typed search client's resilience against a real HTTP server that misbehaves on purpose:
-// bounded retries on 5xx and timeouts, none on 4xx, metric hooks, and no token in errors.
+// The typed search client against a real HTTP server that misbehaves on purpose: what is its own
+// (status and registry code mapping, answers checked against the wire schema, the namespace header,
+// no token in errors) and that it runs through the shared resilience policy (whose retry, backoff
+// and Retry-After behaviour is tested once, in services/shared/src/resilience/policy.test.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRegistry, outboundMetrics } from "@capstan/shared";
-import { SearchApiError, type SearchCallInfo, SearchClient } from "@capstan/shared/clients/search-client";
+import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** A knowledge base as the documents API addresses it. */
@@ -37,27 +39,21 @@ function reply(res: ServerResponse, status: number, body: unknown, code?: string
 const TOKEN = "secret-token-never-in-errors";
 
 describe("SearchClient", () => {
-  it("retries 5xx a bounded number of times, then succeeds", async () => {
+  it("retries 5xx through the shared policy, metered per operation, then succeeds", async () => {
     hits = 0;
     handler = (_req, res, n) =>
       n < 3
         ? reply(res, 503, { code: 503, message: "busy", data: null })
         : reply(res, 200, { code: 200, message: "success", data: [] });
-    const calls: SearchCallInfo[] = [];
     const registry = createRegistry("test", { defaultMetrics: false });
     const metrics = outboundMetrics(registry, "client_test");
-    const client = new SearchClient({
-      baseURL: url,
-      token: TOKEN,
-      retryBaseMs: 5,
-      onCall: (c) => calls.push(c),
-      metrics,
-    });
+    const client = new SearchClient({ baseURL: url, token: TOKEN, retryBaseMs: 5, metrics });
     expect(await client.search({ knowledgeIds: ["kb_a"], text: "x" })).toEqual([]);
     expect(hits).toBe(3);
-    expect(calls.map((c) => c.outcome)).toEqual([503, 503, 200]);
-    const text = await registry.metrics();
-    expect(text).toMatch(/client_test_outbound_retries_total\{target="search_search",service="test"\} 2/);
+    const attempts = await registry.getSingleMetric("client_test_outbound_requests_total")?.get();
+    const count = (outcome: string) =>
+      attempts?.values.find((v) => v.labels.target === "search_search" && v.labels.outcome === outcome)?.value;
+    expect([count("http_503"), count("ok")]).toEqual([2, 1]);
   });
 
   it("gives up after maxRetries with the last error", async () => {
@@ -68,6 +64,29 @@ describe("SearchClient", () => {
     expect(err).toBeInstanceOf(SearchApiError);
     expect(err.status).toBe(502);
     expect(hits).toBe(3);
+  });
+
+  it("checks search answers against the wire schema (no retry: it would not change)", async () => {
+    hits = 0;
+    handler = (_req, res) => reply(res, 200, { code: 200, message: "success", data: [{ text: "no ids" }] });
+    const client = new SearchClient({ baseURL: url, token: TOKEN, retryBaseMs: 5 });
+    const err = (await client.search({ knowledgeIds: ["kb_a"], text: "x" }).catch((e: unknown) => e)) as SearchApiError;
+    expect(err).toBeInstanceOf(SearchApiError);
+    expect(err.message).toMatch(/schema/);
+    expect(hits).toBe(1);
+  });
+
+  it("sends the per-call namespace over the client's", async () => {
+    let seen: string | undefined;
+    handler = (req, res) => {
+      seen = req.headers["x-capstan-namespace"] as string | undefined;
+      reply(res, 200, { code: 200, message: "success", data: [] });
+    };
+    const client = new SearchClient({ baseURL: url, token: TOKEN, namespace: "client-ns" });
+    await client.search({ knowledgeIds: ["kb_a"], text: "x" });
+    expect(seen).toBe("client-ns");
+    await client.search({ knowledgeIds: ["kb_a"], text: "x" }, { namespace: "call-ns" });
+    expect(seen).toBe("call-ns");
   });
 
   it("does not retry a 4xx and carries the registry code", async () => {
@@ -93,17 +112,15 @@ describe("SearchClient", () => {
       if (n === 1) return; // never answers
       reply(res, 200, { code: 200, message: "success", data: { knowledgeId: "kb_a", documents: 1, chunks: 2 } });
     };
-    const calls: SearchCallInfo[] = [];
-    const client = new SearchClient({
-      baseURL: url,
-      token: TOKEN,
-      timeoutMs: 1500,
-      retryBaseMs: 5,
-      onCall: (c) => calls.push(c),
-    });
+    const registry = createRegistry("test", { defaultMetrics: false });
+    const metrics = outboundMetrics(registry, "client_test");
+    const client = new SearchClient({ baseURL: url, token: TOKEN, timeoutMs: 1500, retryBaseMs: 5, metrics });
     expect(await client.getKnowledgeBase(ref("kb_a"))).toEqual({ knowledgeId: "kb_a", documents: 1, chunks: 2 });
-    expect(calls[0]?.outcome).toBe("timeout");
-    expect(calls.at(-1)?.outcome).toBe(200);
+    const attempts = await registry.getSingleMetric("client_test_outbound_requests_total")?.get();
+    expect(attempts?.values.map((v) => [v.labels.target, v.labels.outcome, v.value])).toEqual([
+      ["search_get_kb", "timeout", 1],
+      ["search_get_kb", "ok", 1],
+    ]);
   });
 
   it("reports an unreachable service without the token", async () => {

@@ -2,6 +2,7 @@
 // knowledge base, drop hits under minSimilarity, rerank, return at most maxResults. Batches
 // embed all their query texts in one model call per embedder and query the store in one call.
 import { type Logger, tracer, withSpan } from "@capstan/shared";
+import type { SearchResult } from "@capstan/shared/clients/search-wire";
 import type { Caller } from "./auth/search-keys.ts";
 import type { Embedder } from "./embedding/provider.ts";
 import { SearchError } from "./errors.ts";
@@ -18,24 +19,8 @@ export interface SearchRequest {
   minSimilarity: number;
 }
 
-export interface SearchResult {
-  knowledgeId: string;
-  docsName: string;
-  docsId: string;
-  embeddingId: string;
-  text: string;
-  score: number;
-  rerankedScore: number;
-  source: "vector";
-  metadata: {
-    knowledgeId: string;
-    docsId: string;
-    docsName: string;
-    chunkIndex: number;
-    totalChunks: number;
-    [key: string]: string | number;
-  };
-}
+/** The wire shape of one result (reference 2.8), defined once in the shared search wire schemas. */
+export type { SearchResult };
 
 export interface SearchEngineDeps {
   kbs: KnowledgeBases;

@@ -61,7 +61,9 @@ describe("upstreamBody", () => {
         embeddingId: "e1",
         text: "The answer is 42.",
         score: 0.9,
+        rerankedScore: 0.9,
         source: "vector",
+        metadata: { knowledgeId: "kb_a", docsId: "d1", docsName: "Guide", chunkIndex: 0, totalChunks: 1 },
       },
     ]);
     const body = upstreamBody(

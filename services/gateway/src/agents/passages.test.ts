@@ -21,7 +21,7 @@ function result(over: Partial<SearchResult> & { text: string }): SearchResult {
     score: 0.8,
     rerankedScore: 0.8,
     source: "vector",
-    metadata: { chunkIndex: 0, totalChunks: 1 },
+    metadata: { knowledgeId: "kb_docs", docsId: "doc_1", docsName: "Doc", chunkIndex: 0, totalChunks: 1 },
     ...over,
   };
 }
@@ -42,8 +42,8 @@ const keys = result({
 });
 
 describe("ranking and citations", () => {
-  it("orders by rerankedScore (score when absent) and cuts to maxResults", () => {
-    const ranked = rankPassages([keys, limits, result({ text: "x", score: 0.99, rerankedScore: null })], 2);
+  it("orders by rerankedScore (not score) and cuts to maxResults", () => {
+    const ranked = rankPassages([keys, limits, result({ text: "x", score: 0.5, rerankedScore: 0.99 })], 2);
     expect(ranked.map((r) => r.text)).toEqual(["x", limits.text]);
   });
 

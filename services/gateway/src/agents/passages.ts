@@ -5,9 +5,7 @@ import type { SearchResult } from "./retrieval.ts";
 import type { Citation } from "./types.ts";
 
 export function rankPassages(results: SearchResult[], max: number): SearchResult[] {
-  return [...results]
-    .sort((a, b) => (b.rerankedScore ?? b.score) - (a.rerankedScore ?? a.score))
-    .slice(0, Math.max(0, max));
+  return [...results].sort((a, b) => b.rerankedScore - a.rerankedScore).slice(0, Math.max(0, max));
 }
 
 export function toCitations(passages: SearchResult[]): Citation[] {
@@ -17,9 +15,9 @@ export function toCitations(passages: SearchResult[]): Citation[] {
     docsId: p.docsId,
     docsName: p.docsName,
     embeddingId: p.embeddingId,
-    chunkIndex: typeof p.metadata?.chunkIndex === "number" ? p.metadata.chunkIndex : null,
+    chunkIndex: p.metadata.chunkIndex,
     score: p.score,
-    rerankedScore: p.rerankedScore ?? null,
+    rerankedScore: p.rerankedScore,
     source: p.source,
     text: p.text,
   }));

@@ -1,34 +1,20 @@
-// Typed HTTP client of the search service (owned by the search team, issue 4): knowledge search
-// (POST /v1/rag/search, /v1/rag/search/batch) and the internal documents API used by ingestion.
-// Every call has a timeout, bounded retries with exponential backoff on 429/5xx/timeouts/network
-// errors (all operations are idempotent), and metric hooks. The token never appears in errors.
+// Typed HTTP client of the search service (owned by the search team), the only one in the
+// repository: knowledge search (POST /v1/rag/search, /v1/rag/search/batch) for the gateway's
+// retrieval, and the internal documents API for the operator's and the standalone launcher's
+// ingestion. Every call goes through the shared resilience policy (timeout per attempt, bounded
+// full-jitter retries on 429/5xx/timeouts/network errors, Retry-After, metrics; all operations are
+// idempotent). Search answers are checked against the wire schemas (search-wire.ts). The token
+// never appears in errors.
+import { context, propagation } from "@opentelemetry/api";
+import { type Dispatcher, fetch as undiciFetch } from "undici";
+import type { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
+import { classifyFailure, type Failure, OutboundPolicy } from "../resilience/policy.ts";
+import { batchResponseSchema, type SearchQuery, type SearchResult, searchResponseSchema } from "./search-wire.ts";
 
-export interface SearchQuery {
-  knowledgeIds: string[];
-  text: string;
-  maxResults?: number;
-  minSimilarity?: number;
-}
-
-export interface SearchHit {
-  knowledgeId: string;
-  docsName: string;
-  docsId: string;
-  embeddingId: string;
-  text: string;
-  score: number;
-  rerankedScore: number;
-  source: string;
-  metadata: {
-    knowledgeId: string;
-    docsId: string;
-    docsName: string;
-    chunkIndex: number;
-    totalChunks: number;
-    [key: string]: string | number;
-  };
-}
+export type { SearchQuery, SearchResult } from "./search-wire.ts";
+/** The same as SearchResult (the name the ingestion code grew up with). */
+export type SearchHit = SearchResult;
 
 export interface KnowledgeBaseSettings {
   embedding?: { provider?: "local" | "openai"; model?: string; baseURL?: string; dimensions?: number };
@@ -66,15 +52,6 @@ export interface DocumentInput {
   metadata?: Record<string, string | number | boolean>;
 }
 
-/** What a metric hook hears about each attempt. */
-export interface SearchCallInfo {
-  operation: string;
-  /** HTTP status, or "timeout" / "network". */
-  outcome: number | "timeout" | "network";
-  seconds: number;
-  attempt: number;
-}
-
 export interface SearchClientOptions {
   /** The public port, for search: e.g. http://capstan-search (Service port 80 → 8081). */
   baseURL: string;
@@ -96,11 +73,20 @@ export interface SearchClientOptions {
   ingestTimeoutMs?: number;
   /** Retries after the first attempt, default 2. */
   maxRetries?: number;
-  /** First backoff, doubled each retry (with jitter), default 200 ms. */
+  /** Ceiling of the first full-jitter backoff, doubled each retry, default 200 ms. */
   retryBaseMs?: number;
-  metrics?: OutboundMetrics;
-  onCall?: (info: SearchCallInfo) => void;
+  metrics?: OutboundMetrics | undefined;
+  /** A circuit breaker in front of search (the gateway's retrieval: search can be down). */
+  breaker?: { consecutiveFailures: number; halfOpenAfterMs: number };
+  /** A connection pool of the caller's (e.g. the gateway's); default: undici's global one. */
+  dispatcher?: Dispatcher;
   fetch?: typeof fetch;
+}
+
+/** Per call: the namespace (overrides the client's) and the caller's abort signal. */
+export interface SearchCallOptions {
+  namespace?: string;
+  signal?: AbortSignal;
 }
 
 /** A non-2xx answer (or an unreachable service); status 0 when there was no HTTP answer. */
@@ -109,18 +95,35 @@ export class SearchApiError extends Error {
   /** Registry code from the x-capstan-error header, e.g. SEARCH_ERR_KNOWLEDGE_ID. */
   readonly code: string | undefined;
   readonly operation: string;
+  /** What search said (its envelope's message), or why there was no answer. */
+  readonly detail: string;
+  /** The answer's Retry-After, honoured by the resilience policy. */
+  readonly retryAfter: string | undefined;
 
-  constructor(operation: string, status: number, message: string, code?: string) {
+  constructor(operation: string, status: number, message: string, code?: string, retryAfter?: string) {
     super(`search ${operation}: ${status ? `${status} ` : ""}${message}`);
     this.name = "SearchApiError";
     this.operation = operation;
     this.status = status;
     this.code = code;
+    this.detail = message;
+    this.retryAfter = retryAfter;
   }
 
   get retryable(): boolean {
+    if (this.code === MALFORMED) return false;
     return this.status === 0 || this.status === 429 || this.status >= 500;
   }
+}
+
+const MALFORMED = "SEARCH_CLIENT_MALFORMED";
+const operationOf = (target: string) => target.replace(/^search_/, "");
+
+/** How the resilience policy sees a failed attempt. */
+function classify(err: unknown): Failure {
+  if (!(err instanceof SearchApiError)) return classifyFailure(err);
+  const outcome = err.code === MALFORMED ? "malformed" : err.status ? `http_${err.status}` : "error";
+  return { retry: err.retryable, outcome, retryAfter: err.retryAfter };
 }
 
 interface Envelope<T> {
@@ -129,12 +132,18 @@ interface Envelope<T> {
   data: T | null;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+interface CallExtras {
+  timeoutMs?: number;
+  /** Checks a 2xx answer's envelope (search endpoints); absent: trusted as is (documents API). */
+  schema?: z.ZodType<Envelope<unknown>>;
+  call?: SearchCallOptions | undefined;
+}
 
 export class SearchClient {
   private readonly opts: SearchClientOptions;
   private readonly base: string;
   private readonly internalBase: string;
+  private readonly policies = new Map<number, OutboundPolicy>();
 
   constructor(opts: SearchClientOptions) {
     this.opts = opts;
@@ -142,14 +151,17 @@ export class SearchClient {
     this.internalBase = (opts.internalURL ?? opts.baseURL).replace(/\/+$/, "");
   }
 
-  async search(query: SearchQuery): Promise<SearchHit[]> {
-    return (await this.call<SearchHit[]>("search", "POST", "/v1/rag/search", query)) ?? [];
+  async search(query: SearchQuery, call?: SearchCallOptions): Promise<SearchResult[]> {
+    const extras = { schema: searchResponseSchema, call };
+    return (await this.call<SearchResult[]>("search", "POST", "/v1/rag/search", query, extras)) ?? [];
   }
 
   /** One entry per query, in order: its hits, or the error of that query alone. */
-  async searchBatch(queries: SearchQuery[]): Promise<(SearchHit[] | SearchApiError)[]> {
+  async searchBatch(queries: SearchQuery[], call?: SearchCallOptions): Promise<(SearchResult[] | SearchApiError)[]> {
+    const extras = { schema: batchResponseSchema, call };
+    const path = "/v1/rag/search/batch";
     const items =
-      (await this.call<Envelope<SearchHit[]>[]>("search_batch", "POST", "/v1/rag/search/batch", { queries })) ?? [];
+      (await this.call<Envelope<SearchResult[]>[]>("search_batch", "POST", path, { queries }, extras)) ?? [];
     return items.map((e) =>
       e.code === 200 && Array.isArray(e.data) ? e.data : new SearchApiError("search", e.code, e.message),
     );
@@ -212,7 +224,7 @@ export class SearchClient {
       "PUT",
       this.docPath(knowledgeId, docsId),
       doc,
-      this.opts.ingestTimeoutMs ?? 300_000,
+      { timeoutMs: this.opts.ingestTimeoutMs ?? 300_000 },
     ) as Promise<{ docsId: string; chunks: number }>;
   }
 
@@ -231,49 +243,57 @@ export class SearchClient {
     return `${this.kbPath(knowledgeId)}/documents/${encodeURIComponent(docsId)}`;
   }
 
+  /** One policy per attempt timeout (the documents API's upserts get a longer one). */
+  private policy(timeoutMs: number): OutboundPolicy {
+    let p = this.policies.get(timeoutMs);
+    if (!p) {
+      p = new OutboundPolicy({
+        target: "search",
+        timeoutMs,
+        maxAttempts: (this.opts.maxRetries ?? 2) + 1,
+        baseDelayMs: this.opts.retryBaseMs ?? 200,
+        metrics: this.opts.metrics,
+        classify,
+        ...(this.opts.breaker ? { breaker: this.opts.breaker } : {}),
+        timeoutError: (ms, target) => new SearchApiError(operationOf(target), 0, `timed out after ${ms} ms`),
+        circuitOpenError: (target) =>
+          new SearchApiError(operationOf(target), 0, "not called: failing repeatedly, circuit open", "CIRCUIT_OPEN"),
+      });
+      this.policies.set(timeoutMs, p);
+    }
+    return p;
+  }
+
   private async call<T>(
     operation: string,
     method: string,
     path: string,
     body?: unknown,
-    timeoutMs = this.opts.timeoutMs ?? 10_000,
+    extras: CallExtras = {},
   ): Promise<T | null> {
-    const doFetch = this.opts.fetch ?? fetch;
-    const retries = this.opts.maxRetries ?? 2;
-    const m = this.opts.metrics;
-    const target = `search_${operation}`;
-    let last: SearchApiError | undefined;
-    for (let attempt = 0; attempt <= retries; attempt++) {
-      if (attempt > 0) {
-        m?.retries.inc({ target });
-        const base = (this.opts.retryBaseMs ?? 200) * 2 ** (attempt - 1);
-        await sleep(base / 2 + Math.random() * base);
-      }
-      const started = performance.now();
-      const report = (outcome: SearchCallInfo["outcome"]) => {
-        const seconds = (performance.now() - started) / 1000;
-        m?.latency.observe({ target }, seconds);
-        m?.calls.inc({ target, outcome: typeof outcome === "number" ? `http_${outcome}` : outcome });
-        this.opts.onCall?.({ operation, outcome, seconds, attempt });
-      };
+    const doFetch = (this.opts.fetch ?? undiciFetch) as typeof fetch;
+    const base = path.startsWith("/internal/") ? this.internalBase : this.base;
+    const namespace = extras.call?.namespace ?? this.opts.namespace;
+    const headers: Record<string, string> = {};
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    if (namespace) headers["x-capstan-namespace"] = namespace;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    propagation.inject(context.active(), headers);
+    const payload = body !== undefined ? JSON.stringify(body) : undefined;
+    const dispatcher = this.opts.dispatcher ? { dispatcher: this.opts.dispatcher } : {};
+    const attempt = async ({ signal }: { signal: AbortSignal }): Promise<T | null> => {
       let res: Response;
       try {
-        const base = path.startsWith("/internal/") ? this.internalBase : this.base;
         res = await doFetch(`${base}${path}`, {
           method,
-          headers: {
-            authorization: `Bearer ${this.opts.token}`,
-            ...(this.opts.namespace ? { "x-capstan-namespace": this.opts.namespace } : {}),
-            ...(body !== undefined ? { "content-type": "application/json" } : {}),
-          },
-          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-          signal: AbortSignal.timeout(timeoutMs),
+          headers,
+          ...(payload !== undefined ? { body: payload } : {}),
+          signal,
+          ...dispatcher,
         });
       } catch (err) {
-        const timeout = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
-        report(timeout ? "timeout" : "network");
-        last = new SearchApiError(operation, 0, timeout ? `timed out after ${timeoutMs} ms` : "service unreachable");
-        continue;
+        if (extras.call?.signal?.aborted) throw err;
+        throw new SearchApiError(operation, 0, `service unreachable (${(err as Error).name})`);
       }
       let envelope: Envelope<T> | undefined;
       try {
@@ -281,16 +301,21 @@ export class SearchClient {
       } catch {
         envelope = undefined;
       }
-      report(res.status);
-      if (res.ok && envelope && typeof envelope === "object" && "data" in envelope) return envelope.data;
-      last = new SearchApiError(
+      if (res.ok && envelope && typeof envelope === "object" && "data" in envelope) {
+        if (!extras.schema) return envelope.data;
+        const checked = extras.schema.safeParse(envelope);
+        if (checked.success) return checked.data.data as T | null;
+        throw new SearchApiError(operation, 502, "answer does not match the search API's schema", MALFORMED);
+      }
+      throw new SearchApiError(
         operation,
         res.status,
         envelope?.message ?? (res.ok ? "malformed response" : res.statusText),
         res.headers.get("x-capstan-error") ?? undefined,
+        res.headers.get("retry-after") ?? undefined,
       );
-      if (!last.retryable) throw last;
-    }
-    throw last ?? new SearchApiError(operation, 0, "failed");
+    };
+    const timeoutMs = extras.timeoutMs ?? this.opts.timeoutMs ?? 10_000;
+    return this.policy(timeoutMs).execute(attempt, { target: `search_${operation}`, signal: extras.call?.signal });
   }
 }

@@ -62,7 +62,7 @@ export interface PolicyOptions {
   /** Default: classifyFailure. */
   classify?: (err: unknown) => Failure;
   /** The client's own error for an attempt that timed out (default: OutboundTimeoutError). */
-  timeoutError?: (timeoutMs: number) => Error;
+  timeoutError?: (timeoutMs: number, target: string) => Error;
   /** The client's own error when the breaker refuses a call (default: CircuitOpenError). */
   circuitOpenError?: (target: string) => Error;
   metrics?: OutboundMetrics | undefined;
@@ -232,7 +232,7 @@ export class OutboundPolicy {
       } catch (raw) {
         const err =
           raw instanceof TaskCancelledError && !signal?.aborted
-            ? (o.timeoutError?.(o.timeoutMs ?? 0) ?? new OutboundTimeoutError(target, o.timeoutMs ?? 0))
+            ? (o.timeoutError?.(o.timeoutMs ?? 0, target) ?? new OutboundTimeoutError(target, o.timeoutMs ?? 0))
             : raw instanceof BrokenCircuitError
               ? (o.circuitOpenError?.(target) ?? new CircuitOpenError(target))
               : raw;
