@@ -1,12 +1,14 @@
 // The platform's client of a scraper (knowledge ingestion, content refresh). Settings are the
 // platform configuration's "scraping" section (reference 8): enabled (default true), url
 // (default http://127.0.0.1:3002), timeout in seconds (default 30), max_retries (default 3),
-// api_key (Bearer, no default). Retries use exponential backoff with full jitter, honour
-// Retry-After, and happen only on timeouts, 5xx answers and refused/reset connections (a
-// scraper restarting); 4xx answers are final. Errors are typed by status family.
+// api_key (Bearer, no default). Calls go through the shared resilience policy (timeout per
+// attempt, bounded full-jitter retries, Retry-After honoured, metrics); retries happen only on
+// timeouts, 5xx answers and refused/reset connections (a scraper restarting); 4xx answers are
+// final. Errors are typed by status family.
 import { Agent, type Dispatcher, fetch } from "undici";
 import { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
+import { type Failure, OutboundPolicy } from "../resilience/policy.ts";
 
 export const scrapingSettingsSchema = z.object({
   enabled: z.boolean().default(true),
@@ -50,6 +52,8 @@ export type BulkResult =
 export class ScraperClientError extends Error {
   readonly status: number | undefined;
   readonly code: string;
+  /** The answer's Retry-After, honoured by the resilience policy. */
+  retryAfter: string | undefined;
   constructor(message: string, code: string, status?: number) {
     super(message);
     this.name = new.target.name;
@@ -75,10 +79,20 @@ function errorFor(status: number, code: string, message: string): ScraperClientE
 
 const RETRYABLE_NETWORK = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
 
+/** How the resilience policy sees a failed attempt. */
+function classify(err: unknown): Failure {
+  if (!(err instanceof ScraperClientError)) return { retry: false, outcome: "error" };
+  const retry =
+    err instanceof ScraperTimeoutError ||
+    (err.status !== undefined && err.status >= 500) ||
+    (err.status === undefined && RETRYABLE_NETWORK.has(err.code));
+  return { retry, outcome: err.code.toLowerCase(), retryAfter: err.retryAfter };
+}
+
 export interface ScraperClientOptions {
   metrics?: OutboundMetrics;
   dispatcher?: Dispatcher;
-  /** Backoff base in ms (default 500); the n-th retry waits up to base·2ⁿ, capped at 10 s. */
+  /** Backoff base in ms (default 500); retry n waits up to base·2^(n-1), capped at 10 s. */
   backoffBaseMs?: number;
 }
 
@@ -86,11 +100,23 @@ export class ScraperClient {
   readonly settings: ScrapingSettings;
   private readonly opts: ScraperClientOptions;
   private readonly dispatcher: Dispatcher;
+  private readonly policy: OutboundPolicy;
 
   constructor(settings: ScrapingSettingsInput = {}, opts: ScraperClientOptions = {}) {
     this.settings = scrapingSettingsSchema.parse(settings);
     this.opts = opts;
     this.dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 32 });
+    const timeoutMs = this.settings.timeout * 1000;
+    this.policy = new OutboundPolicy({
+      target: "scraper",
+      timeoutMs,
+      maxAttempts: this.settings.max_retries + 1,
+      baseDelayMs: opts.backoffBaseMs ?? 500,
+      maxDelayMs: 10_000,
+      classify,
+      metrics: opts.metrics,
+      timeoutError: () => new ScraperTimeoutError(`no answer from the scraper within ${timeoutMs} ms`, "TIMEOUT"),
+    });
   }
 
   scrape(
@@ -126,44 +152,13 @@ export class ScraperClient {
   }
 
   private async call<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
-    const { settings } = this;
-    if (!settings.enabled) throw new ScraperDisabledError("the scraping component is disabled", "DISABLED");
-    const target = new URL(path, settings.url).href;
-    const started = performance.now();
-    let outcome = "ok";
-    try {
-      for (let attempt = 0; ; attempt++) {
-        let failure: ScraperClientError;
-        let retryAfterMs: number | undefined;
-        try {
-          return await this.attempt<T>(target, body, signal);
-        } catch (err) {
-          if (signal?.aborted) throw err;
-          if (!(err instanceof ScraperClientError)) throw err;
-          failure = err;
-          retryAfterMs = (err as ScraperClientError & { retryAfterMs?: number }).retryAfterMs;
-        }
-        const retryable =
-          failure instanceof ScraperTimeoutError ||
-          (failure.status !== undefined && failure.status >= 500) ||
-          (failure.status === undefined && RETRYABLE_NETWORK.has(failure.code));
-        if (!retryable || attempt >= settings.max_retries) throw failure;
-        this.opts.metrics?.retries.inc({ target: "scraper" });
-        const cap = Math.min(10_000, (this.opts.backoffBaseMs ?? 500) * 2 ** attempt);
-        await new Promise((r) => setTimeout(r, Math.max(retryAfterMs ?? 0, Math.random() * cap)));
-      }
-    } catch (err) {
-      outcome = err instanceof ScraperClientError ? err.code.toLowerCase() : "error";
-      throw err;
-    } finally {
-      this.opts.metrics?.calls.inc({ target: "scraper", outcome });
-      this.opts.metrics?.latency.observe({ target: "scraper" }, (performance.now() - started) / 1000);
-    }
+    if (!this.settings.enabled) throw new ScraperDisabledError("the scraping component is disabled", "DISABLED");
+    const target = new URL(path, this.settings.url).href;
+    return this.policy.execute((ctx) => this.attempt<T>(target, body, ctx.signal, signal), { signal });
   }
 
-  private async attempt<T>(target: string, body: unknown, signal?: AbortSignal): Promise<T> {
-    const timeoutMs = this.settings.timeout * 1000;
-    const timeout = AbortSignal.timeout(timeoutMs);
+  /** One exchange; `signal` ends it on the caller's abort or the policy's timeout. */
+  private async attempt<T>(target: string, body: unknown, signal: AbortSignal, caller?: AbortSignal): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.settings.api_key) headers.authorization = `Bearer ${this.settings.api_key}`;
@@ -174,14 +169,12 @@ export class ScraperClient {
         method: body === undefined ? "GET" : "POST",
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        signal,
         dispatcher: this.dispatcher,
       });
       text = await res.text();
     } catch (err) {
-      if (signal?.aborted) throw err;
-      if (timeout.aborted)
-        throw new ScraperTimeoutError(`no answer from the scraper within ${timeoutMs} ms`, "TIMEOUT");
+      if (caller?.aborted || signal.aborted) throw err;
       const code = ((err as { cause?: { code?: string } }).cause?.code ?? "NETWORK") as string;
       throw new ScraperClientError(`cannot reach the scraper: ${code}`, code);
     }
@@ -195,10 +188,7 @@ export class ScraperClient {
     const code = typeof parsed?.code === "string" ? parsed.code : `HTTP_${res.status}`;
     const message = typeof parsed?.error === "string" ? parsed.error : `scraper answered HTTP ${res.status}`;
     const err = errorFor(res.ok ? 502 : res.status, code, message);
-    const retryAfter = Number(res.headers.get("retry-after"));
-    if (Number.isFinite(retryAfter) && retryAfter > 0) {
-      (err as ScraperClientError & { retryAfterMs?: number }).retryAfterMs = Math.min(retryAfter, 30) * 1000;
-    }
+    err.retryAfter = res.headers.get("retry-after") ?? undefined;
     throw err;
   }
 }
