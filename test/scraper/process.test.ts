@@ -41,7 +41,7 @@ describe("the scraper process", () => {
     const admin = `http://127.0.0.1:${adminPort}`;
     expect((await fetch(`${admin}/metrics`)).status).toBe(200);
     expect((await fetch(`${admin}/healthz`)).status).toBe(200);
-    for (const headers of [{}, { authorization: "Bearer secret" }]) {
+    for (const headers of [{}, { authorization: "Bearer secret" }] as Record<string, string>[]) {
       expect((await fetch(`${url}/metrics`, { headers })).status).toBe(404);
     }
     expect(proc.output()).toContain("API_KEY is shorter than 16 characters");
