@@ -96,18 +96,42 @@ describe("POST /scrape", () => {
     expect(md).toContain("a script link");
   });
 
-  it("keeps page chrome by default and drops it with onlyMainContent", async () => {
-    const full = await post(scraper.url, "/scrape", { url: `${site.origin}/article` });
-    expect((full.body.data as Json).markdown).toContain("Footer legal text");
-    const main = await post(scraper.url, "/scrape", {
-      url: `${site.origin}/article`,
-      pageOptions: { onlyMainContent: true },
-    });
+  it("drops page chrome by default (onlyMainContent, as in Firecrawl v1) and keeps it when asked", async () => {
+    const main = await post(scraper.url, "/scrape", { url: `${site.origin}/article` });
     const md = (main.body.data as Json).markdown as string;
     expect(md).toContain("# Rigging basics");
     expect(md).not.toContain("Footer legal text");
     expect(md).not.toContain("Site banner text");
     expect(md).not.toContain("About us");
+    const full = await post(scraper.url, "/scrape", {
+      url: `${site.origin}/article`,
+      pageOptions: { onlyMainContent: false },
+    });
+    expect((full.body.data as Json).markdown).toContain("Footer legal text");
+  });
+
+  it.each([
+    ["application/json", '{"a_b": [1, 2], "c": "*x* <y>"}'],
+    ["text/plain; charset=utf-8", "# not a heading\nx_y = 1 <tag> \\ end"],
+  ])("passes a %s response through unescaped", async (type, body) => {
+    site.route("/raw", (_req, res) => {
+      res.writeHead(200, { "content-type": type });
+      res.end(body);
+    });
+    const res = await post(scraper.url, "/scrape", { url: `${site.origin}/raw` });
+    expect(res.status).toBe(200);
+    expect((res.body.data as Json).markdown).toBe(body);
+  });
+
+  it("fences a documentation page's <pre> verbatim with its language, through Chromium", async () => {
+    site.route(
+      "/doc",
+      `<html><body><div role="main"><h1>Doc<a class="headerlink" href="#doc">¶</a></h1>
+       <div class="highlight-python3 notranslate"><div class="highlight"><pre><span class="gp">&gt;&gt;&gt; </span>x == 0
+<span class="kc">True</span></pre></div></div></div></body></html>`,
+    );
+    const res = await post(scraper.url, "/scrape", { url: `${site.origin}/doc` });
+    expect((res.body.data as Json).markdown).toBe("# Doc\n\n```python3\n>>> x == 0\nTrue\n```");
   });
 
   it("runs extractors: text, attribute and list forms", async () => {

@@ -9,7 +9,8 @@ export const pageOptionsSchema = z
     waitFor: z.int().min(0).max(MAX_WAIT_MS).default(0),
     screenshot: z.boolean().default(false),
     fullPageScreenshot: z.boolean().default(false),
-    onlyMainContent: z.boolean().default(false),
+    // On by default, as in Firecrawl v1: page chrome is not knowledge.
+    onlyMainContent: z.boolean().default(true),
     includeHtml: z.boolean().default(true),
     headers: z.record(z.string().min(1).max(256), z.string().max(8192)).optional(),
     timeout: z.int().min(100).max(600_000).optional(),

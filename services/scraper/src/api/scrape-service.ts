@@ -6,7 +6,7 @@ import { tracer, withSpan } from "@capstan/shared";
 import { load } from "cheerio";
 import type { ScraperConfig } from "../config.ts";
 import { type ExtractedValue, type ExtractorSpec, runExtractors, validateExtractors } from "../content/extractors.ts";
-import { htmlToMarkdown } from "../content/markdown.ts";
+import { documentToMarkdown } from "../content/markdown.ts";
 import { extractMetadata, type PageMetadata } from "../content/metadata.ts";
 import { isScraperError, ScraperError } from "../errors.ts";
 import type { Limiter } from "../limiter.ts";
@@ -152,7 +152,9 @@ export class ScrapeService {
     });
     // One parse per page: extractors read the document before markdown conversion cleans it in place.
     const extracted = input.extractors ? runExtractors($, input.extractors, rendered.finalUrl) : undefined;
-    const markdown = htmlToMarkdown($, rendered.finalUrl, { onlyMainContent: po.onlyMainContent });
+    const markdown = documentToMarkdown($, rendered.contentType, rendered.finalUrl, {
+      onlyMainContent: po.onlyMainContent,
+    });
     const data: ScrapeData = {
       markdown,
       html: po.includeHtml ? rendered.content : null,

@@ -1,124 +1,15 @@
-// HTML → Markdown of the quality expected from Firecrawl: scripts, styles and hidden nodes
-// dropped; with onlyMainContent, page chrome (navigation, header, footer, sidebars, cookie
-// banners) removed and <main>/<article> preferred; links and images made absolute, script
-// links unwrapped, empty links dropped; turndown with GFM tables, strikethrough and task lists.
-import { gfm } from "@joplin/turndown-plugin-gfm";
-import { type Cheerio, type CheerioAPI, load } from "cheerio";
-import type { AnyNode } from "domhandler";
+// HTML → Markdown of the quality expected from Firecrawl, on turndown: the cleaned HTML
+// (clean.ts), code blocks fenced and verbatim with their language (code-blocks.ts), tables as
+// GFM or clean HTML (tables.ts), <br> as a hard line break, strikethrough and task lists.
+// A text or JSON response is its own Markdown, unescaped.
+import { strikethrough, taskListItems } from "@joplin/turndown-plugin-gfm";
+import type { CheerioAPI } from "cheerio";
 import TurndownService from "turndown";
+import { cleanHtml } from "./clean.ts";
+import { codeBlocks } from "./code-blocks.ts";
+import { tables } from "./tables.ts";
 
-const ALWAYS_REMOVE = [
-  "script",
-  "style",
-  "noscript",
-  "template",
-  "iframe",
-  "object",
-  "embed",
-  "canvas",
-  "link",
-  "meta",
-  "[hidden]",
-  '[aria-hidden="true"]',
-  '[style*="display:none"]',
-  '[style*="display: none"]',
-].join(",");
-
-const CHROME = [
-  "nav",
-  "header",
-  "footer",
-  "aside",
-  '[role="navigation"]',
-  '[role="banner"]',
-  '[role="contentinfo"]',
-  '[role="complementary"]',
-  '[role="dialog"]',
-  ".sidebar",
-  "#sidebar",
-  ".nav",
-  ".navbar",
-  ".menu",
-  ".breadcrumb",
-  ".breadcrumbs",
-  ".cookie",
-  ".cookie-banner",
-  "#cookie-banner",
-  ".advert",
-  ".ad",
-  ".ads",
-  ".social",
-  ".share",
-  ".comments",
-  "#comments",
-  ".skip-link",
-].join(",");
-
-const MAIN = ["main", '[role="main"]', "article", "#content", "#main", ".content", ".main"];
-
-function absolutise($: CheerioAPI, baseUrl: string): void {
-  const resolve = (value: string | undefined): string | undefined => {
-    if (!value) return undefined;
-    try {
-      return new URL(value, baseUrl).href;
-    } catch {
-      return undefined;
-    }
-  };
-  $("a[href]").each((_, el) => {
-    const a = $(el);
-    const href = (a.attr("href") ?? "").trim();
-    if (/^(javascript|vbscript|data):/i.test(href)) {
-      a.removeAttr("href");
-      return;
-    }
-    if (href.startsWith("#")) return;
-    const abs = resolve(href);
-    if (abs) a.attr("href", abs);
-    else a.removeAttr("href");
-  });
-  $("img").each((_, el) => {
-    const img = $(el);
-    const src = img.attr("src") ?? img.attr("data-src") ?? "";
-    const abs = /^data:/i.test(src) ? undefined : resolve(src);
-    if (abs) img.attr("src", abs);
-    else img.remove();
-  });
-  // Links with nothing to click on become noise in markdown.
-  $("a").each((_, el) => {
-    const a = $(el);
-    if (!a.text().trim() && a.find("img").length === 0) a.remove();
-    else if (!a.attr("href")) a.replaceWith(a.contents());
-  });
-}
-
-/**
- * The HTML that becomes markdown (also useful to callers that want cleaned HTML). Given an
- * already parsed document, it works on that document (and changes it) instead of parsing again.
- */
-export function cleanHtml(html: string | CheerioAPI, baseUrl: string, onlyMainContent: boolean): string {
-  const $ = typeof html === "string" ? load(html) : html;
-  $(ALWAYS_REMOVE).remove();
-  let root: Cheerio<AnyNode> = $("body");
-  if (onlyMainContent) {
-    $(CHROME).remove();
-    for (const selector of MAIN) {
-      const candidates = $(selector);
-      if (candidates.length === 0) continue;
-      // The candidate with the most text wins (a page may have several <article> teasers).
-      let best = candidates.first();
-      candidates.each((_, el) => {
-        if ($(el).text().length > best.text().length) best = $(el);
-      });
-      if (best.text().trim()) {
-        root = best;
-        break;
-      }
-    }
-  }
-  absolutise($, baseUrl);
-  return (root.length ? root.html() : $.root().html()) ?? "";
-}
+export { cleanHtml } from "./clean.ts";
 
 function createTurndown(): TurndownService {
   const service = new TurndownService({
@@ -127,8 +18,10 @@ function createTurndown(): TurndownService {
     bulletListMarker: "-",
     emDelimiter: "*",
     hr: "---",
+    // A hard line break that survives trimming trailing spaces (CommonMark's backslash form).
+    br: "\\",
   });
-  service.use(gfm);
+  service.use([strikethrough, taskListItems, codeBlocks, tables]);
   // "- item" and "1. item" (turndown's default pads markers to four columns).
   service.addRule("listItem", {
     filter: "li",
@@ -162,9 +55,36 @@ export function htmlToMarkdown(
 ): string {
   turndown ??= createTurndown();
   const cleaned = cleanHtml(html, baseUrl, opts.onlyMainContent ?? false);
-  return turndown
-    .turndown(cleaned)
-    .replace(/[ \t]+\n/g, "\n")
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
+  return tidy(turndown.turndown(cleaned));
+}
+
+/** Trailing spaces and runs of blank lines removed, except inside fenced code, which stays verbatim. */
+function tidy(markdown: string): string {
+  const parts = markdown.split(/(^(`{3,})[^\n]*\n[\s\S]*?\n\2$)/m);
+  let out = "";
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] ?? "";
+    if (i % 3 === 1) out += part;
+    else if (i % 3 === 0) out += part.replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n");
+  }
+  return out.trim();
+}
+
+const TEXT_TYPES = /^(text\/plain|application\/(json|[\w.+-]+\+json)|text\/markdown)\b/i;
+
+/**
+ * Markdown of a rendered response: a text, Markdown or JSON response is passed through as it is
+ * (Chromium shows it in a <pre>; escaping it would corrupt it), anything else converted.
+ */
+export function documentToMarkdown(
+  $: CheerioAPI,
+  contentType: string | null,
+  baseUrl: string,
+  opts: { onlyMainContent?: boolean } = {},
+): string {
+  if (contentType && TEXT_TYPES.test(contentType)) {
+    const pre = $("body > pre").first();
+    return (pre.length ? pre.text() : $("body").text()).trim();
+  }
+  return htmlToMarkdown($, baseUrl, opts);
 }

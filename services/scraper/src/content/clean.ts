@@ -1,0 +1,146 @@
+// The HTML that becomes Markdown: scripts, styles, hidden nodes and widgets dropped; heading
+// permalinks (¶, #, §, 🔗) and code line numbers removed; with onlyMainContent, page chrome
+// (navigation, header, footer, sidebars, cookie banners) removed and <main>/<article> preferred;
+// links (fragments included) and images made absolute, script links unwrapped, empty links dropped.
+import { type Cheerio, type CheerioAPI, load } from "cheerio";
+import type { AnyNode } from "domhandler";
+
+const ALWAYS_REMOVE = [
+  "script",
+  "style",
+  "noscript",
+  "template",
+  "iframe",
+  "object",
+  "embed",
+  "canvas",
+  "link",
+  "meta",
+  "button",
+  "[hidden]",
+  '[aria-hidden="true"]',
+  '[style*="display:none"]',
+  '[style*="display: none"]',
+].join(",");
+
+const CHROME = [
+  "nav",
+  "header",
+  "footer",
+  "aside",
+  '[role="navigation"]',
+  '[role="banner"]',
+  '[role="contentinfo"]',
+  '[role="complementary"]',
+  '[role="dialog"]',
+  ".sidebar",
+  "#sidebar",
+  ".nav",
+  ".navbar",
+  ".menu",
+  ".breadcrumb",
+  ".breadcrumbs",
+  ".cookie",
+  ".cookie-banner",
+  "#cookie-banner",
+  ".advert",
+  ".ad",
+  ".ads",
+  ".social",
+  ".share",
+  ".comments",
+  "#comments",
+  ".skip-link",
+].join(",");
+
+/** Permalink anchors that documentation generators put in headings and definitions. */
+const PERMALINKS = [
+  ".headerlink",
+  ".anchor-link",
+  ".hash-link",
+  ".anchorjs-link",
+  ".permalink",
+  "a.anchor",
+  "a.doc-anchor",
+].join(",");
+const PERMALINK_TEXT = /^[\s¶#§🔗⚓]*$/u;
+/** Line-number gutters of highlighted code (Sphinx linenos, Pygments tables, rustdoc). */
+const LINE_NUMBERS = [".linenos", ".lineno", ".line-numbers", ".linenodiv", "td.gutter", ".example-line-numbers"].join(
+  ",",
+);
+
+function removePermalinks($: CheerioAPI): void {
+  $(PERMALINKS).remove();
+  $("h1 a, h2 a, h3 a, h4 a, h5 a, h6 a").each((_, el) => {
+    const a = $(el);
+    if ((a.attr("href") ?? "").startsWith("#") && PERMALINK_TEXT.test(a.text()) && a.find("img").length === 0)
+      a.remove();
+  });
+}
+
+const MAIN = ["main", '[role="main"]', "article", "#content", "#main", ".content", ".main"];
+
+function absolutise($: CheerioAPI, baseUrl: string): void {
+  const resolve = (value: string | undefined): string | undefined => {
+    if (!value) return undefined;
+    try {
+      return new URL(value, baseUrl).href;
+    } catch {
+      return undefined;
+    }
+  };
+  $("a[href]").each((_, el) => {
+    const a = $(el);
+    const href = (a.attr("href") ?? "").trim();
+    if (/^(javascript|vbscript|data):/i.test(href)) {
+      a.removeAttr("href");
+      return;
+    }
+    const abs = resolve(href);
+    if (abs) a.attr("href", abs);
+    else a.removeAttr("href");
+  });
+  $("img").each((_, el) => {
+    const img = $(el);
+    const src = img.attr("src") ?? img.attr("data-src") ?? "";
+    const abs = /^data:/i.test(src) ? undefined : resolve(src);
+    if (abs) img.attr("src", abs);
+    else img.remove();
+  });
+  // Links with nothing to click on become noise in markdown.
+  $("a").each((_, el) => {
+    const a = $(el);
+    if (!a.text().trim() && a.find("img").length === 0) a.remove();
+    else if (!a.attr("href")) a.replaceWith(a.contents());
+  });
+}
+
+/**
+ * The HTML that becomes markdown (also useful to callers that want cleaned HTML). Given an
+ * already parsed document, it works on that document (and changes it) instead of parsing again.
+ */
+export function cleanHtml(html: string | CheerioAPI, baseUrl: string, onlyMainContent: boolean): string {
+  const $ = typeof html === "string" ? load(html) : html;
+  $(ALWAYS_REMOVE).remove();
+  $(LINE_NUMBERS).remove();
+  removePermalinks($);
+  let root: Cheerio<AnyNode> = $("body");
+  if (onlyMainContent) {
+    $(CHROME).remove();
+    for (const selector of MAIN) {
+      const candidates = $(selector);
+      if (candidates.length === 0) continue;
+      // The candidate with the most text wins (a page may have several <article> teasers).
+      let best = candidates.first();
+      candidates.each((_, el) => {
+        if ($(el).text().length > best.text().length) best = $(el);
+      });
+      if (best.text().trim()) {
+        root = best;
+        break;
+      }
+    }
+  }
+  absolutise($, baseUrl);
+  return (root.length ? root.html() : $.root().html()) ?? "";
+}
