@@ -13,7 +13,12 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["services/*/src/**/*.test.ts", "operator/src/**/*.test.ts", "scripts/**/*.test.ts"],
+          include: [
+            "services/*/src/**/*.test.ts",
+            "operator/src/**/*.test.ts",
+            "console/src/**/*.test.ts",
+            "scripts/**/*.test.ts",
+          ],
           environment: "node",
           testTimeout: 20_000,
         },

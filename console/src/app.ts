@@ -1,0 +1,99 @@
+// The console's HTTP app: the built frontend (static files, no CDN) and a small API for it (the
+// BFF) under /api, every call of which acts on the API server with the signed-in user's token.
+// Safe by default: a strict Content-Security-Policy and the other helmet headers, an HTTP-only
+// SameSite=Strict session cookie, a CSRF token on every change, no key in a URL or a log line.
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { buildBaseApp, type Logger, type Registry } from "@capstan/shared";
+import type { KubeConfig } from "@capstan/shared/kube";
+import fastifyCookie from "@fastify/cookie";
+import fastifyHelmet from "@fastify/helmet";
+import fastifyStatic from "@fastify/static";
+import type { FastifyInstance } from "fastify";
+import type { ConsoleConfig } from "./config.ts";
+import type { ConsoleContext } from "./context.ts";
+import { ConsoleError, toConsoleError } from "./errors.ts";
+import { agentRoutes } from "./routes/agents.ts";
+import { channelRoutes } from "./routes/channels.ts";
+import { sessionRoutes } from "./routes/session.ts";
+import { SessionStore } from "./sessions.ts";
+import type { UserApi } from "./user-api.ts";
+
+export interface ConsoleDeps {
+  /** The cluster the users' tokens are sent to (server and CA; its own user is not used). */
+  cluster: KubeConfig;
+  logger: Logger;
+  registry: Registry;
+}
+
+export const DEFAULT_ASSETS_DIR = fileURLToPath(new URL("../dist/", import.meta.url));
+
+export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promise<FastifyInstance> {
+  const app = buildBaseApp({
+    service: "console",
+    registry: deps.registry,
+    logger: deps.logger,
+    bodyLimit: 8 * 1024 * 1024,
+  });
+  const sessions = new SessionStore<UserApi>({
+    idleMs: config.idleTimeoutSeconds * 1000,
+    maxMs: config.maxSessionSeconds * 1000,
+  });
+  app.addHook("onClose", async () => sessions.close());
+  const ctx: ConsoleContext = { config, sessions, cluster: deps.cluster };
+
+  await app.register(fastifyCookie);
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", "data:"],
+        fontSrc: ["'self'"],
+        connectSrc: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+      },
+    },
+    referrerPolicy: { policy: "no-referrer" },
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    // Fastify's own refusals (unparsable JSON, wrong content type, body too large) keep their status.
+    const fst = err as { statusCode?: number; code?: string; message?: string };
+    const e =
+      typeof fst.code === "string" && fst.code.startsWith("FST_") && fst.statusCode && fst.statusCode < 500
+        ? new ConsoleError(fst.statusCode, "BadRequest", fst.message ?? "bad request")
+        : toConsoleError(err);
+    if (e.status >= 500)
+      req.log.warn({ code: e.code, err: e.message, route: req.routeOptions.url }, "console request failed");
+    reply
+      .code(e.status)
+      .header("cache-control", "no-store")
+      .send({ error: { code: e.code, message: e.message } });
+  });
+
+  sessionRoutes(app, ctx);
+  channelRoutes(app, ctx);
+  agentRoutes(app, ctx);
+
+  const assets = config.assetsDir ?? DEFAULT_ASSETS_DIR;
+  if (existsSync(assets)) {
+    await app.register(fastifyStatic, { root: assets, index: ["index.html"], wildcard: false });
+  } else {
+    deps.logger.warn({ assets }, "the console's frontend is not built: run `npm run build -w @capstan/console`");
+    app.get("/", async (_req, reply) =>
+      reply
+        .code(503)
+        .type("text/plain")
+        .send("The console's frontend is not built: run `npm run build -w @capstan/console`."),
+    );
+  }
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send({ error: { code: "NotFound", message: `no ${req.method} ${req.url.split("?")[0]} here` } });
+  });
+  return app;
+}

@@ -1,0 +1,56 @@
+// Console configuration: code defaults here, then env (main.ts), then one zod parse that fails fast
+// naming every bad field (loadConfig from @capstan/shared).
+import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { z } from "zod";
+
+export const consoleConfigSchema = z.object({
+  port: z.int().min(0).max(65535).default(8097),
+  host: z.string().min(1).default("0.0.0.0"),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** The namespace a user lands in after signing in (they may switch to any other). */
+  defaultNamespace: z.string().min(1).default("default"),
+  /** A session ends this long after its last request (sliding), and at the latest after maxSessionSeconds. */
+  idleTimeoutSeconds: z.int().min(60).max(86_400).default(1800),
+  maxSessionSeconds: z
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .default(8 * 3600),
+  /** Mark the session cookie Secure (set it when the console is served over HTTPS, as in a cluster). */
+  secureCookies: z.boolean().default(false),
+  /** Folder of the built frontend (console/dist, made by `npm run build -w @capstan/console`). */
+  assetsDir: z.string().min(1).optional(),
+  /** The gateway's public URL, shown in the ready-to-paste snippets (the channel's status.endpoint wins). */
+  gatewayUrl: z.string().min(1).optional(),
+  /** The search service the "try a search" box calls, and its public URL for snippets. */
+  searchUrl: z.string().min(1).optional(),
+  /** Prometheus-text metrics endpoints of the gateway replicas, scraped for the usage page. */
+  gatewayMetricsUrls: z.array(z.string().min(1)).default([]),
+  /** How long the console waits for the operator to issue a key before telling the user so. */
+  keyWaitSeconds: z.int().min(1).max(300).default(30),
+});
+
+export type ConsoleConfig = z.infer<typeof consoleConfigSchema>;
+export type ConsoleConfigInput = z.input<typeof consoleConfigSchema>;
+
+const ENV: EnvMap = {
+  PORT: { path: "port", parse: envParsers.int },
+  HOST: "host",
+  LOG_LEVEL: "logLevel",
+  CAPSTAN_CONSOLE_DEFAULT_NAMESPACE: "defaultNamespace",
+  CAPSTAN_CONSOLE_IDLE_TIMEOUT_SECONDS: { path: "idleTimeoutSeconds", parse: envParsers.int },
+  CAPSTAN_CONSOLE_MAX_SESSION_SECONDS: { path: "maxSessionSeconds", parse: envParsers.int },
+  CAPSTAN_CONSOLE_SECURE_COOKIES: { path: "secureCookies", parse: envParsers.bool },
+  CAPSTAN_CONSOLE_ASSETS_DIR: "assetsDir",
+  CAPSTAN_GATEWAY_URL: "gatewayUrl",
+  CAPSTAN_SEARCH_URL: "searchUrl",
+  CAPSTAN_GATEWAY_METRICS_URLS: { path: "gatewayMetricsUrls", parse: envParsers.list },
+  CAPSTAN_CONSOLE_KEY_WAIT_SECONDS: { path: "keyWaitSeconds", parse: envParsers.int },
+};
+
+export function loadConsoleConfig(
+  overrides: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): ConsoleConfig {
+  return loadConfig(consoleConfigSchema, { env, envMap: ENV, overrides });
+}

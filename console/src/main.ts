@@ -1,0 +1,20 @@
+// The console process: config from env, the cluster from KUBECONFIG or the in-cluster
+// ServiceAccount (only its server and CA are used: users act with their own tokens), then listen.
+import { createLogger, createRegistry, loadConfigOrExit, stopOnSignals } from "@capstan/shared";
+import { loadKubeConfig } from "@capstan/shared/kube";
+import { buildApp } from "./app.ts";
+import { loadConsoleConfig } from "./config.ts";
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit(() => loadConsoleConfig(), "console: ");
+  const logger = createLogger({ name: "console", level: config.logLevel });
+  const registry = createRegistry("console");
+  const app = await buildApp(config, { cluster: loadKubeConfig(), logger, registry });
+  await app.listen({ port: config.port, host: config.host });
+  stopOnSignals(() => app.close(), { logger });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`console: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,73 @@
+// Sign-in with a Kubernetes bearer token (a ServiceAccount token or an OIDC id token the API server
+// accepts), checked by asking the API server who it belongs to; sign-out; the session's state.
+import { isStatus } from "@capstan/shared/kube";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import {
+  type ConsoleContext,
+  checkName,
+  clearSessionCookie,
+  SESSION_COOKIE,
+  sessionOf,
+  setSessionCookie,
+} from "../context.ts";
+import { errors } from "../errors.ts";
+import { allows, kubeAsUser, UserApi } from "../user-api.ts";
+
+const signIn = z.object({ token: z.string().trim().min(1, "paste a token").max(16_384) });
+
+/** The kinds the pages act on, and what the user may do with each in a namespace. */
+const KINDS = [
+  ["capstan.dev", "accesschannels"],
+  ["capstan.dev", "searchkeys"],
+  ["capstan.dev", "knowledgebases"],
+  ["capstan.dev", "agents"],
+  ["capstan.dev", "scrapers"],
+  ["", "secrets"],
+] as const;
+const VERBS = ["get", "list", "create", "patch", "delete"] as const;
+
+export function sessionRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
+  app.post("/api/session", async (req, reply) => {
+    const parsed = signIn.safeParse(req.body);
+    if (!parsed.success) throw errors.invalid(parsed.error.issues.map((i) => i.message).join("; "));
+    const api = new UserApi(kubeAsUser(ctx.cluster, parsed.data.token));
+    let user: Awaited<ReturnType<UserApi["whoAmI"]>>;
+    try {
+      user = await api.whoAmI();
+    } catch (err) {
+      await api.close();
+      if (isStatus(err, 401)) throw errors.tokenRejected("it is unknown, expired or revoked");
+      throw err;
+    }
+    const old = req.cookies[SESSION_COOKIE];
+    if (old) ctx.sessions.end(old);
+    const session = ctx.sessions.create(user, api);
+    setSessionCookie(ctx, reply, session.id);
+    req.log.info({ user: user.username }, "signed in");
+    return { user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
+  });
+
+  app.get("/api/session", async (req) => {
+    const session = sessionOf(ctx, req);
+    return { user: session.user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
+  });
+
+  app.delete("/api/session", async (req, reply) => {
+    const session = sessionOf(ctx, req);
+    ctx.sessions.end(session.id);
+    clearSessionCookie(ctx, reply);
+    return { signedOut: true };
+  });
+
+  // What the user may do in a namespace: the pages hide or disable everything else.
+  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/permissions", async (req) => {
+    const session = sessionOf(ctx, req);
+    const rules = await session.api.rules(checkName("namespace", req.params.ns));
+    const out: Record<string, Record<string, boolean>> = {};
+    for (const [group, resource] of KINDS) {
+      out[resource] = Object.fromEntries(VERBS.map((v) => [v, allows(rules, group, resource, v)]));
+    }
+    return out;
+  });
+}

@@ -1,0 +1,169 @@
+// Access channels: the filterable list and the form that creates one (validated in the page with
+// the CRD's own zod schema, then again by the console and the API server).
+import { accessChannelSpec } from "@capstan/shared/api";
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, type Channel, get, nsPath, type Permissions, post } from "../api.ts";
+import { ErrorText, Field, ReadyBadge, when } from "../ui.tsx";
+
+interface AgentRow {
+  name: string;
+}
+
+function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string) => void }) {
+  const [agents, setAgents] = useState<AgentRow[]>([]);
+  const [form, setForm] = useState({
+    name: "",
+    channelName: "",
+    agent: "",
+    qpm: "100",
+    expiresAt: "",
+    keepHistory: false,
+  });
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    get<{ items: AgentRow[] }>(nsPath(ns, "agents")).then(
+      (r) => {
+        setAgents(r.items);
+        setForm((f) => ({ ...f, agent: f.agent || r.items[0]?.name || "" }));
+      },
+      (e: ApiError) => setError(e.message),
+    );
+  }, [ns]);
+  const set = (k: keyof typeof form) => (e: Event) => {
+    const t = e.currentTarget as HTMLInputElement;
+    setForm({ ...form, [k]: t.type === "checkbox" ? t.checked : t.value });
+  };
+  return (
+    <form
+      class="card"
+      aria-labelledby="new-channel"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const spec = {
+          channelName: form.channelName,
+          agentRef: { name: form.agent },
+          qpm: Number(form.qpm),
+          keepHistory: form.keepHistory,
+          ...(form.expiresAt ? { expiresAt: new Date(`${form.expiresAt}Z`).toISOString() } : {}),
+        };
+        const checked = accessChannelSpec.safeParse(spec);
+        if (!checked.success) {
+          setError(checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+          return;
+        }
+        try {
+          await post(nsPath(ns, "accesschannels"), { name: form.name, spec });
+          onCreated(form.name);
+        } catch (err) {
+          setError((err as ApiError).message);
+        }
+      }}
+    >
+      <h2 id="new-channel">New access channel</h2>
+      <Field label="Resource name" id="ch-name" hint="Lower-case letters, digits and '-'.">
+        <input id="ch-name" required pattern="[a-z0-9]([\-a-z0-9]*[a-z0-9])?" value={form.name} onInput={set("name")} />
+      </Field>
+      <Field label="Channel name" id="ch-label">
+        <input id="ch-label" required maxLength={128} value={form.channelName} onInput={set("channelName")} />
+      </Field>
+      <Field label="Agent" id="ch-agent">
+        <select id="ch-agent" required value={form.agent} onChange={set("agent")}>
+          {agents.map((a) => (
+            <option key={a.name} value={a.name}>
+              {a.name}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field label="Rate limit (requests per minute)" id="ch-qpm">
+        <input id="ch-qpm" type="number" min={1} max={1000000} required value={form.qpm} onInput={set("qpm")} />
+      </Field>
+      <Field label="Expiry, UTC (empty: never)" id="ch-expiry">
+        <input id="ch-expiry" type="datetime-local" value={form.expiresAt} onInput={set("expiresAt")} />
+      </Field>
+      <div class="field checkbox">
+        <input id="ch-history" type="checkbox" checked={form.keepHistory} onChange={set("keepHistory")} />
+        <label for="ch-history">Keep conversation history</label>
+      </div>
+      <button type="submit">Create channel</button>
+      <ErrorText error={error} />
+    </form>
+  );
+}
+
+export function ChannelsPage({ ns, can }: { ns: string; can: Permissions }) {
+  const [items, setItems] = useState<Channel[]>();
+  const [filter, setFilter] = useState("");
+  const [error, setError] = useState<string>();
+  const [creating, setCreating] = useState(false);
+  useEffect(() => {
+    setItems(undefined);
+    get<{ items: Channel[] }>(nsPath(ns, "accesschannels")).then(
+      (r) => setItems(r.items),
+      (e: ApiError) => setError(e.message),
+    );
+  }, [ns]);
+  const shown = (items ?? []).filter((c) =>
+    `${c.name} ${c.channelName} ${c.agent}`.toLowerCase().includes(filter.toLowerCase()),
+  );
+  return (
+    <section aria-labelledby="channels-title">
+      <h1 id="channels-title">Access channels in {ns}</h1>
+      <ErrorText error={error} />
+      <div class="toolbar">
+        <label for="channel-filter">Filter</label>
+        <input id="channel-filter" type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
+        {can.accesschannels?.create ? (
+          <button type="button" onClick={() => setCreating(!creating)} aria-expanded={creating}>
+            New channel
+          </button>
+        ) : null}
+      </div>
+      {creating ? (
+        <CreateChannel
+          ns={ns}
+          onCreated={(name) => {
+            location.hash = `#/channels/${encodeURIComponent(name)}`;
+          }}
+        />
+      ) : null}
+      {items === undefined && !error ? <p>Loading…</p> : null}
+      {items && items.length === 0 ? <p>No access channels in this namespace yet.</p> : null}
+      {shown.length > 0 ? (
+        <table>
+          <caption class="sr-only">Access channels</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Agent</th>
+              <th scope="col">QPM</th>
+              <th scope="col">Expiry</th>
+              <th scope="col">History</th>
+              <th scope="col">Key prefix</th>
+              <th scope="col">Ready</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((c) => (
+              <tr key={c.name}>
+                <td>
+                  <a href={`#/channels/${encodeURIComponent(c.name)}`}>{c.channelName}</a> <small>({c.name})</small>
+                </td>
+                <td>{c.agent}</td>
+                <td>{c.qpm}</td>
+                <td>{when(c.expiresAt)}</td>
+                <td>{c.keepHistory ? "kept" : "not kept"}</td>
+                <td>
+                  <code>{c.keyPrefix ?? "—"}</code>
+                </td>
+                <td>
+                  <ReadyBadge ready={c.ready} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,85 @@
+// Small building blocks every page uses: an error shown in words, a labelled field, the Ready
+// badge, and the panel that shows a new key once with a copy button and ready-to-paste snippets.
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+import type { Ready } from "./api.ts";
+
+export function ErrorText({ error }: { error: string | undefined }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {error}
+    </p>
+  );
+}
+
+export function Field(props: { label: string; id: string; hint?: string; children: ComponentChildren }) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      {props.children}
+      {props.hint ? (
+        <small id={`${props.id}-hint`} class="hint">
+          {props.hint}
+        </small>
+      ) : null}
+    </div>
+  );
+}
+
+export function ReadyBadge({ ready }: { ready: Ready }) {
+  const cls = ready.status === "True" ? "ok" : ready.status === "False" ? "bad" : "unknown";
+  return (
+    <span class={`badge ${cls}`} title={ready.message}>
+      {ready.status === "True" ? "Ready" : `${ready.status === "False" ? "Not ready" : "Pending"}: ${ready.reason}`}
+    </span>
+  );
+}
+
+function CopyButton({ text, label }: { text: string; label: string }) {
+  const [done, setDone] = useState("");
+  return (
+    <button
+      type="button"
+      aria-label={label}
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          setDone("Copied");
+        } catch {
+          setDone("Copy failed: select the text and copy it by hand");
+        }
+      }}
+    >
+      {done || "Copy"}
+    </button>
+  );
+}
+
+/** A key shown once: it is in this component's state only and gone when the user leaves. */
+export function KeyOnce(props: { value: string; snippets: { title: string; code: string }[]; onDone: () => void }) {
+  return (
+    <section class="key-once" aria-labelledby="key-once-title">
+      <h3 id="key-once-title">Your new key</h3>
+      <p>Copy it now: it is shown once. Anyone holding it can use it until it expires or is rotated.</p>
+      <div class="key-row">
+        <code data-testid="key-value">{props.value}</code>
+        <CopyButton text={props.value} label="Copy the key" />
+      </div>
+      {props.snippets.map((s) => (
+        <div key={s.title} class="snippet">
+          <h4>{s.title}</h4>
+          <pre>
+            <code>{s.code}</code>
+          </pre>
+          <CopyButton text={s.code} label={`Copy the ${s.title} snippet`} />
+        </div>
+      ))}
+      <button type="button" onClick={props.onDone}>
+        I have copied the key
+      </button>
+    </section>
+  );
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "never");
