@@ -23,6 +23,7 @@ COPY services/gateway/package.json services/gateway/
 COPY services/search/package.json services/search/
 COPY services/scraper/package.json services/scraper/
 COPY operator/package.json operator/
+COPY console/package.json console/
 
 # Production dependencies of one workspace each (npm --workspace installs that workspace's
 # dependencies and @capstan/shared's, not the root's: no Node binary package, no dev tools).
