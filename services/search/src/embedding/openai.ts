@@ -1,6 +1,8 @@
 // An OpenAI-compatible POST {baseURL}/embeddings provider (OpenAI, vLLM, TEI, Ollama, LiteLLM).
-// Timeout, bounded retries with backoff on 429/5xx/network errors, outbound metrics.
+// Calls go through the shared resilience policy: timeout per attempt, bounded full-jitter retries
+// on 429/5xx/timeouts/network errors (Retry-After honoured), outbound metrics.
 import type { OutboundMetrics } from "@capstan/shared";
+import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
 import { type Embedder, normalize } from "./provider.ts";
 
 export interface OpenAIEmbedderOptions {
@@ -16,24 +18,44 @@ export interface OpenAIEmbedderOptions {
 
 export class EmbeddingProviderError extends Error {
   readonly status: number | undefined;
-  constructor(message: string, status?: number) {
+  /** Worth another attempt: unreachable, timed out, 429 or 5xx (not a malformed answer). */
+  readonly retryable: boolean;
+  readonly retryAfter: string | undefined;
+  constructor(message: string, status?: number, opts: { retryable?: boolean; retryAfter?: string } = {}) {
     super(message);
     this.name = "EmbeddingProviderError";
     this.status = status;
+    this.retryable = opts.retryable ?? (status !== undefined && (status === 429 || status >= 500));
+    this.retryAfter = opts.retryAfter;
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+function classify(err: unknown): Failure {
+  const e = err as EmbeddingProviderError;
+  const outcome = e.status ? `http_${e.status}` : e.retryable ? "error" : "malformed";
+  return { retry: e.retryable === true, outcome, retryAfter: e.retryAfter };
+}
 
 export class OpenAIEmbedder implements Embedder {
   readonly name: string;
   readonly dimensions: number;
   private readonly opts: OpenAIEmbedderOptions;
+  private readonly policy: OutboundPolicy;
 
   constructor(opts: OpenAIEmbedderOptions) {
     this.opts = opts;
     this.name = `openai:${opts.model}`;
     this.dimensions = opts.dimensions;
+    this.policy = new OutboundPolicy({
+      target: "embeddings",
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      maxAttempts: (opts.maxRetries ?? 2) + 1,
+      baseDelayMs: 200,
+      maxDelayMs: 2_000,
+      classify,
+      metrics: opts.metrics,
+      timeoutError: (ms) => new EmbeddingProviderError(`embeddings endpoint timed out after ${ms} ms`, undefined, { retryable: true }),
+    });
   }
 
   async embed(texts: string[]): Promise<Float32Array[]> {
@@ -43,63 +65,53 @@ export class OpenAIEmbedder implements Embedder {
     return out;
   }
 
-  private async call(input: string[]): Promise<Float32Array[]> {
+  private call(input: string[]): Promise<Float32Array[]> {
+    return this.policy.execute(({ signal }) => this.once(input, signal));
+  }
+
+  private async once(input: string[], signal: AbortSignal): Promise<Float32Array[]> {
     const url = `${this.opts.baseURL.replace(/\/+$/, "")}/embeddings`;
-    const retries = this.opts.maxRetries ?? 2;
-    const target = "embeddings";
-    let lastError: EmbeddingProviderError | undefined;
-    for (let attempt = 0; attempt <= retries; attempt++) {
-      if (attempt > 0) {
-        this.opts.metrics?.retries.inc({ target });
-        await sleep(Math.min(2000, 100 * 2 ** attempt));
-      }
-      const started = performance.now();
-      try {
-        const res = await fetch(url, {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}),
-          },
-          body: JSON.stringify({ model: this.opts.model, input }),
-          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 10_000),
-        });
-        this.opts.metrics?.latency.observe({ target }, (performance.now() - started) / 1000);
-        if (!res.ok) {
-          await res.body?.cancel();
-          this.opts.metrics?.calls.inc({ target, outcome: `http_${res.status}` });
-          lastError = new EmbeddingProviderError(`embeddings endpoint answered ${res.status}`, res.status);
-          if (res.status === 429 || res.status >= 500) continue;
-          throw lastError;
-        }
-        const body = (await res.json()) as { data?: { index?: number; embedding?: number[] }[] };
-        const data = body.data;
-        if (!Array.isArray(data) || data.length !== input.length) {
-          throw new EmbeddingProviderError("embeddings endpoint returned a malformed body");
-        }
-        const out = new Array<Float32Array>(input.length);
-        data.forEach((d, i) => {
-          const idx = typeof d.index === "number" ? d.index : i;
-          if (!Array.isArray(d.embedding) || d.embedding.length !== this.dimensions) {
-            throw new EmbeddingProviderError(
-              `embedding has ${d.embedding?.length ?? 0} dimensions, expected ${this.dimensions}`,
-            );
-          }
-          out[idx] = normalize(Float32Array.from(d.embedding));
-        });
-        this.opts.metrics?.calls.inc({ target, outcome: "ok" });
-        return out;
-      } catch (err) {
-        if (err instanceof EmbeddingProviderError && err.status === undefined) {
-          this.opts.metrics?.calls.inc({ target, outcome: "malformed" });
-          throw err;
-        }
-        if (err instanceof EmbeddingProviderError) throw err;
-        this.opts.metrics?.calls.inc({ target, outcome: "error" });
-        lastError = new EmbeddingProviderError(`embeddings endpoint unreachable: ${(err as Error).name}`);
-      }
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}),
+        },
+        body: JSON.stringify({ model: this.opts.model, input }),
+        signal,
+      });
+    } catch (err) {
+      throw new EmbeddingProviderError(`embeddings endpoint unreachable: ${(err as Error).name}`, undefined, {
+        retryable: true,
+      });
     }
-    throw lastError ?? new EmbeddingProviderError("embeddings endpoint failed");
+    if (!res.ok) {
+      await res.body?.cancel();
+      const retryAfter = res.headers.get("retry-after") ?? undefined;
+      throw new EmbeddingProviderError(`embeddings endpoint answered ${res.status}`, res.status, {
+        ...(retryAfter ? { retryAfter } : {}),
+      });
+    }
+    const body = (await res.json().catch(() => undefined)) as
+      | { data?: { index?: number; embedding?: number[] }[] }
+      | undefined;
+    const data = body?.data;
+    if (!Array.isArray(data) || data.length !== input.length) {
+      throw new EmbeddingProviderError("embeddings endpoint returned a malformed body");
+    }
+    const out = new Array<Float32Array>(input.length);
+    data.forEach((d, i) => {
+      const idx = typeof d.index === "number" ? d.index : i;
+      if (!Array.isArray(d.embedding) || d.embedding.length !== this.dimensions) {
+        throw new EmbeddingProviderError(
+          `embedding has ${d.embedding?.length ?? 0} dimensions, expected ${this.dimensions}`,
+        );
+      }
+      out[idx] = normalize(Float32Array.from(d.embedding));
+    });
+    return out;
   }
 
   async close(): Promise<void> {}

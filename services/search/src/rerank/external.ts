@@ -1,9 +1,11 @@
 // An external cross-encoder reranker speaking the TEI or Cohere /rerank shape:
 //   TEI:    POST {url}/rerank {query, texts}            -> [{index, score}]
 //   Cohere: POST {url}/rerank {model, query, documents} -> {results: [{index, relevance_score}]}
-// Timeout, bounded retries on 429/5xx/network errors, outbound metrics. Scores outside 0..1
-// (raw logits) are squashed with a sigmoid.
+// Calls go through the shared resilience policy (timeout per attempt, bounded full-jitter retries
+// on 429/5xx/timeouts/network errors, Retry-After, outbound metrics). Scores outside 0..1 (raw
+// logits) are squashed with a sigmoid.
 import type { OutboundMetrics } from "@capstan/shared";
+import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
 import type { RerankCandidate, Reranker } from "./types.ts";
 
 export interface ExternalRerankerOptions {
@@ -17,22 +19,44 @@ export interface ExternalRerankerOptions {
 }
 
 export class RerankerError extends Error {
-  constructor(message: string) {
+  /** The answer's status; undefined when there was none or it was unreadable. */
+  readonly status: number | undefined;
+  readonly retryable: boolean;
+  readonly retryAfter: string | undefined;
+  constructor(message: string, opts: { status?: number; retryable?: boolean; retryAfter?: string | null } = {}) {
     super(message);
     this.name = "RerankerError";
+    this.status = opts.status;
+    this.retryable = opts.retryable ?? false;
+    this.retryAfter = opts.retryAfter ?? undefined;
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+function classify(err: unknown): Failure {
+  const e = err as RerankerError;
+  const outcome = e.status ? `http_${e.status}` : e.retryable ? "error" : "malformed";
+  return { retry: e.retryable === true, outcome, retryAfter: e.retryAfter };
+}
 const squash = (x: number) => (x >= 0 && x <= 1 ? x : 1 / (1 + Math.exp(-x)));
 
 export class ExternalReranker implements Reranker {
   readonly name: string;
   private readonly opts: ExternalRerankerOptions;
+  private readonly policy: OutboundPolicy;
 
   constructor(opts: ExternalRerankerOptions) {
     this.opts = opts;
     this.name = `external-${opts.style}`;
+    this.policy = new OutboundPolicy({
+      target: "rerank",
+      timeoutMs: opts.timeoutMs ?? 5000,
+      maxAttempts: (opts.maxRetries ?? 2) + 1,
+      baseDelayMs: 100,
+      maxDelayMs: 1_000,
+      classify,
+      metrics: opts.metrics,
+      timeoutError: (ms) => new RerankerError(`reranker timed out after ${ms} ms`, { retryable: true }),
+    });
   }
 
   async rerank(query: string, candidates: RerankCandidate[]): Promise<number[]> {
@@ -61,17 +85,9 @@ export class ExternalReranker implements Reranker {
     return out;
   }
 
-  private async post(body: unknown): Promise<unknown> {
+  private post(body: unknown): Promise<unknown> {
     const url = `${this.opts.url.replace(/\/+$/, "")}/rerank`;
-    const target = "rerank";
-    const retries = this.opts.maxRetries ?? 2;
-    let last: RerankerError | undefined;
-    for (let attempt = 0; attempt <= retries; attempt++) {
-      if (attempt > 0) {
-        this.opts.metrics?.retries.inc({ target });
-        await sleep(Math.min(1000, 50 * 2 ** attempt));
-      }
-      const started = performance.now();
+    return this.policy.execute(async ({ signal }) => {
       let res: Response;
       try {
         res = await fetch(url, {
@@ -81,30 +97,22 @@ export class ExternalReranker implements Reranker {
             ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}),
           },
           body: JSON.stringify(body),
-          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000),
+          signal,
         });
       } catch (err) {
-        this.opts.metrics?.calls.inc({ target, outcome: "error" });
-        last = new RerankerError(`reranker unreachable: ${(err as Error).name}`);
-        continue;
+        throw new RerankerError(`reranker unreachable: ${(err as Error).name}`, { retryable: true });
       }
-      this.opts.metrics?.latency.observe({ target }, (performance.now() - started) / 1000);
       if (!res.ok) {
         await res.body?.cancel();
-        this.opts.metrics?.calls.inc({ target, outcome: `http_${res.status}` });
-        last = new RerankerError(`reranker answered ${res.status}`);
-        if (res.status === 429 || res.status >= 500) continue;
-        throw last;
+        const retryable = res.status === 429 || res.status >= 500;
+        const retryAfter = res.headers.get("retry-after");
+        throw new RerankerError(`reranker answered ${res.status}`, { status: res.status, retryable, retryAfter });
       }
       try {
-        const json = await res.json();
-        this.opts.metrics?.calls.inc({ target, outcome: "ok" });
-        return json;
+        return (await res.json()) as unknown;
       } catch {
-        this.opts.metrics?.calls.inc({ target, outcome: "malformed" });
         throw new RerankerError("reranker returned invalid JSON");
       }
-    }
-    throw last ?? new RerankerError("reranker failed");
+    });
   }
 }

@@ -1,10 +1,12 @@
 // A small client for Qdrant's REST API on node:http(s). Written here instead of using
 // @qdrant/js-client-rest because that client builds its own connection pool and offers no way to
-// trust a private CA (a secured in-cluster Qdrant), and because every call needs our own timeout,
-// bounded retries with jitter, metrics and error messages that never carry the API key.
+// trust a private CA (a secured in-cluster Qdrant), and because every call needs the shared
+// resilience policy (timeout per attempt, bounded full-jitter retries, Retry-After, metrics) and
+// error messages that never carry the API key.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { OutboundMetrics } from "@capstan/shared";
+import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
 import { StoreError } from "./types.ts";
 
 export interface QdrantHttpOptions {
@@ -22,6 +24,7 @@ export interface QdrantHttpOptions {
 /** A failed call: the HTTP status when the server answered, and Qdrant's own error text. */
 export class QdrantCallError extends StoreError {
   readonly status: number | undefined;
+  retryAfter: string | undefined;
   constructor(message: string, status: number | undefined, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "QdrantCallError";
@@ -29,16 +32,32 @@ export class QdrantCallError extends StoreError {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Network errors, timeouts, 429 and 5xx are worth another attempt. */
+function classify(err: unknown): Failure {
+  const e = err as QdrantCallError;
+  const retry = e.status === undefined || e.status === 429 || e.status >= 500;
+  return { retry, outcome: e.status ? `http_${e.status}` : "error", retryAfter: e.retryAfter };
+}
 
 export class QdrantHttp {
   private readonly base: URL;
   private readonly agent: HttpAgent;
   private readonly send: typeof httpRequest;
   private readonly opts: QdrantHttpOptions;
+  private readonly policy: OutboundPolicy;
 
   constructor(opts: QdrantHttpOptions) {
     this.opts = opts;
+    this.policy = new OutboundPolicy({
+      target: "qdrant",
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      maxAttempts: (opts.maxRetries ?? 2) + 1,
+      baseDelayMs: 100,
+      maxDelayMs: 2_000,
+      classify,
+      metrics: opts.metrics,
+      timeoutError: (ms, target) => new QdrantCallError(`${target}: no answer within ${ms} ms`, undefined),
+    });
     this.base = new URL(opts.url.endsWith("/") ? opts.url : `${opts.url}/`);
     const tls = this.base.protocol === "https:";
     // Keep-alive pools: a search is one small request, a fresh TCP (and TLS) handshake would dominate it.
@@ -54,33 +73,14 @@ export class QdrantHttp {
   }
 
   /** One REST call with retries; `op` names it in metrics and errors. Returns Qdrant's `result`. */
-  async call<T>(op: string, method: string, path: string, body?: unknown): Promise<T> {
-    const retries = this.opts.maxRetries ?? 2;
-    const m = this.opts.metrics;
-    const target = `qdrant_${op}`;
-    for (let attempt = 0; ; attempt++) {
-      const started = performance.now();
-      try {
-        const out = await this.once<T>(method, path, body);
-        m?.latency.observe({ target }, (performance.now() - started) / 1000);
-        m?.calls.inc({ target, outcome: "ok" });
-        return out;
-      } catch (err) {
-        const e = err as QdrantCallError;
-        m?.calls.inc({ target, outcome: e.status ? `http_${e.status}` : "error" });
-        const retryable = e.status === undefined || e.status === 429 || e.status >= 500;
-        if (!retryable || attempt >= retries) throw e;
-        m?.retries.inc({ target });
-        // Exponential backoff with full jitter, so replicas retrying together do not stampede.
-        await sleep(Math.random() * Math.min(2000, 100 * 2 ** attempt));
-      }
-    }
+  call<T>(op: string, method: string, path: string, body?: unknown): Promise<T> {
+    return this.policy.execute(({ signal }) => this.once<T>(method, path, body, signal), { target: `qdrant_${op}` });
   }
 
-  private once<T>(method: string, path: string, body?: unknown): Promise<T> {
+  /** One attempt; the policy's signal ends it at its timeout (a frozen server holds nothing). */
+  private once<T>(method: string, path: string, body: unknown, signal: AbortSignal): Promise<T> {
     const url = new URL(path.replace(/^\//, ""), this.base);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const timeoutMs = this.opts.timeoutMs ?? 10_000;
     const what = `qdrant ${method} ${url.pathname}`;
     return new Promise<T>((resolve, reject) => {
       const req = this.send(
@@ -88,6 +88,7 @@ export class QdrantHttp {
         {
           method,
           agent: this.agent,
+          signal,
           headers: {
             accept: "application/json",
             ...(payload ? { "content-type": "application/json", "content-length": payload.length } : {}),
@@ -105,17 +106,14 @@ export class QdrantHttp {
               }
               return;
             }
-            reject(new QdrantCallError(`${what} failed (${status}): ${errorText(status, text)}`, status));
+            const err = new QdrantCallError(`${what} failed (${status}): ${errorText(status, text)}`, status);
+            const retryAfter = res.headers["retry-after"];
+            if (typeof retryAfter === "string") err.retryAfter = retryAfter;
+            reject(err);
           }, reject);
         },
       );
-      // One deadline for the whole attempt: a frozen server must not hold a search forever.
-      const timer = setTimeout(() => {
-        req.destroy(new QdrantCallError(`${what}: no answer within ${timeoutMs} ms`, undefined));
-      }, timeoutMs);
-      req.on("close", () => clearTimeout(timer));
       req.on("error", (err) => {
-        clearTimeout(timer);
         reject(
           err instanceof QdrantCallError
             ? err
