@@ -1,6 +1,8 @@
-// JSON calls to third parties (LLM provider, metasearch): a timeout per attempt, bounded
-// retries with exponential backoff and jitter on timeouts, connection errors, 429 and 5xx,
-// and the outbound metrics. Error messages never carry the request's credentials.
+// JSON calls to third parties (LLM provider, metasearch) through the shared resilience policy: a
+// timeout per attempt, bounded full-jitter retries on timeouts, connection errors, 429 and 5xx
+// (Retry-After honoured), and the outbound metrics. Error messages never carry the request's
+// credentials.
+import { type Failure, isRetryableStatus, OutboundPolicy } from "@capstan/shared/resilience";
 import { type Dispatcher, fetch } from "undici";
 import { ScraperError } from "../errors.ts";
 import type { ApiMetrics } from "../metrics.ts";
@@ -17,54 +19,68 @@ export interface OutboundCall {
   dispatcher?: Dispatcher;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A failed attempt, as the resilience policy sees it; the caller gets an UPSTREAM_ERROR. */
+class AttemptFailure extends Error {
+  readonly failure: Failure;
+  constructor(message: string, failure: Failure) {
+    super(message);
+    this.failure = failure;
+  }
+}
+
+const classify = (err: unknown): Failure =>
+  err instanceof AttemptFailure ? err.failure : { retry: false, outcome: "error" };
 
 export async function callJson(metrics: ApiMetrics, call: OutboundCall): Promise<unknown> {
-  const { outbound } = metrics;
-  const started = performance.now();
-  let outcome = "ok";
+  const policy = new OutboundPolicy({
+    target: call.target,
+    timeoutMs: call.timeoutMs,
+    maxAttempts: call.retries + 1,
+    baseDelayMs: 250,
+    maxDelayMs: 4_000,
+    classify,
+    metrics: metrics.outbound,
+    timeoutError: () =>
+      new AttemptFailure(`${call.target} unreachable or timed out`, { retry: true, outcome: "timeout" }),
+  });
   try {
-    for (let attempt = 0; ; attempt++) {
-      let retryable: boolean;
-      let message: string;
-      try {
-        const timeout = AbortSignal.timeout(call.timeoutMs);
-        const res = await fetch(call.url, {
-          method: call.method ?? "GET",
-          headers: {
-            accept: "application/json",
-            ...(call.body ? { "content-type": "application/json" } : {}),
-            ...call.headers,
-          },
-          body: call.body === undefined ? undefined : JSON.stringify(call.body),
-          signal: call.signal ? AbortSignal.any([call.signal, timeout]) : timeout,
-          ...(call.dispatcher ? { dispatcher: call.dispatcher } : {}),
-        });
-        const text = await res.text();
-        if (res.ok) {
-          try {
-            return JSON.parse(text) as unknown;
-          } catch {
-            throw new ScraperError("UPSTREAM_ERROR", [`${call.target} answered with invalid JSON`]);
-          }
-        }
-        retryable = res.status === 429 || res.status >= 500;
-        message = `${call.target} answered HTTP ${res.status}`;
-      } catch (err) {
-        if (err instanceof ScraperError) throw err;
-        if (call.signal?.aborted) throw err;
-        retryable = true;
-        message = `${call.target} unreachable or timed out`;
-      }
-      if (!retryable || attempt >= call.retries) throw new ScraperError("UPSTREAM_ERROR", [message]);
-      outbound.retries.inc({ target: call.target });
-      await sleep(Math.min(4_000, 250 * 2 ** attempt) * (0.5 + Math.random()));
-    }
+    return await policy.execute(({ signal }) => once(call, signal), { signal: call.signal });
   } catch (err) {
-    outcome = err instanceof ScraperError ? err.code.toLowerCase() : "error";
+    if (err instanceof AttemptFailure) throw new ScraperError("UPSTREAM_ERROR", [err.message]);
     throw err;
-  } finally {
-    outbound.calls.inc({ target: call.target, outcome });
-    outbound.latency.observe({ target: call.target }, (performance.now() - started) / 1000);
   }
+}
+
+async function once(call: OutboundCall, signal: AbortSignal): Promise<unknown> {
+  let res: Awaited<ReturnType<typeof fetch>>;
+  let text: string;
+  try {
+    res = await fetch(call.url, {
+      method: call.method ?? "GET",
+      headers: {
+        accept: "application/json",
+        ...(call.body ? { "content-type": "application/json" } : {}),
+        ...call.headers,
+      },
+      body: call.body === undefined ? undefined : JSON.stringify(call.body),
+      signal,
+      ...(call.dispatcher ? { dispatcher: call.dispatcher } : {}),
+    });
+    text = await res.text();
+  } catch (err) {
+    if (call.signal?.aborted) throw err;
+    throw new AttemptFailure(`${call.target} unreachable or timed out`, { retry: true, outcome: "error" });
+  }
+  if (res.ok) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new ScraperError("UPSTREAM_ERROR", [`${call.target} answered with invalid JSON`]);
+    }
+  }
+  throw new AttemptFailure(`${call.target} answered HTTP ${res.status}`, {
+    retry: isRetryableStatus(res.status),
+    outcome: `http_${res.status}`,
+    retryAfter: res.headers.get("retry-after"),
+  });
 }

@@ -1,6 +1,9 @@
-// The API's client of the rendering service (wire format in render/wire.ts). Connection
-// failures (the renderer restarting) are retried twice with a short backoff; everything else
-// is the renderer's answer, mapped back to the error registry.
+// The API's client of the rendering service (wire format in render/wire.ts), on the shared
+// resilience policy: connection failures (the renderer restarting) are retried twice with a short
+// full-jitter backoff; everything else is the renderer's answer, mapped back to the error
+// registry. No per-attempt timeout here: a render is bounded by the caller's signal (the scrape's
+// own timeout) and by the renderer's task timeout.
+import { OutboundPolicy } from "@capstan/shared/resilience";
 import { Agent, fetch } from "undici";
 import { isScraperError, ScraperError } from "../errors.ts";
 import type { ApiMetrics } from "../metrics.ts";
@@ -14,13 +17,21 @@ export interface RenderClient {
 }
 
 const RETRIES = 2;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `apiKey`: the scraper's API key, which the rendering service requires when one is configured. */
 export function httpRenderClient(baseUrl: string, metrics: ApiMetrics, apiKey?: string): RenderClient {
   const agent = new Agent({ connections: 256, keepAliveTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 });
   const endpoint = new URL("/scrape", baseUrl).href;
-  const { outbound } = metrics;
+  const policy = new OutboundPolicy({
+    target: "renderer",
+    maxAttempts: RETRIES + 1,
+    baseDelayMs: 200,
+    maxDelayMs: 1_000,
+    metrics: metrics.outbound,
+    // The renderer's own answers are final; only a connection that failed is tried again.
+    classify: (err) =>
+      isScraperError(err) ? { retry: false, outcome: err.code.toLowerCase() } : { retry: true, outcome: "error" },
+  });
 
   async function once(req: RenderRequest, signal: AbortSignal): Promise<RenderResponse> {
     const res = await fetch(endpoint, {
@@ -48,28 +59,11 @@ export function httpRenderClient(baseUrl: string, metrics: ApiMetrics, apiKey?: 
 
   return {
     async render(req, signal) {
-      const started = performance.now();
-      let outcome = "ok";
       try {
-        for (let attempt = 0; ; attempt++) {
-          try {
-            return await once(req, signal);
-          } catch (err) {
-            if (isScraperError(err)) throw err;
-            if (signal.aborted) throw err;
-            if (attempt >= RETRIES) {
-              throw new ScraperError("RENDERER_UNAVAILABLE", ["cannot reach the rendering service"], { retryAfter: 1 });
-            }
-            outbound.retries.inc({ target: "renderer" });
-            await sleep(200 * 2 ** attempt + Math.random() * 100);
-          }
-        }
+        return await policy.execute(() => once(req, signal), { signal });
       } catch (err) {
-        outcome = isScraperError(err) ? err.code.toLowerCase() : "error";
-        throw err;
-      } finally {
-        outbound.calls.inc({ target: "renderer", outcome });
-        outbound.latency.observe({ target: "renderer" }, (performance.now() - started) / 1000);
+        if (isScraperError(err) || signal.aborted) throw err;
+        throw new ScraperError("RENDERER_UNAVAILABLE", ["cannot reach the rendering service"], { retryAfter: 1 });
       }
     },
     async probe() {
