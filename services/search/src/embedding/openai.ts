@@ -54,7 +54,8 @@ export class OpenAIEmbedder implements Embedder {
       maxDelayMs: 2_000,
       classify,
       metrics: opts.metrics,
-      timeoutError: (ms) => new EmbeddingProviderError(`embeddings endpoint timed out after ${ms} ms`, undefined, { retryable: true }),
+      timeoutError: (ms) =>
+        new EmbeddingProviderError(`embeddings endpoint timed out after ${ms} ms`, undefined, { retryable: true }),
     });
   }
 
