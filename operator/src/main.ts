@@ -1,41 +1,8 @@
-// Starts the operator from its config file and environment; SIGTERM finishes in-flight
-// reconciles and releases the Lease so a standby takes over at once.
-import { loadConfigOrExit, stopOnSignals } from "@capstan/shared";
-import { loadKubeConfig } from "@capstan/shared/kube";
-import { loadOperatorConfig } from "./config.ts";
-import { Operator } from "./manager.ts";
-import { buildHealthApp, buildMetricsApp } from "./server.ts";
+// The operator's entry point. Tracing starts first: the http instrumentation patches node:http as
+// it loads, so the operator itself (start.ts) is imported only after. Each reconcile is a trace of
+// its own (controller/controller.ts), with the API server calls and the calls to search and the
+// scraper below it.
+import { startTracing } from "@capstan/shared/tracing";
 
-const config = loadConfigOrExit(() => loadOperatorConfig(process.env));
-
-let kubeConfig: ReturnType<typeof loadKubeConfig>;
-try {
-  kubeConfig = loadKubeConfig({}, process.env);
-} catch (err) {
-  console.error(`cannot reach the API server: ${(err as Error).message}`);
-  process.exit(2);
-}
-
-const operator = new Operator(config, {
-  kubeConfig,
-  onLostLeadership: () => {
-    operator.logger.error("leadership lost; exiting so the pod restarts clean");
-    process.exit(1);
-  },
-});
-const health = buildHealthApp(operator);
-const metrics = buildMetricsApp(operator);
-await health.listen({ port: config.healthPort, host: "0.0.0.0" });
-await metrics.listen({ port: config.metricsPort, host: "0.0.0.0" });
-await operator.start();
-
-stopOnSignals(
-  async () => {
-    try {
-      await operator.stop();
-    } finally {
-      await Promise.allSettled([health.close(), metrics.close()]);
-    }
-  },
-  { logger: operator.logger },
-);
+startTracing("capstan-operator");
+await import("./start.ts");

@@ -132,20 +132,21 @@ export class Operator {
       scrape: deps.scrape ?? new ClientScrape(outbound),
     };
     const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };
-    const make = (name: string, reconcile: Reconcile, workers = config.maxConcurrentReconciles) =>
+    const make = (kind: string, reconcile: Reconcile, workers = config.maxConcurrentReconciles) =>
       new Controller({
-        name,
+        name: kind.toLowerCase(),
+        kind,
         reconcile,
         maxConcurrentReconciles: workers,
         metrics,
         logger: this.logger,
       });
     this.controllers = {
-      accessChannel: make("accesschannel", accessChannelReconciler(this.context)),
-      searchKey: make("searchkey", searchKeyReconciler(this.context)),
-      agent: make("agent", agentReconciler(this.context)),
-      scraper: make("scraper", scraperReconciler(this.context)),
-      knowledgeBase: make("knowledgebase", knowledgeBaseReconciler(this.context), config.knowledgeBaseConcurrency),
+      accessChannel: make("AccessChannel", accessChannelReconciler(this.context)),
+      searchKey: make("SearchKey", searchKeyReconciler(this.context)),
+      agent: make("Agent", agentReconciler(this.context)),
+      scraper: make("Scraper", scraperReconciler(this.context)),
+      knowledgeBase: make("KnowledgeBase", knowledgeBaseReconciler(this.context), config.knowledgeBaseConcurrency),
       platform: new Controller({
         name: "dataplane",
         reconcile: platformReconciler(this.context),

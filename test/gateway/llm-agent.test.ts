@@ -5,6 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SpanKind } from "@opentelemetry/api";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "./fake-openai.ts";
@@ -265,19 +266,35 @@ describe("LLM agent: tracing and provider keys", () => {
     });
     expect(res.status).toBe(200);
     const header = String(fake.calls.at(-1)?.headers.traceparent ?? "");
-    expect(header).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    expect(header).not.toContain("00f067aa0ba902b7"); // a new child span, not the caller's
-    // The gateway's spans: server span (child of the caller) → auth, limiter, agent → upstream.
+    // The gateway's spans: @fastify/otel's request span (child of the caller) → the auth and
+    // limiter hooks and the GenAI chat span → the provider call → its HTTP client span (undici
+    // instrumentation), whose id is the traceparent the provider saw.
     const spans = tracing.exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
     const byName = new Map(spans.map((s) => [s.name, s]));
-    const server = byName.get("POST /api/v1/chat/completions");
+    const server = byName.get("request");
     expect(server?.parentSpanContext?.spanId).toBe("00f067aa0ba902b7");
-    for (const name of ["auth", "limiter", "agent"]) {
+    for (const name of ["onRequest - authenticateChannel", "onRequest - limitChannelRate", "chat keyed"]) {
       expect(byName.get(name)?.parentSpanContext?.spanId, name).toBe(server?.spanContext().spanId);
     }
-    const upstream = byName.get("upstream");
-    expect(upstream?.parentSpanContext?.spanId).toBe(byName.get("agent")?.spanContext().spanId);
-    expect(header.split("-")[2]).toBe(upstream?.spanContext().spanId);
+    const chat = byName.get("chat keyed");
+    expect(chat?.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.request.model": "keyed",
+      "gen_ai.usage.input_tokens": expect.any(Number),
+      "gen_ai.usage.output_tokens": expect.any(Number),
+      "gen_ai.server.time_to_first_token": expect.any(Number),
+    });
+    const provider = byName.get("chat echo");
+    expect(provider?.kind).toBe(SpanKind.CLIENT);
+    expect(provider?.parentSpanContext?.spanId).toBe(chat?.spanContext().spanId);
+    expect(provider?.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": "openai",
+      "gen_ai.request.model": "echo",
+      "gen_ai.usage.input_tokens": expect.any(Number),
+    });
+    const http = spans.find((s) => s.name === "POST" && s.parentSpanContext?.spanId === provider?.spanContext().spanId);
+    expect(header.split("-")[2]).toBe(http?.spanContext().spanId);
   });
 
   it("sends the provider key read from the mounted Secret, and never logs it", async () => {

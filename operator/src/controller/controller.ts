@@ -2,8 +2,11 @@
 // rate-limited work queue; a bounded number of workers call the reconciler; an error re-queues
 // the key with per-key exponential backoff, a result with requeueAfter re-queues it after that
 // delay, success forgets its failures. A key is never reconciled by two workers at once.
+// Each reconcile is the root span of a trace of its own ("reconcile <Kind>"), naming the object
+// it reconciles; the API server calls and the calls to search and the scraper are its children.
 import type { Logger } from "@capstan/shared";
 import { controllerOf, type KubeObject, objectKey } from "@capstan/shared/kube";
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Informer } from "../kube/informer.ts";
 import { type QueueMetrics, WorkQueue } from "../workqueue/queue.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "../workqueue/rate-limiter.ts";
@@ -25,6 +28,8 @@ export type Reconcile = (req: Request) => Promise<Result | undefined>;
 
 export interface ControllerOptions {
   name: string;
+  /** The kind reconciled, named on each reconcile's span (default: the controller's name). */
+  kind?: string;
   reconcile: Reconcile;
   maxConcurrentReconciles?: number;
   rateLimiter?: RateLimiter;
@@ -37,6 +42,7 @@ const MAX_DELAY_MS = 2 ** 31 - 1;
 
 export class Controller {
   readonly name: string;
+  readonly kind: string;
   readonly queue: WorkQueue;
   private readonly reconcile: Reconcile;
   private readonly workers: number;
@@ -49,6 +55,7 @@ export class Controller {
 
   constructor(opts: ControllerOptions) {
     this.name = opts.name;
+    this.kind = opts.kind ?? opts.name;
     this.reconcile = opts.reconcile;
     this.workers = opts.maxConcurrentReconciles ?? 1;
     this.metrics = opts.metrics;
@@ -129,8 +136,27 @@ export class Controller {
     this.metrics?.controller.activeWorkers.inc(labels);
     const end = this.metrics?.controller.time.startTimer(labels);
     this.reconciles += 1;
+    const span = trace.getTracer("capstan-operator").startSpan(
+      `reconcile ${this.kind}`,
+      {
+        kind: SpanKind.INTERNAL,
+        root: true,
+        attributes: {
+          "capstan.controller": this.name,
+          "capstan.resource.kind": this.kind,
+          "capstan.resource.name": req.name,
+          "k8s.namespace.name": req.namespace,
+          "capstan.reconcile.retries": this.queue.numRequeues(key),
+        },
+      },
+      ROOT_CONTEXT,
+    );
     try {
-      const result = await this.reconcile(req);
+      const result = await context.with(trace.setSpan(ROOT_CONTEXT, span), () => this.reconcile(req));
+      span.setAttribute(
+        "capstan.reconcile.result",
+        result?.requeueAfterMs ? "requeue_after" : result?.requeue ? "requeue" : "success",
+      );
       if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
         this.queue.forget(key);
         this.queue.addAfter(key, Math.min(result.requeueAfterMs, MAX_DELAY_MS));
@@ -146,11 +172,14 @@ export class Controller {
       this.queue.addRateLimited(key);
       this.metrics?.controller.total.inc({ ...labels, result: "error" });
       this.metrics?.controller.errors.inc(labels);
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       this.logger?.warn(
         { controller: this.name, key, err: (err as Error).message, retries: this.queue.numRequeues(key) },
         "reconcile failed; requeued with backoff",
       );
     } finally {
+      span.end();
       end?.();
       this.metrics?.controller.activeWorkers.dec(labels);
     }

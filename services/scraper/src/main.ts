@@ -1,53 +1,8 @@
-// Starts the scraper from the environment. SCRAPER_ROLE picks what this process runs:
-// "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
-// of the operator's pod).
-import { createLogger, listenInternal, loadConfigOrExit, startTracing, stopOnSignals } from "@capstan/shared";
-import { buildApp } from "./api/app.ts";
-import { configWarnings, loadScraperConfig } from "./config.ts";
-import { buildRenderService } from "./render/app.ts";
+// The scraper process's entry point. Tracing starts first: the http and ioredis instrumentations
+// patch those modules as they load, so the process itself (start.ts) is imported only after.
+import { startTracing } from "@capstan/shared/tracing";
 
-const role = process.env.SCRAPER_ROLE ?? "all";
-if (!["all", "api", "render"].includes(role)) {
-  console.error(`invalid configuration:\n  SCRAPER_ROLE: must be all, api or render (got '${role}')`);
-  process.exit(2);
-}
-
-let config = loadConfigOrExit(() => loadScraperConfig(process.env));
-const startupLogger = createLogger({ name: "scraper", level: config.logLevel });
-for (const warning of configWarnings(config)) startupLogger.warn(warning);
-
-const tracing = startTracing("capstan-scraper");
-const closers: (() => Promise<void>)[] = [];
-
-if (role !== "api") {
-  const render = buildRenderService(config);
-  await render.start();
-  await render.app.listen({ port: config.renderPort, host: role === "all" ? "127.0.0.1" : config.host });
-  closers.push(() => render.close());
-  if (role === "all" && !process.env.RENDER_URL) {
-    const addr = render.app.server.address();
-    const port = typeof addr === "object" && addr ? addr.port : config.renderPort;
-    config = { ...config, renderUrl: `http://127.0.0.1:${port}` };
-  }
-}
-if (role !== "render") {
-  const app = buildApp(config);
-  await app.listen({ port: config.internalPort ?? config.port, host: config.host });
-  await listenInternal(app, { port: config.adminPort, host: config.host });
-  closers.unshift(() => app.close());
-}
-
-stopOnSignals(
-  async () => {
-    // Every closer runs; the first failure is reported once all have.
-    let failure: unknown;
-    for (const close of closers) {
-      await close().catch((err: unknown) => {
-        failure ??= err;
-      });
-    }
-    await tracing.shutdown().catch(() => {});
-    if (failure) throw failure;
-  },
-  { logger: startupLogger },
-);
+// The rendering service (SCRAPER_ROLE=render, the pod's second container) is a service of its own
+// in traces: its spans sit below the API's "GET /scrape" calls.
+startTracing(process.env.SCRAPER_ROLE === "render" ? "capstan-scraper-render" : "capstan-scraper");
+await import("./start.ts");

@@ -2,7 +2,7 @@
 // with the internal service token and the Agent's namespace per call (x-capstan-namespace: search
 // checks the knowledge ids against that namespace's knowledge bases, as it checks a key's scope),
 // the shared resilience policy (timeout per attempt, bounded full-jitter retries, Retry-After, a
-// circuit breaker: search can be down), the W3C traceparent, and the outbound metrics
+// circuit breaker: search can be down), the W3C traceparent (undici instrumentation), and the outbound metrics
 // (gateway_outbound_*{target="search_search"}). Any failure is a 502 knowledge_unavailable.
 import { SearchApiError, SearchClient, type SearchResult } from "@capstan/shared/clients/search-client";
 import { Agent as Dispatcher } from "undici";

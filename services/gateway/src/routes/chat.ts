@@ -5,7 +5,7 @@
 // an error after it is sent as an OpenAI error event and the stream ends without [DONE].
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
-import { context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, trace } from "@opentelemetry/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentContext, Citation, Completion, StreamPiece, Usage } from "../agents/types.ts";
 import { ClientGone } from "../agents/upstream.ts";
@@ -14,7 +14,8 @@ import { modeOf } from "../app.ts";
 import { type ChatRequest, parseChatRequest } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
 import type { ExchangeRecord } from "../history/store.ts";
-import { authenticate, inRequestContext, limitRate, tracerOf } from "../http/request-context.ts";
+import { endChatSpan, markFirstToken, startChatSpan } from "../http/chat-span.ts";
+import { authenticate, inRequestContext, limitRate } from "../http/request-context.ts";
 import { SSE_DONE, sseData } from "../http/sse.ts";
 
 /** chatcmpl- + 32 hex characters (randomUUID draws from a cached entropy pool: no syscall per id). */
@@ -122,14 +123,11 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
       firstTokenAt: null,
       labels: { channel: channel.id, mode: impl.mode, stream: String(parsed.stream === true) },
     };
-    const span = tracerOf().startSpan("agent", {}, context.active());
-    span.setAttribute("capstan.agent", channel.agentName);
-    span.setAttribute("capstan.agent.mode", impl.mode);
+    const span = startChatSpan(channel.agentName, impl.mode, context.active());
     const spanCtx = trace.setSpan(context.active(), span);
     /** The agent failed before the first byte: end the span, record the error, answer it. */
     const failed = (err: unknown) => {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      span.end();
+      endChatSpan(span, null, err as Error);
       if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
       if (err instanceof GatewayError)
         record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
@@ -153,9 +151,10 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
       } catch (err) {
         return failed(err);
       }
-      span.end();
       ex.firstTokenAt = performance.now();
       metrics.ttft.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (ex.firstTokenAt - started) / 1000);
+      markFirstToken(span, (ex.firstTokenAt - started) / 1000);
+      endChatSpan(span, completion.usage);
       const first = completion.choices[0];
       record(ex, req, parsed, {
         answer: first?.message.content ?? null,
@@ -226,6 +225,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
                 { mode: ex.labels.mode, stream: ex.labels.stream },
                 (ex.firstTokenAt - started) / 1000,
               );
+              markFirstToken(span, (ex.firstTokenAt - started) / 1000);
             }
             if (piece.finish_reason && piece.index === 0) finishReason = piece.finish_reason;
             yield sseData({
@@ -255,10 +255,9 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
         }
         failure = err instanceof GatewayError ? err : new GatewayError("internal_error");
         if (!(err instanceof GatewayError)) req.log.error({ err }, "stream failed");
-        span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message });
         yield sseData(failure.toBody());
       } finally {
-        span.end();
+        endChatSpan(span, usage, failure);
         // After a cut the agent's pending step may settle only once the aborted upstream call
         // notices: do not hold the response (and the shutdown) for it.
         const closing = iterator.return?.(undefined);

@@ -4,8 +4,8 @@
 // ingestion. Every call goes through the shared resilience policy (timeout per attempt, bounded
 // full-jitter retries on 429/5xx/timeouts/network errors, Retry-After, metrics; all operations are
 // idempotent). Search answers are checked against the wire schemas (search-wire.ts). The token
-// never appears in errors.
-import { context, propagation } from "@opentelemetry/api";
+// never appears in errors. The W3C traceparent is the undici instrumentation's (tracing.ts): one
+// client span per attempt, each injecting its own.
 import { type Dispatcher, fetch as undiciFetch } from "undici";
 import type { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
@@ -278,7 +278,6 @@ export class SearchClient {
     if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
     if (namespace) headers["x-capstan-namespace"] = namespace;
     if (body !== undefined) headers["content-type"] = "application/json";
-    propagation.inject(context.active(), headers);
     const payload = body !== undefined ? JSON.stringify(body) : undefined;
     const dispatcher = this.opts.dispatcher ? { dispatcher: this.opts.dispatcher } : {};
     const attempt = async ({ signal }: { signal: AbortSignal }): Promise<T | null> => {

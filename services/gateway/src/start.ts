@@ -1,0 +1,78 @@
+// The gateway process (imported by main.ts once tracing is on): config from env, the resource view from YAML folders (CAPSTAN_RESOURCES_DIR)
+// or a read-only watch of the API server (KUBECONFIG or in-cluster), then listen.
+import {
+  createLogger,
+  createRegistry,
+  listenInternal,
+  loadConfigOrExit,
+  shutdownTracing,
+  stopOnSignals,
+} from "@capstan/shared";
+import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
+import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import { buildApp } from "./app.ts";
+import { loadGatewayConfig } from "./config.ts";
+import { drainAndClose, drainTimes } from "./shutdown.ts";
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit(() => loadGatewayConfig(), "gateway: ");
+  const logger = createLogger({ name: "gateway", level: config.logLevel });
+  const view = new ResourceView();
+  const registry = createRegistry("gateway");
+  let stopSource: () => void;
+  if (config.resourcesDirs.length > 0) {
+    const source = new FileSource(view, {
+      dirs: config.resourcesDirs,
+      onError: (err) => logger.error({ err: err.message }, "resource files not reloaded; keeping the last good state"),
+    });
+    source.start();
+    stopSource = () => source.stop();
+    logger.info({ dirs: config.resourcesDirs }, "resources read from files");
+  } else {
+    const kube = new KubeHttp(loadKubeConfig(), registry);
+    const source = new KubeSource(view, kube, {
+      ...(config.namespace ? { namespace: config.namespace } : {}),
+      kinds: ["AccessChannel", "Agent"],
+      onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch error; serving the last state"),
+    });
+    stopSource = () => {
+      source.stop();
+      void kube.close();
+    };
+    source.start().then(
+      () => logger.info({ namespace: config.namespace ?? "(all)" }, "resources synced from the API server"),
+      (err: Error) => logger.error({ err: err.message }, "resource watch failed to start"),
+    );
+  }
+  logger.info(
+    config.redisUrl ? { limiter: "redis", policy: config.limiter.redisDownPolicy } : { limiter: "in-process" },
+    config.redisUrl
+      ? "QPM limits shared through Redis"
+      : "REDIS_URL not set: QPM limits are enforced in process, per replica",
+  );
+  const app = buildApp(config, { view, logger, registry });
+  await app.listen({ port: config.port, host: config.host });
+  await listenInternal(app, { port: config.internalPort, host: config.host });
+  logger.info({ port: config.port, internalPort: config.internalPort }, "listening (internal port: metrics, health)");
+
+  // Outside Kubernetes (standalone, a launcher, a terminal) nothing routes by readiness: no point
+  // in serving on while endpoints catch up, unless the delay is asked for explicitly.
+  const inPod = process.env.KUBERNETES_SERVICE_HOST !== undefined;
+  const times = drainTimes({
+    ...config.shutdown,
+    unreadyDelayMs: inPod || process.env.CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS ? config.shutdown.unreadyDelayMs : 0,
+  });
+  stopOnSignals(
+    async () => {
+      await drainAndClose(app, times, logger);
+      stopSource();
+      await shutdownTracing();
+    },
+    { logger, graceMs: times.exitAfterMs },
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`gateway: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

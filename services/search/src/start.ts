@@ -1,0 +1,67 @@
+// The search process (imported by main.ts once tracing is on): config from env (and CAPSTAN_SEARCH_CONFIG), the resource view from YAML
+// folders (standalone) or the Kubernetes API (read-only), then buildApp() and listen().
+
+import {
+  createLogger,
+  createRegistry,
+  listenInternal,
+  loadConfigOrExit,
+  shutdownTracing,
+  stopOnSignals,
+} from "@capstan/shared";
+import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
+import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import { buildApp } from "./app.ts";
+import { loadSearchConfig } from "./config.ts";
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit(() => loadSearchConfig());
+  const logger = createLogger({ name: "search", level: config.logLevel });
+  const view = new ResourceView();
+  const registry = createRegistry("search");
+  let stopSource: () => void = () => {};
+  if (config.resourcesDirs.length > 0) {
+    const source = new FileSource(view, {
+      dirs: config.resourcesDirs,
+      onError: (err) => logger.error({ err: err.message }, "resource files"),
+    });
+    source.start();
+    stopSource = () => source.stop();
+    logger.info({ dirs: config.resourcesDirs }, "resources from files");
+  } else {
+    const kube = new KubeHttp(loadKubeConfig({ kubeconfig: config.kubeconfig }), registry);
+    const source = new KubeSource(view, kube, {
+      ...(config.namespace ? { namespace: config.namespace } : {}),
+      kinds: ["SearchKey", "KnowledgeBase"],
+      onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch"),
+    });
+    void source.start().then(() => logger.info("resource view synced"));
+    stopSource = () => {
+      source.stop();
+      void kube.close();
+    };
+  }
+  if (!config.internalToken) logger.warn("CAPSTAN_INTERNAL_TOKEN not set: the internal documents API is disabled");
+
+  const app = await buildApp(config, { view, logger, registry });
+  await app.listen({ port: config.port, host: config.host });
+  await listenInternal(app, { port: config.internalPort, host: config.host });
+  logger.info(
+    { port: config.port, internalPort: config.internalPort },
+    "listening (internal port: documents, metrics, health)",
+  );
+
+  stopOnSignals(
+    async () => {
+      stopSource();
+      await app.close();
+      await shutdownTracing();
+    },
+    { logger },
+  );
+}
+
+void main().catch((err: unknown) => {
+  process.stderr.write(`search failed to start: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
