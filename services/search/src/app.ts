@@ -69,7 +69,6 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const auth = new SearchKeyAuthenticator({
     view: deps.view,
     internalToken: config.internalToken,
-    trustedProxies: config.trustedProxies,
     ...(deps.now ? { now: deps.now } : {}),
   });
   const engine = new SearchEngine({
@@ -107,6 +106,9 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     registry,
     logger,
     bodyLimit: 1024 * 1024,
+    // request.ip (checked against a SearchKey's allowed ranges): the socket's peer, or, when that
+    // peer is one of the configured trusted proxies, X-Forwarded-For read from the right past them.
+    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     // Documents API, metrics and health on the internal port only (listenInternal in main.ts).
     internal: { prefixes: ["/internal/"] },
     notReady: () =>

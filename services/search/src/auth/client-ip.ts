@@ -1,6 +1,7 @@
-// Client addresses and allow-lists, IPv4 and IPv6 (ipaddr.js). The client address is the
-// socket's peer; X-Forwarded-For is read only when that peer is a configured trusted proxy, and
-// then from the right, skipping trusted proxies, so a client cannot forge its own address.
+// Allow-lists of client addresses, IPv4 and IPv6 (ipaddr.js). Which address is the client's is
+// Fastify's to say (request.ip, with trustProxy set to the configured trusted proxies in app.ts:
+// the socket's peer, or X-Forwarded-For read from the right past trusted proxies only, so a
+// client cannot forge its own address).
 import ipaddr from "ipaddr.js";
 
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
@@ -62,25 +63,4 @@ export function compileRanges(entries: string[]): Cidr[] {
       return [];
     }
   });
-}
-
-/** The client address of a request: the socket peer, or X-Forwarded-For when the peer is trusted. */
-export function clientAddress(
-  socketAddress: string | undefined,
-  forwardedFor: string | string[] | undefined,
-  trusted: Cidr[],
-): Addr | undefined {
-  let addr = parseIp(socketAddress);
-  if (!addr || trusted.length === 0 || !inRanges(addr, trusted) || forwardedFor === undefined) return addr;
-  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor)
-    .split(",")
-    .map((h) => h.trim())
-    .filter(Boolean);
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = parseIp(hops[i]);
-    if (!hop) return undefined; // a garbled hop: the client cannot be identified
-    addr = hop;
-    if (!inRanges(hop, trusted)) return hop;
-  }
-  return addr;
 }

@@ -9,7 +9,7 @@ import type { SearchKey } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import { SearchError } from "../errors.ts";
 import { namespaceOf } from "../knowledge-bases.ts";
-import { type Cidr, clientAddress, compileRanges, inRanges } from "./client-ip.ts";
+import { type Cidr, compileRanges, inRanges, parseIp } from "./client-ip.ts";
 
 export type Caller =
   | { kind: "internal"; namespace: string | undefined }
@@ -39,19 +39,16 @@ export class SearchKeyAuthenticator {
   private byHash: Map<string, KeyEntry> | undefined;
   private readonly view: ResourceView;
   private readonly internalToken: string | undefined;
-  private readonly trusted: Cidr[];
   private readonly now: () => number;
   private readonly unsubscribe: () => void;
 
   constructor(opts: {
     view: ResourceView;
     internalToken?: string | undefined;
-    trustedProxies: string[];
     now?: () => number;
   }) {
     this.view = opts.view;
     this.internalToken = opts.internalToken;
-    this.trusted = compileRanges(opts.trustedProxies);
     this.now = opts.now ?? Date.now;
     this.unsubscribe = this.view.onChange((e) => {
       if (e.type === "replace" ? e.kind === "SearchKey" : e.resource.kind === "SearchKey") this.byHash = undefined;
@@ -80,8 +77,8 @@ export class SearchKeyAuthenticator {
   /** The caller of a request, or a SearchError (401 unknown/expired, 403 address not allowed). */
   authenticate(
     authorization: string | string[] | undefined,
-    socketAddress: string | undefined,
-    xff: string | string[] | undefined,
+    /** request.ip: Fastify's client address under the configured trusted proxies. */
+    clientIp: string | undefined,
     namespaceHeader?: string | string[] | undefined,
   ): Caller {
     const token = bearerToken(authorization);
@@ -101,7 +98,7 @@ export class SearchKeyAuthenticator {
       if (end !== undefined && now >= end) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
     }
     if (entry.ranges) {
-      const addr = clientAddress(socketAddress, xff, this.trusted);
+      const addr = parseIp(clientIp);
       if (!addr || !inRanges(addr, entry.ranges)) throw new SearchError("SEARCH_ERR_IP_FORBIDDEN");
     }
     return {

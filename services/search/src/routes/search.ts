@@ -37,12 +37,7 @@ async function caller(d: SearchRoutesDeps, req: FastifyRequest) {
 }
 
 function authenticate(auth: SearchKeyAuthenticator, req: FastifyRequest) {
-  return auth.authenticate(
-    req.headers.authorization,
-    req.socket.remoteAddress,
-    req.headers["x-forwarded-for"],
-    req.headers[NAMESPACE_HEADER],
-  );
+  return auth.authenticate(req.headers.authorization, req.ip, req.headers[NAMESPACE_HEADER]);
 }
 
 export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps): void {
