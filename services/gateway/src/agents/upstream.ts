@@ -1,9 +1,13 @@
 // The client of an OpenAI-compatible provider: POST {baseURL}/chat/completions over a pooled
-// undici Agent, with a timeout per attempt, bounded retries with jittered backoff before the first
-// byte (connect errors, timeouts, 408/409/429/5xx; Retry-After honoured up to the cap), a GenAI
-// span (provider-span.ts; the undici instrumentation injects its traceparent), and provider statuses mapped to gateway errors
-// (429 → 429, 400/422 → 400, timeout → 504, anything else → 502). Once a stream has started it is
-// never retried: the client already has part of the answer.
+// undici Agent, with a timeout per attempt, retries before the first byte by the shared
+// resilience policy (connect errors, timeouts, 408/409/429/5xx; bounded, full jitter, Retry-After
+// honoured; one longer than retryMaxMs ends the call with the provider's 429 and its Retry-After),
+// a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent), and provider
+// statuses mapped to gateway errors (429 → 429, 400/422 → 400, timeout → 504, anything else → 502).
+// Once a stream has started it is never retried: the client already has part of the answer. The
+// attempt timeout is this file's own (AttemptTimeout) rather than the policy's, because a stream's
+// must outlive the attempt.
+import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
 import { context, trace } from "@opentelemetry/api";
 import { Agent as Dispatcher } from "undici";
 import { GatewayError } from "../errors.ts";
@@ -45,20 +49,19 @@ function isTimeout(err: unknown): boolean {
   return TIMEOUT_CODES.has(e?.code ?? "") || e?.name === "TimeoutError" || e?.cause?.name === "TimeoutError";
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new ClientGone());
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new ClientGone());
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
+/** A failed attempt: the gateway error it means, and how the resilience policy sees it. */
+class AttemptFailure extends Error {
+  readonly error: GatewayError;
+  readonly failure: Failure;
+  constructor(error: GatewayError, failure: Failure) {
+    super(error.message);
+    this.error = error;
+    this.failure = failure;
+  }
 }
+
+const classify = (err: unknown): Failure =>
+  err instanceof AttemptFailure ? err.failure : { retry: false, outcome: "error" };
 
 /**
  * The abort signal of one attempt: the client going away, or the attempt's timeout (the whole
@@ -200,6 +203,8 @@ export class UpstreamClient {
   private readonly dispatcher: Dispatcher;
   private readonly opts: UpstreamOptions;
   private readonly endpoints = new Map<string, Endpoint>();
+  /** One policy per retry budget (an Agent's maxRetries, 0-5). */
+  private readonly policies = new Map<number, OutboundPolicy>();
 
   constructor(opts: UpstreamOptions) {
     this.opts = opts;
@@ -210,11 +215,21 @@ export class UpstreamClient {
     return this.dispatcher.close();
   }
 
-  private backoff(attempt: number, retryAfter: string | undefined): number {
-    const hinted = retryAfter && /^\d+(\.\d+)?$/.test(retryAfter) ? Number(retryAfter) * 1000 : undefined;
-    const exp = this.opts.retryBaseMs * 2 ** attempt;
-    const jittered = exp / 2 + Math.random() * (exp / 2);
-    return Math.min(this.opts.retryMaxMs, hinted ?? jittered);
+  private policy(maxRetries: number): OutboundPolicy {
+    let p = this.policies.get(maxRetries);
+    if (!p) {
+      p = new OutboundPolicy({
+        target: "llm",
+        maxAttempts: maxRetries + 1,
+        baseDelayMs: this.opts.retryBaseMs,
+        maxDelayMs: this.opts.retryMaxMs,
+        retryAfterCapMs: this.opts.retryMaxMs,
+        classify,
+        metrics: this.opts.metrics.outbound,
+      });
+      this.policies.set(maxRetries, p);
+    }
+    return p;
   }
 
   private endpoint(baseURL: string): Endpoint {
@@ -248,7 +263,6 @@ export class UpstreamClient {
   }
 
   private async attempts(call: UpstreamCall): Promise<UpstreamResponse> {
-    const { metrics } = this.opts;
     const { origin, path } = this.endpoint(call.baseURL);
     const headers: Record<string, string> = {
       "content-type": "application/json",
@@ -256,69 +270,67 @@ export class UpstreamClient {
     };
     if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
     const payload = JSON.stringify(call.body);
-    let lastError: GatewayError | undefined;
-    for (let attempt = 0; attempt <= call.maxRetries; attempt++) {
-      if (attempt > 0) metrics.outbound.retries.inc({ target: "llm" });
-      const started = performance.now();
-      const timeout = new AttemptTimeout(call.signal, call.timeoutMs);
-      let retryAfter: string | undefined;
-      try {
-        const opts = {
-          origin,
-          path,
-          method: "POST" as const,
-          headers,
-          body: payload,
-          headersTimeout: call.timeoutMs,
-          bodyTimeout: call.timeoutMs,
-        };
-        let status: number;
-        let resHeaders: Record<string, string>;
-        let text: string;
-        if (!call.stream) {
-          const res = await bufferedRequest(this.dispatcher, opts, timeout.signal);
-          if (res.statusCode === 200) {
-            const json = JSON.parse(res.text) as Record<string, unknown>;
-            timeout.clear();
-            const seconds = (performance.now() - started) / 1000;
-            metrics.outbound.calls.inc({ target: "llm", outcome: "ok" });
-            metrics.outbound.latency.observe({ target: "llm" }, seconds);
-            metrics.upstreamLatency.observe({ agent: call.agent, outcome: "ok" }, seconds);
-            return { json, attempts: attempt + 1 };
-          }
-          status = res.statusCode;
-          resHeaders = headerRecord(res.headers);
-          text = res.text;
-        } else {
-          const res = await this.dispatcher.request({ ...opts, signal: timeout.signal });
-          if (res.statusCode === 200) {
-            metrics.outbound.calls.inc({ target: "llm", outcome: "ok" });
-            return { events: this.events(res.body, call, started, timeout), attempts: attempt + 1 };
-          }
-          status = res.statusCode;
-          resHeaders = headerRecord(res.headers);
-          text = await res.body.text().catch(() => "");
-        }
-        timeout.clear();
-        metrics.outbound.calls.inc({ target: "llm", outcome: `http_${status}` });
-        metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
-        lastError = mapUpstreamStatus(status, text, resHeaders);
-        if (!RETRY_STATUSES.has(status)) throw lastError;
-        retryAfter = resHeaders["retry-after"];
-      } catch (err) {
-        timeout.clear();
-        if (err instanceof GatewayError) throw err;
-        if (call.signal.aborted) throw new ClientGone();
-        const timedOut = isTimeout(err) || timeout.aborted;
-        metrics.outbound.calls.inc({ target: "llm", outcome: timedOut ? "timeout" : "error" });
-        metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
-        lastError = timedOut
-          ? new GatewayError("upstream_timeout", { timeoutMs: call.timeoutMs })
-          : new GatewayError("upstream_error", { detail: (err as Error).message || "connection failed" });
-      }
-      if (attempt < call.maxRetries) await sleep(this.backoff(attempt, retryAfter), call.signal);
+    const opts = { origin, path, method: "POST" as const, headers, body: payload };
+    try {
+      return await this.policy(call.maxRetries).execute(({ attempt }) => this.attempt(call, opts, attempt), {
+        signal: call.signal,
+      });
+    } catch (err) {
+      if (call.signal.aborted) throw new ClientGone();
+      throw err instanceof AttemptFailure ? err.error : err;
     }
-    throw lastError ?? new GatewayError("upstream_error", { detail: "no attempt made" });
+  }
+
+  /** One exchange up to the first byte (a stream) or the last (otherwise). */
+  private async attempt(
+    call: UpstreamCall,
+    base: Omit<Dispatcher.DispatchOptions, "headersTimeout" | "bodyTimeout">,
+    attempt: number,
+  ): Promise<UpstreamResponse> {
+    const { metrics } = this.opts;
+    const started = performance.now();
+    const timeout = new AttemptTimeout(call.signal, call.timeoutMs);
+    const opts = { ...base, headersTimeout: call.timeoutMs, bodyTimeout: call.timeoutMs };
+    let status: number;
+    let resHeaders: Record<string, string>;
+    let text: string;
+    try {
+      if (!call.stream) {
+        const res = await bufferedRequest(this.dispatcher, opts, timeout.signal);
+        if (res.statusCode === 200) {
+          const json = JSON.parse(res.text) as Record<string, unknown>;
+          timeout.clear();
+          const seconds = (performance.now() - started) / 1000;
+          metrics.upstreamLatency.observe({ agent: call.agent, outcome: "ok" }, seconds);
+          return { json, attempts: attempt };
+        }
+        status = res.statusCode;
+        resHeaders = headerRecord(res.headers);
+        text = res.text;
+      } else {
+        const res = await this.dispatcher.request({ ...opts, signal: timeout.signal });
+        if (res.statusCode === 200) return { events: this.events(res.body, call, started, timeout), attempts: attempt };
+        status = res.statusCode;
+        resHeaders = headerRecord(res.headers);
+        text = await res.body.text().catch(() => "");
+      }
+    } catch (err) {
+      timeout.clear();
+      if (call.signal.aborted) throw new ClientGone();
+      const timedOut = isTimeout(err) || timeout.aborted;
+      metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
+      const error = timedOut
+        ? new GatewayError("upstream_timeout", { timeoutMs: call.timeoutMs })
+        : new GatewayError("upstream_error", { detail: (err as Error).message || "connection failed" });
+      throw new AttemptFailure(error, { retry: true, outcome: timedOut ? "timeout" : "error" });
+    }
+    timeout.clear();
+    metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
+    throw new AttemptFailure(mapUpstreamStatus(status, text, resHeaders), {
+      retry: RETRY_STATUSES.has(status),
+      outcome: `http_${status}`,
+      retryAfter: resHeaders["retry-after"],
+    });
   }
 
   private async *events(
@@ -344,7 +356,6 @@ export class UpstreamClient {
     } finally {
       timeout.clear();
       const seconds = (performance.now() - started) / 1000;
-      this.opts.metrics.outbound.latency.observe({ target: "llm" }, seconds);
       this.opts.metrics.upstreamLatency.observe({ agent: call.agent, outcome }, seconds);
     }
   }
