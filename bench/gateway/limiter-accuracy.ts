@@ -42,9 +42,9 @@ try {
   const metrics: Record<string, number> = {};
   for (const u of urls) {
     for (const line of (await (await fetch(`${internalUrlOf(u)}/metrics`)).text()).split("\n")) {
-      const m = /^(gateway_limiter_(?:decisions|backend_errors)_total)\{(.*)\} (\S+)$/.exec(line);
+      const m = /^(capstan_gateway_limiter_(?:decisions|backend_errors)_total)\{(.*)\} (\S+)$/.exec(line);
       if (!m) continue;
-      const labels = (m[2] ?? "").replace(/,?service="gateway"/, "");
+      const labels = m[2] ?? "";
       const name = `${m[1]}{${labels}}`;
       metrics[name] = (metrics[name] ?? 0) + Number(m[3]);
     }

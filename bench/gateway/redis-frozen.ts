@@ -35,7 +35,7 @@ try {
   // The requests that meet the frozen Redis before the breaker opens.
   const opening: number[] = [];
   const t0 = performance.now();
-  while ((await metric(url, "gateway_redis_breaker_state", 'state="closed"')) === 1) {
+  while ((await metric(url, "capstan_gateway_redis_breaker_state", 'state="closed"')) === 1) {
     const batch = await Promise.all(
       Array.from({ length: concurrency }, async () => {
         const s = performance.now();
@@ -52,7 +52,7 @@ try {
   }
   const openedAfterMs = performance.now() - t0;
   const frozen = await probeLatency(url, "/api/v1/chat/completions", headers, { total, concurrency });
-  const circuitOpen = await metric(url, "gateway_limiter_backend_errors_total", 'reason="circuit_open"');
+  const circuitOpen = await metric(url, "capstan_gateway_limiter_backend_errors_total", 'reason="circuit_open"');
   redis.thaw();
 
   const row = (name: string, p: Probe) =>

@@ -146,7 +146,7 @@ async function ensureNamespace(client: KubeHttp, name: string): Promise<void> {
 const kube = await startKube();
 try {
   // A pooled client (keep-alive), so creating the objects is not the bottleneck being measured.
-  const client = driverClient(kube.kubeconfig, createRegistry("bench-client", { defaultMetrics: false }));
+  const client = driverClient(kube.kubeconfig, createRegistry({ defaultMetrics: false }));
   await installCrds(client);
   await ensureNamespace(client, ns);
   await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {

@@ -18,7 +18,7 @@ const config = loadOperatorConfig(
 );
 const op = new Operator(config, {
   ...operatorKube(process.env.KUBECONFIG as string),
-  registry: createRegistry("bench", { defaultMetrics: false }),
+  registry: createRegistry({ defaultMetrics: false }),
   logger: createLogger({ name: "bench-operator", level: "warn" }),
 });
 // Every informer event handled (adds, updates, deletes of any cached kind), for CPU per event.

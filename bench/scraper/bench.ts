@@ -119,11 +119,11 @@ const config = scraperConfig({
   allowedHosts: [`127.0.0.1:${sitePort}`],
   logLevel: "warn",
 });
-const render = buildRenderService(config, { logger, registry: createRegistry("render", { defaultMetrics: false }) });
+const render = buildRenderService(config, { logger, registry: createRegistry({ defaultMetrics: false }) });
 await render.start();
 await render.app.listen({ port: 0, host: "127.0.0.1" });
 const renderUrl = `http://127.0.0.1:${(render.app.server.address() as AddressInfo).port}`;
-const app = buildApp({ ...config, renderUrl }, { logger, registry: createRegistry("api", { defaultMetrics: false }) });
+const app = buildApp({ ...config, renderUrl }, { logger, registry: createRegistry({ defaultMetrics: false }) });
 await app.listen({ port: 0, host: "127.0.0.1" });
 const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 const agent = new Agent({ connections: 16 });

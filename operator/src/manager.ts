@@ -10,6 +10,7 @@ import type { OperatorConfig } from "./config.ts";
 import { searchInternalUrl } from "./config.ts";
 import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
+import { operatorMetrics } from "./fleet-metrics.ts";
 import { ClientScrape, type Scrape } from "./ingest/scrape.ts";
 import { type SearchDocuments, TokenSearchDocuments } from "./ingest/search-documents.ts";
 import { ObjectClient } from "./kube/client.ts";
@@ -75,7 +76,7 @@ export class Operator {
 
   constructor(config: OperatorConfig, deps: OperatorDeps) {
     this.config = config;
-    this.registry = deps.registry ?? createRegistry("capstan-operator");
+    this.registry = deps.registry ?? createRegistry();
     this.logger = deps.logger ?? createLogger({ name: "capstan-operator", level: config.logLevel });
     this.http = new KubeHttp(deps.kubeConfig, this.registry, { timeoutMs: config.apiTimeoutSeconds * 1000 });
     this.client = new ObjectClient(this.http);
@@ -130,6 +131,7 @@ export class Operator {
       now: deps.now ?? (() => new Date()),
       search,
       scrape: deps.scrape ?? new ClientScrape(outbound),
+      metrics: operatorMetrics(this.registry, this.informers, deps.now),
     };
     const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };
     const make = (kind: string, reconcile: Reconcile, workers = config.maxConcurrentReconciles) =>

@@ -6,7 +6,7 @@ import type { Operator } from "./manager.ts";
 export function buildHealthApp(op: Operator): ReturnType<typeof buildBaseApp> {
   return buildBaseApp({
     service: "capstan-operator",
-    registry: createRegistry("capstan-operator-health", { defaultMetrics: false }),
+    registry: createRegistry({ defaultMetrics: false }),
     notReady: () => (op.hasSynced ? undefined : "caches not synced"),
   });
 }

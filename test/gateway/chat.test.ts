@@ -151,7 +151,7 @@ describe("chat completions", () => {
 
 describe("authentication", () => {
   it("rejects an unknown key with AuthenticationError, x-should-retry: false, and the SDK does not retry", async () => {
-    const before = await metricValue(gw.url, "gateway_auth_failures_total", { reason: "invalid_api_key" });
+    const before = await metricValue(gw.url, "capstan_gateway_auth_failures_total", { reason: "invalid_api_key" });
     const sdk = client(gw.url, "cap_chat_not-a-real-key", { maxRetries: 3 });
     const err = await sdk.chat.completions
       .create({ model: "m", messages: [{ role: "user", content: "x" }] })
@@ -161,7 +161,7 @@ describe("authentication", () => {
     expect(err.code).toBe("invalid_api_key");
     expect(err.headers.get("x-should-retry")).toBe("false");
     expect(err.message).not.toContain("not-a-real-key");
-    const after = await metricValue(gw.url, "gateway_auth_failures_total", { reason: "invalid_api_key" });
+    const after = await metricValue(gw.url, "capstan_gateway_auth_failures_total", { reason: "invalid_api_key" });
     expect(after - before).toBe(1); // one request reached the gateway: no retries
     expect(gw.logs.join("\n")).not.toContain("not-a-real-key");
   });
@@ -337,8 +337,13 @@ describe("validation", () => {
     expect(res.choices[0]?.message.content).toBe("echo: last");
   });
 
-  it("counts requests by channel and status in /metrics", async () => {
-    const n = await metricValue(gw.url, "gateway_chat_requests_total", { channel: `${ns}/main`, status: "200" });
+  it("counts requests by mode and status, and by channel on the per-channel counter, in /metrics", async () => {
+    const n = await metricValue(gw.url, "capstan_gateway_chat_requests_total", { mode: "llm", status: "200" });
     expect(n).toBeGreaterThan(0);
+    const perChannel = await metricValue(gw.url, "capstan_gateway_channel_requests_total", {
+      channel: `${ns}/main`,
+      status: "200",
+    });
+    expect(perChannel).toBeGreaterThan(0);
   });
 });

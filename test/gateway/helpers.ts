@@ -101,7 +101,7 @@ export async function startGateway(config: GatewayConfigInput, deps: GatewayDeps
   });
   const app = buildApp(
     { logLevel: "info", ...config },
-    { logger, registry: createRegistry("gateway", { defaultMetrics: false }), ...deps },
+    { logger, registry: createRegistry({ defaultMetrics: false }), ...deps },
   );
   await app.listen({ port: 0, host: "127.0.0.1" });
   const address = app.server.address();

@@ -51,7 +51,7 @@ describe("QPM limiter shared through Redis", () => {
     for (const gw of [a, b]) {
       const r = await post(gw.url, keys.warmup as string);
       await r.arrayBuffer();
-      expect(await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })).toBe(1);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })).toBe(1);
     }
   });
   afterAll(async () => {
@@ -71,17 +71,17 @@ describe("QPM limiter shared through Redis", () => {
     expect(results.filter((s) => s === 200)).toHaveLength(100);
     expect(results.filter((s) => s === 429)).toHaveLength(200);
     // Both instances served part of the quota: the log really is shared.
-    const servedA = await metricValue(a.url, "gateway_limiter_decisions_total", {
+    const servedA = await metricValue(a.url, "capstan_gateway_limiter_decisions_total", {
       backend: "redis",
       result: "allowed",
     });
-    const servedB = await metricValue(b.url, "gateway_limiter_decisions_total", {
+    const servedB = await metricValue(b.url, "capstan_gateway_limiter_decisions_total", {
       backend: "redis",
       result: "allowed",
     });
     expect(servedA + servedB).toBe(2 + 100); // the two warm-up requests, then exactly QPM
-    expect(await metricValue(a.url, "gateway_limiter_decisions_total", { backend: "local" })).toBe(0);
-    expect(await metricValue(b.url, "gateway_limiter_decisions_total", { backend: "local" })).toBe(0);
+    expect(await metricValue(a.url, "capstan_gateway_limiter_decisions_total", { backend: "local" })).toBe(0);
+    expect(await metricValue(b.url, "capstan_gateway_limiter_decisions_total", { backend: "local" })).toBe(0);
     expect(servedA).toBeGreaterThan(0);
     expect(servedB).toBeGreaterThan(0);
   });
@@ -108,7 +108,7 @@ describe("QPM limiter shared through Redis", () => {
     expect(err.headers.get("x-ratelimit-remaining-requests")).toBe("0");
     expect(err.headers.get("x-ratelimit-reset-requests")).toMatch(/^(\d+ms|[\d.]+s|\d+m\d+s)$/);
     expect(err.headers.get("ratelimit")).toBe(`"qpm";r=0;t=${retryAfter}`);
-    expect(await metricValue(b.url, "gateway_limiter_rejections_total", { channel: `${ns}/small` })).toBe(1);
+    expect(await metricValue(b.url, "capstan_gateway_limiter_rejections_total", { channel: `${ns}/small` })).toBe(1);
   });
 });
 
@@ -135,22 +135,24 @@ describe("Redis-down policy", () => {
       // Wait for the connection, then spend one request through Redis.
       for (
         let i = 0;
-        i < 100 && (await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })) === 0;
+        i < 100 && (await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })) === 0;
         i++
       ) {
         const r = await post(gw.url, keys.c as string);
         await r.arrayBuffer();
         if (r.status !== 200) throw new Error(`unexpected ${r.status}`);
-        if ((await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })) > 0) break;
+        if ((await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })) > 0) break;
         await new Promise((res) => setTimeout(res, 100));
       }
-      expect(await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })).toBeGreaterThan(0);
+      expect(
+        await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" }),
+      ).toBeGreaterThan(0);
       port = redis.port;
       await redis.stop();
 
       // Redis is gone: requests still succeed, limited by the replica's share (one replica: the
       // whole qpm of 3), and the request Redis admitted in this window still counts.
-      const redisAdmitted = await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" });
+      const redisAdmitted = await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" });
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) {
         const r = await post(gw.url, keys.c as string);
@@ -159,9 +161,9 @@ describe("Redis-down policy", () => {
       }
       const left = 3 - redisAdmitted;
       expect(statuses).toEqual([...Array(left).fill(200), ...Array(5 - left).fill(429)]);
-      expect(await metricValue(gw.url, "gateway_limiter_degraded")).toBe(1);
-      expect(await metricValue(gw.url, "gateway_limiter_backend_errors_total")).toBe(5);
-      expect(await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "local" })).toBe(5);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_degraded")).toBe(1);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_backend_errors_total")).toBe(5);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "local" })).toBe(5);
       const warned = gw.logs.filter((l) => l.includes("Redis circuit opened"));
       expect(warned).toHaveLength(1); // logged once per change of state, not per request
 
@@ -171,20 +173,20 @@ describe("Redis-down policy", () => {
         // The breaker's probe finds it; the channel's share is spent, so the next request is
         // refused by the share before Redis is asked (the recovery window), a fresh channel's goes to Redis.
         for (let i = 0; i < 100; i++) {
-          if ((await metricValue(gw.url, "gateway_redis_breaker_state", { state: "closed" })) === 1) break;
+          if ((await metricValue(gw.url, "capstan_gateway_redis_breaker_state", { state: "closed" })) === 1) break;
           await new Promise((res) => setTimeout(res, 100));
         }
-        expect(await metricValue(gw.url, "gateway_redis_breaker_state", { state: "closed" })).toBe(1);
+        expect(await metricValue(gw.url, "capstan_gateway_redis_breaker_state", { state: "closed" })).toBe(1);
         const spent = await post(gw.url, keys.c as string);
         expect(spent.status).toBe(429);
         const fresh = await post(gw.url, keys.fresh as string);
         expect(fresh.status).toBe(200);
         expect(fresh.headers.get("x-ratelimit-remaining-requests")).toBe("2");
-        expect(await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })).toBe(
+        expect(await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })).toBe(
           redisAdmitted + 1,
         );
         // For one window the replica's share still applies beside Redis (no burst on recovery).
-        expect(await metricValue(gw.url, "gateway_limiter_mode", { mode: "recovering" })).toBe(1);
+        expect(await metricValue(gw.url, "capstan_gateway_limiter_mode", { mode: "recovering" })).toBe(1);
         expect(gw.logs.filter((l) => l.includes("Redis circuit closed"))).toHaveLength(1);
       } finally {
         await again.stop();

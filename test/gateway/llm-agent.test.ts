@@ -92,7 +92,9 @@ describe("LLM agent: retries and error mapping", () => {
     const res = await ask("flaky");
     expect(res.choices[0]?.message.content).toBe("echo: hello");
     expect(fake.callsFor(`flaky:2:${tag}`)).toHaveLength(3);
-    expect(await metricValue(gw.url, "gateway_outbound_retries_total", { target: "llm" })).toBeGreaterThanOrEqual(2);
+    expect(
+      await metricValue(gw.url, "capstan_gateway_outbound_retries_total", { target: "llm" }),
+    ).toBeGreaterThanOrEqual(2);
   });
 
   it("gives up after maxRetries with a 502", async () => {
@@ -153,7 +155,7 @@ describe("LLM agent: streaming", () => {
     expect(chunks).toBeGreaterThanOrEqual(8); // role, 7 words, finish, usage
     expect(usage?.completion_tokens).toBe(7);
     // No channel label on latency histograms: the streamed LLM answers of this gateway.
-    const ttft = await metricValue(gw.url, "gateway_time_to_first_token_seconds_count", {
+    const ttft = await metricValue(gw.url, "capstan_gateway_time_to_first_token_seconds_count", {
       mode: "llm",
       stream: "true",
     });
@@ -178,7 +180,7 @@ describe("LLM agent: streaming", () => {
   });
 
   it("aborts the upstream call when the client goes away", async () => {
-    const before = await metricValue(gw.url, "gateway_client_disconnects_total", { channel: `${ns}/slower` });
+    const before = await metricValue(gw.url, "capstan_gateway_client_disconnects_total", { channel: `${ns}/slower` });
     const stream = await askStream("slower", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10");
     for await (const c of stream) {
       if (c.choices[0]?.delta.content) break; // leaving the loop aborts the SDK's request
@@ -188,10 +190,13 @@ describe("LLM agent: streaming", () => {
     expect(call?.aborted).toBe(true);
     expect(call?.completed).toBe(false);
     for (let i = 0; i < 100; i++) {
-      if ((await metricValue(gw.url, "gateway_client_disconnects_total", { channel: `${ns}/slower` })) > before) break;
+      if ((await metricValue(gw.url, "capstan_gateway_client_disconnects_total", { channel: `${ns}/slower` })) > before)
+        break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(await metricValue(gw.url, "gateway_client_disconnects_total", { channel: `${ns}/slower` })).toBe(before + 1);
+    expect(await metricValue(gw.url, "capstan_gateway_client_disconnects_total", { channel: `${ns}/slower` })).toBe(
+      before + 1,
+    );
     // The log line says so, with the request's trace id.
     const line = gw.logs.map((l) => JSON.parse(l)).find((l) => l.msg?.includes("client disconnected mid-stream"));
     expect(line?.trace_id).toMatch(/^[0-9a-f]{32}$/);

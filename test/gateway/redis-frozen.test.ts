@@ -30,11 +30,11 @@ describe("frozen Redis", () => {
     );
     await waitUntil("first Redis decision", async () => {
       await post(gw.url, keys.c as string);
-      return (await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })) > 0;
+      return (await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })) > 0;
     });
     await waitUntil(
       "history written",
-      async () => (await metricValue(gw.url, "gateway_history_writes_total", { outcome: "ok" })) > 0,
+      async () => (await metricValue(gw.url, "capstan_gateway_history_writes_total", { outcome: "ok" })) > 0,
     );
   });
   afterAll(async () => {
@@ -44,30 +44,39 @@ describe("frozen Redis", () => {
 
   it("opens the breaker, then decides without Redis; a probe closes it after SIGCONT", async () => {
     const key = keys.c as string;
-    const before = await metricValue(gw.url, "gateway_history_writes_total", { outcome: "ok" });
+    const before = await metricValue(gw.url, "capstan_gateway_history_writes_total", { outcome: "ok" });
     redis.freeze();
     // The first calls wait out the timeout and open the breaker.
     await waitUntil("breaker open", async () => {
       await post(gw.url, key);
-      return (await metricValue(gw.url, "gateway_redis_breaker_state", { state: "closed" })) === 0;
+      return (await metricValue(gw.url, "capstan_gateway_redis_breaker_state", { state: "closed" })) === 0;
     });
-    const timeouts = await metricValue(gw.url, "gateway_limiter_backend_errors_total", { reason: "timeout" });
+    const timeouts = await metricValue(gw.url, "capstan_gateway_limiter_backend_errors_total", { reason: "timeout" });
     expect(timeouts).toBeGreaterThanOrEqual(2);
-    const openedAfter = await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "local" });
+    const openedAfter = await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "local" });
 
     // From now on nothing asks Redis: 60 requests, every one decided locally as circuit_open.
     const answers = [...(await burst([gw.url], key, 30)), ...(await burst([gw.url], key, 30))];
     expect(answers.every((a) => a.status === 200)).toBe(true);
-    expect(await metricValue(gw.url, "gateway_limiter_backend_errors_total", { reason: "circuit_open" })).toBe(60);
-    expect(await metricValue(gw.url, "gateway_limiter_backend_errors_total", { reason: "timeout" })).toBe(timeouts);
-    expect(await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "local" })).toBe(openedAfter + 60);
-    expect(await metricValue(gw.url, "gateway_redis_breaker_transitions_total", { to: "open" })).toBe(1);
+    expect(await metricValue(gw.url, "capstan_gateway_limiter_backend_errors_total", { reason: "circuit_open" })).toBe(
+      60,
+    );
+    expect(await metricValue(gw.url, "capstan_gateway_limiter_backend_errors_total", { reason: "timeout" })).toBe(
+      timeouts,
+    );
+    expect(await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "local" })).toBe(
+      openedAfter + 60,
+    );
+    expect(await metricValue(gw.url, "capstan_gateway_redis_breaker_transitions_total", { to: "open" })).toBe(1);
     expect(gw.logs.filter((l) => l.includes("Redis circuit opened"))).toHaveLength(1);
 
     // History: at most 5 kept; the rest dropped (oldest first), counted, and said once.
     const admitted = openedAfter + 60;
-    await waitUntil("history buffered", async () => (await metricValue(gw.url, "gateway_history_buffered")) === 5);
-    expect(await metricValue(gw.url, "gateway_history_buffer_dropped_total")).toBe(admitted - 5);
+    await waitUntil(
+      "history buffered",
+      async () => (await metricValue(gw.url, "capstan_gateway_history_buffered")) === 5,
+    );
+    expect(await metricValue(gw.url, "capstan_gateway_history_buffer_dropped_total")).toBe(admitted - 5);
     expect(gw.logs.filter((l) => l.includes("history buffer full"))).toHaveLength(1);
     const unreadable = await fetch(`${gw.url}/api/v1/history`, { headers: { authorization: `Bearer ${key}` } });
     expect(unreadable.status).toBe(503);
@@ -82,10 +91,13 @@ describe("frozen Redis", () => {
     redis.thaw();
     await waitUntil(
       "breaker closed",
-      async () => (await metricValue(gw.url, "gateway_redis_breaker_state", { state: "closed" })) === 1,
+      async () => (await metricValue(gw.url, "capstan_gateway_redis_breaker_state", { state: "closed" })) === 1,
     );
-    await waitUntil("buffer written", async () => (await metricValue(gw.url, "gateway_history_buffered")) === 0);
-    expect(await metricValue(gw.url, "gateway_history_writes_total", { outcome: "flushed" })).toBe(5);
+    await waitUntil(
+      "buffer written",
+      async () => (await metricValue(gw.url, "capstan_gateway_history_buffered")) === 0,
+    );
+    expect(await metricValue(gw.url, "capstan_gateway_history_writes_total", { outcome: "flushed" })).toBe(5);
     const res = await fetch(`${gw.url}/api/v1/history?limit=100`, { headers: { authorization: `Bearer ${key}` } });
     const page = (await res.json()) as { data: Array<{ id: string }> };
     // The 5 buffered exchanges, once each. A write that timed out while Redis was frozen may have
@@ -97,6 +109,8 @@ describe("frozen Redis", () => {
     expect(gw.logs.filter((l) => l.includes("Redis circuit closed"))).toHaveLength(1);
     const after = await post(gw.url, key);
     expect(after.status).toBe(200);
-    expect(await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })).toBeGreaterThan(1);
+    expect(await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })).toBeGreaterThan(
+      1,
+    );
   });
 });

@@ -40,7 +40,7 @@ describe("two replicas, QPM 100, Redis stopped for 60 s", () => {
     for (const gw of [a, b]) {
       await waitUntil("first Redis decision", async () => {
         await burst([gw.url], keys.warmup as string, 1);
-        return (await metricValue(gw.url, "gateway_limiter_decisions_total", { backend: "redis" })) > 0;
+        return (await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", { backend: "redis" })) > 0;
       });
     }
   });
@@ -61,8 +61,8 @@ describe("two replicas, QPM 100, Redis stopped for 60 s", () => {
     // metrics and readiness (which stays 200: the policy serves, the replica stays in rotation).
     await burst(urls, keys.warmup as string, 6);
     for (const gw of [a, b]) {
-      expect(await metricValue(gw.url, "gateway_redis_breaker_state", { state: "closed" })).toBe(0);
-      expect(await metricValue(gw.url, "gateway_limiter_mode", { mode: "fallback" })).toBe(1);
+      expect(await metricValue(gw.url, "capstan_gateway_redis_breaker_state", { state: "closed" })).toBe(0);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_mode", { mode: "fallback" })).toBe(1);
       expect(gw.logs.filter((l) => l.includes("Redis circuit opened"))).toHaveLength(1);
       const ready = await readyz(gw.url);
       expect(ready.status).toBe(200);
@@ -82,7 +82,7 @@ describe("two replicas, QPM 100, Redis stopped for 60 s", () => {
     for (const gw of [a, b]) {
       const limited = { backend: "local", result: "allowed" };
       // 3 warm-up requests each plus the share of the limited channel.
-      expect(await metricValue(gw.url, "gateway_limiter_decisions_total", limited)).toBe(3 + 50);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_decisions_total", limited)).toBe(3 + 50);
       expect(gw.logs.filter((l) => l.includes("history cannot be written"))).toHaveLength(1);
       expect(gw.logs.filter((l) => l.includes("history write failed"))).toHaveLength(0);
     }
@@ -93,10 +93,10 @@ describe("two replicas, QPM 100, Redis stopped for 60 s", () => {
     for (const gw of [a, b]) {
       await waitUntil(
         "breaker closed",
-        async () => (await metricValue(gw.url, "gateway_redis_breaker_state", { state: "closed" })) === 1,
+        async () => (await metricValue(gw.url, "capstan_gateway_redis_breaker_state", { state: "closed" })) === 1,
       );
       expect(gw.logs.filter((l) => l.includes("Redis circuit closed"))).toHaveLength(1);
-      expect(await metricValue(gw.url, "gateway_limiter_mode", { mode: "recovering" })).toBe(1);
+      expect(await metricValue(gw.url, "capstan_gateway_limiter_mode", { mode: "recovering" })).toBe(1);
     }
     // The shared log is empty, but what the replicas admitted locally at 45 s is in the window
     // until 105 s: nothing more is admitted before it leaves (no burst on recovery).
@@ -110,10 +110,10 @@ describe("two replicas, QPM 100, Redis stopped for 60 s", () => {
     for (const gw of [a, b]) {
       await waitUntil(
         "history buffer written",
-        async () => (await metricValue(gw.url, "gateway_history_buffered")) === 0,
+        async () => (await metricValue(gw.url, "capstan_gateway_history_buffered")) === 0,
       );
-      expect(await metricValue(gw.url, "gateway_history_writes_total", { outcome: "flushed" })).toBe(50);
-      expect(await metricValue(gw.url, "gateway_history_buffer_dropped_total")).toBe(0);
+      expect(await metricValue(gw.url, "capstan_gateway_history_writes_total", { outcome: "flushed" })).toBe(50);
+      expect(await metricValue(gw.url, "capstan_gateway_history_buffer_dropped_total")).toBe(0);
     }
     expect(await historyCount(a.url, key)).toBe(100);
 

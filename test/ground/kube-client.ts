@@ -11,7 +11,7 @@ import { parseAllDocuments } from "yaml";
 
 /** A client of the API server behind an admin kubeconfig file. */
 export function kubeHttpFrom(kubeconfig: string): KubeHttp {
-  return new KubeHttp(kubeConfigFromFile(kubeconfig), createRegistry("test", { defaultMetrics: false }));
+  return new KubeHttp(kubeConfigFromFile(kubeconfig), createRegistry({ defaultMetrics: false }));
 }
 
 /** The server and CA of `base` with another user (a token, an exec plugin), in one context. */

@@ -157,7 +157,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       prepare: nodeCerts,
     });
     const certDir = kube.dir;
-    client = new KubeHttp(kubeConfigFromFile(kube.kubeconfig), createRegistry("test", { defaultMetrics: false }));
+    client = new KubeHttp(kubeConfigFromFile(kube.kubeconfig), createRegistry({ defaultMetrics: false }));
     procs["kube-controller-manager"] = startControllerManager(bin, kube.kubeconfig, certDir);
     procs["kube-scheduler"] = startScheduler(bin, kube.kubeconfig);
 

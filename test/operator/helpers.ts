@@ -66,7 +66,7 @@ export function startOperatorFor(
   } satisfies Partial<OperatorConfigInput> as Record<string, unknown>);
   return new Operator(config, {
     kubeConfig: kubeConfigFromFile(kubeconfig),
-    registry: createRegistry("capstan-operator-test", { defaultMetrics: false }),
+    registry: createRegistry({ defaultMetrics: false }),
     logger: createLogger({ name: "operator-test", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
     ...deps,
   });

@@ -63,7 +63,7 @@ async function serviceAccountClient(name: string, clusterRules: unknown, nsRules
   });
   // The admin's server and CA, the ServiceAccount's token: no client certificate.
   const kc = kubeConfigAs(admin.kubeConfig, { name, token: tr.status.token }, ns);
-  return new KubeHttp(kc, createRegistry(`sa-${name}`, { defaultMetrics: false }));
+  return new KubeHttp(kc, createRegistry({ defaultMetrics: false }));
 }
 
 beforeAll(async () => {
@@ -89,7 +89,7 @@ describe("RBAC from charts/capstan/files/rbac", () => {
     );
     operator = new Operator(config, {
       kubeConfig: sa.kubeConfig,
-      registry: createRegistry("capstan-operator-rbac", { defaultMetrics: false }),
+      registry: createRegistry({ defaultMetrics: false }),
       logger: createLogger({ name: "operator-rbac", level: process.env.OPERATOR_TEST_LOG ?? "silent" }),
       search: new InMemorySearchDocuments(),
     });

@@ -53,7 +53,8 @@ describe("POST /scrape/bulk", () => {
     expect(data[2]).toMatchObject({ success: false, code: "BLOCKED_TARGET", status: 403 });
     expect(data[3]).toMatchObject({ success: false, code: "UNREACHABLE", status: 502 });
     expect(data[4]).toMatchObject({ success: false, code: "BAD_URL", status: 400 });
-    const duration = (outcome: string) => metricValue(scraper.registry, "scraper_scrape_duration_seconds", { outcome });
+    const duration = (outcome: string) =>
+      metricValue(scraper.registry, "capstan_scraper_scrape_duration_seconds", { outcome });
     expect(await duration("ok")).toBe(3);
     expect(await duration("BLOCKED_TARGET")).toBe(1);
     expect(await duration("UNREACHABLE")).toBe(1);
@@ -71,7 +72,7 @@ describe("POST /scrape/bulk", () => {
 
 describe("crash recovery", () => {
   it("replaces a dead browser: the scrape in flight fails cleanly, the next succeeds", async () => {
-    const restarts = await metricValue(scraper.renderRegistry, "scraper_browser_restarts_total");
+    const restarts = await metricValue(scraper.renderRegistry, "capstan_scraper_browser_restarts_total");
     const inFlight = post(scraper.url, "/scrape", { url: `${site.origin}/slow` });
     // Crash once the page is rendering.
     for (let i = 0; i < 400 && scraper.render.renderer.pool.pagesInUse === 0; i++) {
@@ -90,6 +91,6 @@ describe("crash recovery", () => {
     }
     expect(next.status).toBe(200);
     expect((next.body.data as Json).metadata.title).toBe("Page 3");
-    expect(await metricValue(scraper.renderRegistry, "scraper_browser_restarts_total")).toBe(restarts + 1);
+    expect(await metricValue(scraper.renderRegistry, "capstan_scraper_browser_restarts_total")).toBe(restarts + 1);
   });
 });

@@ -74,7 +74,7 @@ describe("ScraperClient", () => {
   });
 
   it("scrapes through the real scraper with the Bearer key", async () => {
-    const registry = createRegistry("client-test", { defaultMetrics: false });
+    const registry = createRegistry({ defaultMetrics: false });
     const client = new ScraperClient({ url: scraper.url, api_key: KEY }, { metrics: outboundMetrics(registry, "t") });
     const page = await client.scrape(`${site.origin}/doc`, { extractors: { h: "h1" } });
     expect(page.metadata.title).toBe("Doc");

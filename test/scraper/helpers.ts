@@ -79,12 +79,12 @@ export interface Scraper {
 export async function startScraper(overrides: Record<string, unknown> = {}): Promise<Scraper> {
   const logger = createLogger({ name: "scraper-test", level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const base = scraperConfig({ workerConcurrency: 2, maxConcurrentRequests: 10, ...overrides });
-  const renderRegistry = createRegistry("scraper-render", { defaultMetrics: false });
+  const renderRegistry = createRegistry({ defaultMetrics: false });
   const render = buildRenderService(base, { logger, registry: renderRegistry });
   await render.start({ warm: false });
   await render.app.listen({ port: 0, host: "127.0.0.1" });
   const renderUrl = `http://127.0.0.1:${(render.app.server.address() as AddressInfo).port}`;
-  const registry = createRegistry("scraper", { defaultMetrics: false });
+  const registry = createRegistry({ defaultMetrics: false });
   const app = buildApp({ ...base, renderUrl }, { logger, registry });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

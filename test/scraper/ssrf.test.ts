@@ -117,11 +117,11 @@ describe("SSRF guard", () => {
   ];
 
   it.each(PROBES)("refuses %s with 403 before connecting", async (url) => {
-    const before = await metricValue(scraper.registry, "scraper_api_ssrf_blocked_total");
+    const before = await metricValue(scraper.registry, "capstan_scraper_api_ssrf_blocked_total");
     const res = await post(scraper.url, "/scrape", { url });
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ success: false, code: "BLOCKED_TARGET" });
-    expect(await metricValue(scraper.registry, "scraper_api_ssrf_blocked_total")).toBe(before + 1);
+    expect(await metricValue(scraper.registry, "capstan_scraper_api_ssrf_blocked_total")).toBe(before + 1);
   });
 
   it("refuses another port of the allowed host", async () => {
@@ -135,13 +135,15 @@ describe("SSRF guard", () => {
     ["/to-private", "10.0.0.1"],
     ["/to-forbidden", "127.0.0.1"],
   ])("refuses a redirect from an allowed page (%s → %s) in the renderer", async (path, address) => {
-    const before = await metricValue(scraper.renderRegistry, "scraper_ssrf_blocked_total", { stage: "connect" });
+    const before = await metricValue(scraper.renderRegistry, "capstan_scraper_ssrf_blocked_total", {
+      stage: "connect",
+    });
     const res = await post(scraper.url, "/scrape", { url: `${site.origin}${path}` });
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ success: false, code: "BLOCKED_TARGET" });
     expect(res.body.error).toContain(address);
     expect(
-      await metricValue(scraper.renderRegistry, "scraper_ssrf_blocked_total", { stage: "connect" }),
+      await metricValue(scraper.renderRegistry, "capstan_scraper_ssrf_blocked_total", { stage: "connect" }),
     ).toBeGreaterThan(before);
     expect(forbidden.hits).toEqual([]);
   });
@@ -157,7 +159,7 @@ describe("SSRF guard", () => {
   });
 
   it("blocks sub-resources, frames and script fetches aimed at private addresses", async () => {
-    const before = await metricValue(scraper.renderRegistry, "scraper_browser_requests_total", {
+    const before = await metricValue(scraper.renderRegistry, "capstan_scraper_browser_requests_total", {
       outcome: "blocked_ssrf",
     });
     const res = await post(scraper.url, "/scrape", {
@@ -171,7 +173,7 @@ describe("SSRF guard", () => {
     expect(md).not.toContain("LEAKED");
     expect(site.hits).toContain("/local.png");
     expect(forbidden.hits).toEqual([]);
-    const after = await metricValue(scraper.renderRegistry, "scraper_browser_requests_total", {
+    const after = await metricValue(scraper.renderRegistry, "capstan_scraper_browser_requests_total", {
       outcome: "blocked_ssrf",
     });
     // script, stylesheet, metadata image, iframe, fetch

@@ -215,7 +215,7 @@ describe("error envelopes", () => {
     const r = await search(v4, "key-scoped", { ...body, knowledgeIds: ["kb_secret"] });
     expect(r.headers.get("x-capstan-error")).toBe("SEARCH_ERR_KNOWLEDGE_ID");
     const metrics = await (await fetch(`${v4.internalUrl}/metrics`)).text();
-    expect(metrics).toMatch(/search_errors_total\{code="SEARCH_ERR_KNOWLEDGE_ID"/);
+    expect(metrics).toMatch(/capstan_search_errors_total\{code="SEARCH_ERR_KNOWLEDGE_ID"/);
     expect(metrics).not.toMatch(/status="500"/);
   });
 });

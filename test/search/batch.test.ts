@@ -54,8 +54,8 @@ describe("POST /v1/rag/search/batch", () => {
   });
 
   it("embeds the batch's query texts in one model run", async () => {
-    const before = await metric("search_embedding_batch_size_count");
-    const sumBefore = await metric("search_embedding_batch_size_sum");
+    const before = await metric("capstan_search_embedding_batch_size_count");
+    const sumBefore = await metric("capstan_search_embedding_batch_size_sum");
     const texts = [
       "batch probe one about parking",
       "batch probe two about volcanoes",
@@ -63,8 +63,8 @@ describe("POST /v1/rag/search/batch", () => {
     ];
     const r = await batch({ queries: texts.map((text) => ({ knowledgeIds: ["kb_handbook", "kb_science"], text })) });
     expect(r.status).toBe(200);
-    expect((await metric("search_embedding_batch_size_count")) - before).toBe(1);
-    expect((await metric("search_embedding_batch_size_sum")) - sumBefore).toBe(3);
+    expect((await metric("capstan_search_embedding_batch_size_count")) - before).toBe(1);
+    expect((await metric("capstan_search_embedding_batch_size_sum")) - sumBefore).toBe(3);
   });
 
   it("gives a bad query its own error without failing the others", async () => {

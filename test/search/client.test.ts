@@ -45,7 +45,7 @@ describe("SearchClient", () => {
       n < 3
         ? reply(res, 503, { code: 503, message: "busy", data: null })
         : reply(res, 200, { code: 200, message: "success", data: [] });
-    const registry = createRegistry("test", { defaultMetrics: false });
+    const registry = createRegistry({ defaultMetrics: false });
     const metrics = outboundMetrics(registry, "client_test");
     const client = new SearchClient({ baseURL: url, token: TOKEN, retryBaseMs: 5, metrics });
     expect(await client.search({ knowledgeIds: ["kb_a"], text: "x" })).toEqual([]);

@@ -87,7 +87,7 @@ describe("internal port", () => {
     }
     const internal = `http://127.0.0.1:${internalPort}`;
     expect((await fetch(`${internal}/healthz`)).status).toBe(200);
-    expect(await (await fetch(`${internal}/metrics`)).text()).toContain("search_queries_total");
+    expect(await (await fetch(`${internal}/metrics`)).text()).toContain("capstan_search_queries_total");
   });
 
   it("refuses an unauthenticated 16 MiB body before reading or parsing it", async () => {

@@ -86,10 +86,10 @@ describe("search process", () => {
     expect(r.status).toBe(200);
     expect(r.body.data?.[0]?.docsId).toBe("expense-claims");
     const metrics = await (await fetch(`${internalUrl}/metrics`)).text();
-    expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="embed"\} [1-9]/);
-    expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="vector"\} [1-9]/);
-    expect(metrics).toMatch(/search_stage_duration_seconds_count\{service="search",stage="rerank"\} [1-9]/);
-    expect(metrics).toMatch(/search_ingested_chunks_total\{service="search"\} 4/);
+    expect(metrics).toMatch(/capstan_search_stage_duration_seconds_count\{stage="embed"\} [1-9]/);
+    expect(metrics).toMatch(/capstan_search_stage_duration_seconds_count\{stage="vector"\} [1-9]/);
+    expect(metrics).toMatch(/capstan_search_stage_duration_seconds_count\{stage="rerank"\} [1-9]/);
+    expect(metrics).toMatch(/capstan_search_ingested_chunks_total 4/);
   });
 
   it("stops cleanly on SIGTERM", async () => {

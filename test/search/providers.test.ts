@@ -181,6 +181,6 @@ describe("external /rerank reranker", () => {
     expect(r.status).toBe(200);
     expect(r.body.data?.[0]?.docsId).toBe("vacation-policy");
     const metrics = await (await fetch(`${s.internalUrl}/metrics`)).text();
-    expect(metrics).toMatch(/search_rerank_fallbacks_total\{service="search"\} 1/);
+    expect(metrics).toMatch(/capstan_search_rerank_fallbacks_total 1/);
   });
 });

@@ -59,7 +59,9 @@ describe("per-key requests per minute", () => {
       expect((await call(a.url, "/v1/rag/search", { token: INTERNAL_TOKEN, body })).status).toBe(200);
     }
     const metrics = await (await fetch(`${a.internalUrl}/metrics`)).text();
-    expect(metrics).toMatch(/search_limiter_decisions_total\{[^}]*backend="redis"[^}]*result="rejected"[^}]*\} [1-9]/);
+    expect(metrics).toMatch(
+      /capstan_search_limiter_decisions_total\{[^}]*backend="redis"[^}]*result="rejected"[^}]*\} [1-9]/,
+    );
     expect(metrics).not.toContain(LIMITED);
   });
 });

@@ -4,6 +4,7 @@ import type { Logger } from "@capstan/shared";
 import type { AccessChannel, Agent, KnowledgeBase, Scraper, SearchKey } from "@capstan/shared/api";
 import type { KubeObject, ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
+import type { OperatorMetrics } from "../fleet-metrics.ts";
 import type { Scrape } from "../ingest/scrape.ts";
 import type { SearchDocuments } from "../ingest/search-documents.ts";
 import type { ObjectClient } from "../kube/client.ts";
@@ -45,4 +46,5 @@ export interface OperatorContext {
   now: () => Date;
   search: SearchDocuments;
   scrape: Scrape;
+  metrics: OperatorMetrics;
 }

@@ -284,7 +284,11 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     }
     const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, gens);
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
-    const { report, documents: joined } = await ingest(ctx, kb, collection, vectors, gens?.building?.model);
+    ctx.metrics.ingestsInFlight.inc();
+    const { report, documents: joined } = await ingest(ctx, kb, collection, vectors, gens?.building?.model).finally(
+      () => ctx.metrics.ingestsInFlight.dec(),
+    );
+    recordIngestion(ctx, report);
     const finished = ctx.now();
     const annotations = kb.metadata.annotations ?? {};
     // The start of a run of failed refreshes sets how soon the failed sources are tried again.
@@ -311,4 +315,13 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     if (report.building) return { requeue: true };
     return { requeueAfterMs: refreshDueIn({ ...kb, status }, finished) + REQUEUE_SLACK_MS };
   };
+}
+
+function recordIngestion(ctx: OperatorContext, report: IngestionReport): void {
+  const failed = report.failed.length;
+  const result = failed === 0 ? "ok" : failed === report.sources ? "failed" : "partial";
+  ctx.metrics.ingestRuns.inc({ result });
+  ctx.metrics.ingestSources.inc({ outcome: "ingested" }, report.sources - failed);
+  ctx.metrics.ingestSources.inc({ outcome: "failed" }, failed);
+  ctx.metrics.ingestDocuments.inc(report.documents);
 }

@@ -126,7 +126,7 @@ describe("WorkQueue", () => {
 
   it("addRateLimited backs off exponentially and counts retries", async () => {
     vi.useFakeTimers();
-    const registry = createRegistry("test", { defaultMetrics: false });
+    const registry = createRegistry({ defaultMetrics: false });
     const q = new WorkQueue({
       name: "rl",
       rateLimiter: new ItemExponentialFailureRateLimiter(5, 1_000_000),
@@ -148,8 +148,8 @@ describe("WorkQueue", () => {
     q.forget("a");
     expect(q.numRequeues("a")).toBe(0);
     const text = await registry.metrics();
-    expect(text).toMatch(/workqueue_retries_total\{name="rl",controller="rl",service="test"\} 2/);
-    expect(text).toMatch(/workqueue_adds_total\{name="rl",controller="rl",service="test"\} 2/);
+    expect(text).toMatch(/workqueue_retries_total\{name="rl",controller="rl"\} 2/);
+    expect(text).toMatch(/workqueue_adds_total\{name="rl",controller="rl"\} 2/);
     q.shutDown();
   });
 

@@ -75,7 +75,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
   const config = parseGatewayConfig(configInput);
   const startedAt = Date.now();
   const logger = deps.logger ?? createLogger({ name: "gateway", level: config.logLevel });
-  const registry = deps.registry ?? createRegistry("gateway");
+  const registry = deps.registry ?? createRegistry();
   const metrics = gatewayMetrics(registry);
   const ownRedis =
     !deps.redis && config.redisUrl

@@ -50,7 +50,7 @@ export interface SearchDeps {
 export async function buildApp(input: SearchConfigInput | SearchConfig, deps: SearchDeps): Promise<FastifyInstance> {
   const config = searchConfigSchema.parse(input);
   const logger = deps.logger ?? createLogger({ name: "search", level: config.logLevel });
-  const registry = deps.registry ?? createRegistry("search");
+  const registry = deps.registry ?? createRegistry();
   const metrics = searchMetrics(registry);
 
   const ownsEmbedders = deps.embedders === undefined;
@@ -95,7 +95,7 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     windowMs: config.limiter.windowMs,
     policy: config.limiter.redisDownPolicy,
     timeoutMs: config.limiter.redisTimeoutMs,
-    metrics: limiterMetrics(registry, "search"),
+    metrics: limiterMetrics(registry, "capstan_search"),
     logger,
     unavailable: () => new SearchError("SEARCH_ERR_LIMITER"),
     what: "search rate limits",

@@ -4,75 +4,75 @@ import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Regis
 export function searchMetrics(registry: Registry) {
   return {
     stage: new Histogram({
-      name: "search_stage_duration_seconds",
+      name: "capstan_search_stage_duration_seconds",
       help: "Search latency by stage: embed (query embedding), vector (vector query), rerank",
       labelNames: ["stage"] as const,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
     queries: new Counter({
-      name: "search_queries_total",
+      name: "capstan_search_queries_total",
       help: "Search queries by endpoint (search, batch) and outcome (ok or error code)",
       labelNames: ["endpoint", "outcome"] as const,
       registers: [registry],
     }),
     results: new Histogram({
-      name: "search_results_returned",
+      name: "capstan_search_results_returned",
       help: "Results returned per query",
       buckets: [0, 1, 2, 5, 10, 20, 50, 100],
       registers: [registry],
     }),
     rateLimited: new Counter({
-      name: "search_rate_limited_total",
+      name: "capstan_search_rate_limited_total",
       help: "Searches refused with 429 by a key's requests-per-minute limit (no key label: unbounded)",
       registers: [registry],
     }),
     errors: new Counter({
-      name: "search_errors_total",
+      name: "capstan_search_errors_total",
       help: "Error responses by error code",
       labelNames: ["code"] as const,
       registers: [registry],
     }),
     embedBatch: new Histogram({
-      name: "search_embedding_batch_size",
+      name: "capstan_search_embedding_batch_size",
       help: "Texts per embedding model run",
       buckets: [1, 2, 4, 8, 16, 32, 64, 128],
       registers: [registry],
     }),
     embedRun: new Histogram({
-      name: "search_embedding_run_duration_seconds",
+      name: "capstan_search_embedding_run_duration_seconds",
       help: "Duration of one embedding model run",
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
     cache: new Counter({
-      name: "search_query_cache_total",
+      name: "capstan_search_query_cache_total",
       help: "Query embedding cache lookups by result (hit, miss)",
       labelNames: ["result"] as const,
       registers: [registry],
     }),
     ingestedChunks: new Counter({
-      name: "search_ingested_chunks_total",
+      name: "capstan_search_ingested_chunks_total",
       help: "Chunks embedded and stored by the documents API",
       registers: [registry],
     }),
     ingestDuration: new Histogram({
-      name: "search_ingest_duration_seconds",
+      name: "capstan_search_ingest_duration_seconds",
       help: "Time to chunk, embed and store one document",
       buckets: [...LATENCY_BUCKETS, 120, 300],
       registers: [registry],
     }),
     ingestsInFlight: new Gauge({
-      name: "search_ingests_in_flight",
+      name: "capstan_search_ingests_in_flight",
       help: "Documents being ingested right now",
       registers: [registry],
     }),
     rerankFallbacks: new Counter({
-      name: "search_rerank_fallbacks_total",
+      name: "capstan_search_rerank_fallbacks_total",
       help: "Queries whose external rerank failed and fell back to the hybrid reranker",
       registers: [registry],
     }),
-    outbound: outboundMetrics(registry, "search"),
+    outbound: outboundMetrics(registry, "capstan_search"),
   };
 }
 

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit(() => loadSearchConfig());
   const logger = createLogger({ name: "search", level: config.logLevel });
   const view = new ResourceView();
-  const registry = createRegistry("search");
+  const registry = createRegistry();
   let stopSource: () => void = () => {};
   if (config.resourcesDirs.length > 0) {
     const source = new FileSource(view, {

@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import type { Logger } from "pino";
-import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "./metrics.ts";
+import { Counter, Histogram, LATENCY_BUCKETS, metricsPrefix, type Registry } from "./metrics.ts";
 
 export interface BaseAppOptions {
   service: string;
@@ -114,15 +114,18 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
     for (const method of methods) routes.push({ method, pattern: routePattern(route.url) });
   });
 
+  // RED metrics of every endpoint, named for the component (capstan_gateway_http_requests_total):
+  // route is the route's pattern (bounded), "unmatched" for paths no route serves.
+  const prefix = metricsPrefix(opts.service);
   const requests = new Counter({
-    name: "http_requests_total",
-    help: "HTTP requests by route and status",
+    name: `${prefix}_http_requests_total`,
+    help: "HTTP requests by method, route and status",
     labelNames: ["method", "route", "status"] as const,
     registers: [opts.registry],
   });
   const duration = new Histogram({
-    name: "http_request_duration_seconds",
-    help: "HTTP request latency by route",
+    name: `${prefix}_http_request_duration_seconds`,
+    help: "HTTP request latency by method and route",
     labelNames: ["method", "route"] as const,
     buckets: LATENCY_BUCKETS,
     registers: [opts.registry],

@@ -1,18 +1,54 @@
 // One prom-client registry per process, with the default Node metrics, so tests can build
 // several apps in one process without metric-name collisions.
+//
+// Naming (docs/observability.md): every Capstan metric is `capstan_<component>_<what>`, with its
+// unit in the name (`_seconds`, `_bytes`) and `_total` on counters. No default label is set: the
+// target labels Prometheus adds (job, instance, namespace, pod, service) tell processes apart, and
+// a `service` label of our own would collide with the one a ServiceMonitor adds. Histograms carry
+// only bounded labels (route, stage, outcome, ...): never a channel, key or knowledge base.
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 
 export { Counter, Gauge, Histogram, Registry } from "prom-client";
 
-export function createRegistry(service: string, opts: { defaultMetrics?: boolean } = {}): Registry {
+/**
+ * A new registry. The Node runtime metrics (`process_*`, `nodejs_*`) keep prom-client's standard
+ * names, which existing Node.js dashboards expect.
+ */
+export function createRegistry(opts: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
-  registry.setDefaultLabels({ service });
   if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   return registry;
 }
 
+/** `capstan_<component>` for a service name: "gateway" → capstan_gateway, "scraper-render" → capstan_scraper_render. */
+export function metricsPrefix(service: string): string {
+  return `capstan_${service.replace(/^capstan-/, "").replace(/[^a-zA-Z0-9]+/g, "_")}`;
+}
+
 /** Latency buckets (seconds) from 1 ms to 60 s. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * Keeps a label with per-tenant values (a channel id) bounded: the first `limit` distinct values
+ * are kept as they are, every later one is counted under "other". Used on counters only; a
+ * restart starts a new set. The limit is the operator's choice (a Helm value): with it, a
+ * counter labelled by channel holds at most limit + 1 values of that label.
+ */
+export class BoundedLabel {
+  static readonly OTHER = "other";
+  private readonly seen = new Set<string>();
+  readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  value(v: string): string {
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= this.limit) return BoundedLabel.OTHER;
+    this.seen.add(v);
+    return v;
+  }
+}
 
 /**
  * Metrics every outbound client carries, recorded by the shared resilience policy

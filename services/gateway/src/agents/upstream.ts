@@ -301,7 +301,7 @@ export class UpstreamClient {
           const json = JSON.parse(res.text) as Record<string, unknown>;
           timeout.clear();
           const seconds = (performance.now() - started) / 1000;
-          metrics.upstreamLatency.observe({ agent: call.agent, outcome: "ok" }, seconds);
+          metrics.upstreamLatency.observe({ outcome: "ok" }, seconds);
           return { json, attempts: attempt };
         }
         status = res.statusCode;
@@ -318,14 +318,14 @@ export class UpstreamClient {
       timeout.clear();
       if (call.signal.aborted) throw new ClientGone();
       const timedOut = isTimeout(err) || timeout.aborted;
-      metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
+      metrics.upstreamLatency.observe({ outcome: "error" }, (performance.now() - started) / 1000);
       const error = timedOut
         ? new GatewayError("upstream_timeout", { timeoutMs: call.timeoutMs })
         : new GatewayError("upstream_error", { detail: (err as Error).message || "connection failed" });
       throw new AttemptFailure(error, { retry: true, outcome: timedOut ? "timeout" : "error" });
     }
     timeout.clear();
-    metrics.upstreamLatency.observe({ agent: call.agent, outcome: "error" }, (performance.now() - started) / 1000);
+    metrics.upstreamLatency.observe({ outcome: "error" }, (performance.now() - started) / 1000);
     throw new AttemptFailure(mapUpstreamStatus(status, text, resHeaders), {
       retry: RETRY_STATUSES.has(status),
       outcome: `http_${status}`,
@@ -356,7 +356,7 @@ export class UpstreamClient {
     } finally {
       timeout.clear();
       const seconds = (performance.now() - started) / 1000;
-      this.opts.metrics.upstreamLatency.observe({ agent: call.agent, outcome }, seconds);
+      this.opts.metrics.upstreamLatency.observe({ outcome }, seconds);
     }
   }
 }

@@ -2,7 +2,7 @@
 // open, or the write fails) waits in a bounded in-process buffer, in order, and the buffer is
 // written when Redis answers again (the breaker closes, or the next write succeeds). When the
 // buffer is full the oldest waiting exchange is dropped: counted in
-// gateway_history_buffer_dropped_total and logged once per interval, never once per request.
+// capstan_gateway_history_buffer_dropped_total and logged once per interval, never once per request.
 // Buffered exchanges keep their `created` time; their stream id (the cursor) is the time they are
 // written, since Redis only appends to a stream.
 import type { Logger } from "@capstan/shared";

@@ -73,7 +73,10 @@ export function limitRate(gateway: Gateway): onRequestAsyncHookHandler {
     if (req.capstan) req.capstan.limit = decision;
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
-      gateway.metrics.limiterRejections.inc({ channel: channel.id, backend: decision.backend });
+      gateway.metrics.limiterRejections.inc({
+        channel: gateway.metrics.channelLabel.value(channel.id),
+        backend: decision.backend,
+      });
       throw new GatewayError(
         "rate_limit_exceeded",
         { limit: decision.limit, retryAfter: retryAfterSeconds(decision) },

@@ -5,7 +5,7 @@
 //   deny      503 limiter_unavailable;
 //   fail-open no limit at all (an explicit opt-in: the fleet's QPM is not held).
 // For one window after Redis returns, "local" keeps the share as a second condition (recovery),
-// so what replicas admitted locally is not admitted again. The mode is the gateway_limiter_mode
+// so what replicas admitted locally is not admitted again. The mode is the capstan_gateway_limiter_mode
 // gauge and a readiness condition; the breaker logs each change of Redis' state once.
 import type { Logger } from "@capstan/shared";
 import { type LimitDecision, MemoryLimiter, type RedisLimiter } from "@capstan/shared/limiter";

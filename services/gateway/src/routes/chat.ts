@@ -38,12 +38,13 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
   app.addHook("onResponse", async (req, reply) => {
     if (req.routeOptions.url !== "/api/v1/chat/completions") return;
     const channel = req.capstan?.channel;
+    const status = String(reply.statusCode);
     metrics.requests.inc({
-      channel: channel?.id ?? "-",
       mode: channel?.agent ? modeOf(channel.agent) : "-",
       stream: String((req.body as { stream?: unknown } | undefined)?.stream === true),
-      status: String(reply.statusCode),
+      status,
     });
+    if (channel) metrics.channelRequests.inc({ channel: metrics.channelLabel.value(channel.id), status });
   });
 
   function record(ex: Exchange, req: FastifyRequest, parsed: ChatRequest, outcome: Partial<ExchangeRecord>): void {
@@ -52,8 +53,9 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     metrics.duration.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (end - ex.started) / 1000);
     const usage = outcome.usage;
     if (channel && usage) {
-      metrics.tokens.inc({ channel: channel.id, kind: "prompt" }, usage.prompt_tokens);
-      metrics.tokens.inc({ channel: channel.id, kind: "completion" }, usage.completion_tokens);
+      const label = metrics.channelLabel.value(channel.id);
+      metrics.tokens.inc({ channel: label, kind: "prompt" }, usage.prompt_tokens);
+      metrics.tokens.inc({ channel: label, kind: "completion" }, usage.completion_tokens);
       metrics.tokensPerRequest.observe({ mode: ex.labels.mode }, usage.completion_tokens);
     }
     if (!channel?.keepHistory) return;
@@ -94,7 +96,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
   // The client went away before the answer: the upstream call was aborted; nobody reads this reply
   // (499 is the de-facto "client closed request" status, so metrics tell it apart from errors).
   function clientGone(req: FastifyRequest, reply: FastifyReply, channel: string) {
-    metrics.clientAborts.inc({ channel });
+    metrics.clientAborts.inc({ channel: metrics.channelLabel.value(channel) });
     req.log.info({ channel }, "client disconnected before the answer; upstream call aborted");
     return reply.code(499).send();
   }
@@ -249,7 +251,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
         yield SSE_DONE;
       } catch (err) {
         if (err instanceof ClientGone || (abort.signal.aborted && !(err instanceof GatewayError))) {
-          metrics.clientAborts.inc({ channel: channel.id });
+          metrics.clientAborts.inc({ channel: metrics.channelLabel.value(channel.id) });
           req.log.info({ channel: channel.id }, "client disconnected mid-stream; upstream call aborted");
           return;
         }

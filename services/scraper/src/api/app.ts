@@ -49,7 +49,7 @@ function abortOnClose(reply: FastifyReply): AbortSignal {
 
 export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInstance {
   const logger = deps.logger ?? createLogger({ name: "scraper", level: config.logLevel });
-  const registry = deps.registry ?? createRegistry("scraper");
+  const registry = deps.registry ?? createRegistry();
   const metrics = apiMetrics(registry);
   const renderClient = deps.renderClient ?? httpRenderClient(config.renderUrl, metrics, config.apiKey);
   const guard =

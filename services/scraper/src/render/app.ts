@@ -38,7 +38,7 @@ export interface RenderService {
 
 export function buildRenderService(config: ScraperConfig, deps: RenderServiceDeps = {}): RenderService {
   const logger = deps.logger ?? createLogger({ name: "scraper-render", level: config.logLevel });
-  const registry = deps.registry ?? createRegistry("scraper-render");
+  const registry = deps.registry ?? createRegistry();
   const metrics = renderMetrics(registry);
   const renderer = new Renderer(config, { logger, metrics, ...(deps.guard ? { guard: deps.guard } : {}) });
   const app = buildBaseApp({

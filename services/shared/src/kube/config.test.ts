@@ -55,8 +55,7 @@ async function authorization(http: KubeHttp): Promise<string | undefined> {
   return ctx.getHeaders().Authorization;
 }
 
-const client = (kc: ReturnType<typeof loadKubeConfig>) =>
-  new KubeHttp(kc, createRegistry("t", { defaultMetrics: false }));
+const client = (kc: ReturnType<typeof loadKubeConfig>) => new KubeHttp(kc, createRegistry({ defaultMetrics: false }));
 
 describe("loadKubeConfig (client-node's KubeConfig)", () => {
   it("uses the file's current context: its server, CA, namespace and token", async () => {

@@ -1,0 +1,86 @@
+// The operator's own metrics about what it manages (capstan_operator_*), beside the
+// controller-runtime-style reconcile, workqueue, rest_client and leader-election metrics that keep
+// their established names. All labels are bounded: kind, state, result. Key expiry is exported as
+// the soonest expiry per kind (not one series per key), which is what an "a key expires within
+// N days" alert needs; `kubectl get accesschannels,searchkeys -A` then names the key.
+import { Counter, Gauge, type Registry } from "@capstan/shared";
+import type { Informers } from "./reconcilers/context.ts";
+
+export function operatorMetrics(registry: Registry, informers: Informers, now: () => Date = () => new Date()) {
+  const registers = [registry];
+  const keyExpiries = (): { kind: string; expiry: (string | undefined)[] }[] => [
+    { kind: "AccessChannel", expiry: informers.channels.list().map((c) => c.spec.expiresAt) },
+    { kind: "SearchKey", expiry: informers.searchKeys.list().map((k) => k.spec.validUntil) },
+  ];
+  return {
+    ingestRuns: new Counter({
+      name: "capstan_operator_ingest_runs_total",
+      help: "Knowledge-base ingestion runs by result: ok (every source), partial (some sources failed), failed (all failed)",
+      labelNames: ["result"] as const,
+      registers,
+    }),
+    ingestSources: new Counter({
+      name: "capstan_operator_ingest_sources_total",
+      help: "Knowledge-base sources processed by ingestion runs, by outcome (ingested, failed)",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    ingestDocuments: new Counter({
+      name: "capstan_operator_ingest_documents_total",
+      help: "Documents sent to search by ingestion runs",
+      registers,
+    }),
+    ingestsInFlight: new Gauge({
+      name: "capstan_operator_ingests_in_flight",
+      help: "Knowledge bases being ingested right now",
+      registers,
+    }),
+    knowledgeBases: new Gauge({
+      name: "capstan_operator_knowledge_bases",
+      help: "Knowledge bases by their Ready condition (True, False, Unknown)",
+      labelNames: ["ready"] as const,
+      registers,
+      collect() {
+        const counts: Record<string, number> = { True: 0, False: 0, Unknown: 0 };
+        for (const kb of informers.knowledgeBases.list()) {
+          const ready = kb.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
+          counts[ready] = (counts[ready] ?? 0) + 1;
+        }
+        for (const [ready, n] of Object.entries(counts)) this.set({ ready }, n);
+      },
+    }),
+    keys: new Gauge({
+      name: "capstan_operator_keys",
+      help: "Keys (AccessChannel, SearchKey) by state: valid (expires later), expired, no_expiry",
+      labelNames: ["kind", "state"] as const,
+      registers,
+      collect() {
+        const t = now().getTime();
+        for (const { kind, expiry } of keyExpiries()) {
+          const counts = { valid: 0, expired: 0, no_expiry: 0 };
+          for (const e of expiry) {
+            if (!e) counts.no_expiry++;
+            else if (Date.parse(e) <= t) counts.expired++;
+            else counts.valid++;
+          }
+          for (const [state, n] of Object.entries(counts)) this.set({ kind, state }, n);
+        }
+      },
+    }),
+    nextKeyExpiry: new Gauge({
+      name: "capstan_operator_key_next_expiry_timestamp_seconds",
+      help: "Unix time of the soonest expiry among keys not yet expired, by kind (absent when none expires)",
+      labelNames: ["kind"] as const,
+      registers,
+      collect() {
+        const t = now().getTime();
+        this.reset();
+        for (const { kind, expiry } of keyExpiries()) {
+          const future = expiry.map((e) => (e ? Date.parse(e) : Number.NaN)).filter((ms) => ms > t);
+          if (future.length > 0) this.set({ kind }, Math.min(...future) / 1000);
+        }
+      },
+    }),
+  };
+}
+export type OperatorMetrics = ReturnType<typeof operatorMetrics>;
