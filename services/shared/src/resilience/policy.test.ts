@@ -71,7 +71,7 @@ async function value(
 }
 
 function metered() {
-  const registry = createRegistry("t", { defaultMetrics: false });
+  const registry = createRegistry({ defaultMetrics: false });
   return { registry, metrics: outboundMetrics(registry, "t") };
 }
 
