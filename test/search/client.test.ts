@@ -112,7 +112,7 @@ describe("SearchClient", () => {
       if (n === 1) return; // never answers
       reply(res, 200, { code: 200, message: "success", data: { knowledgeId: "kb_a", documents: 1, chunks: 2 } });
     };
-    const registry = createRegistry("test", { defaultMetrics: false });
+    const registry = createRegistry({ defaultMetrics: false });
     const metrics = outboundMetrics(registry, "client_test");
     const client = new SearchClient({ baseURL: url, token: TOKEN, timeoutMs: 1500, retryBaseMs: 5, metrics });
     expect(await client.getKnowledgeBase(ref("kb_a"))).toEqual({ knowledgeId: "kb_a", documents: 1, chunks: 2 });
