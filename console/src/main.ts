@@ -8,7 +8,7 @@ import { loadConsoleConfig } from "./config.ts";
 async function main(): Promise<void> {
   const config = loadConfigOrExit(() => loadConsoleConfig(), "console: ");
   const logger = createLogger({ name: "console", level: config.logLevel });
-  const registry = createRegistry("console");
+  const registry = createRegistry();
   const app = await buildApp(config, { cluster: loadKubeConfig(), logger, registry });
   await app.listen({ port: config.port, host: config.host });
   stopOnSignals(() => app.close(), { logger });

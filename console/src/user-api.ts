@@ -35,7 +35,7 @@ export function kubeAsUser(base: KubeConfig, token: string): KubeHttp {
     currentContext: "console",
   });
   // Per-session metrics would be noise (and a label per user): this registry is never exported.
-  return new KubeHttp(kc, createRegistry("console-session", { defaultMetrics: false }), { timeoutMs: 15_000 });
+  return new KubeHttp(kc, createRegistry({ defaultMetrics: false }), { timeoutMs: 15_000 });
 }
 
 const enc = encodeURIComponent;

@@ -67,7 +67,7 @@ export async function startConsole(
   const app = await buildApp(config, {
     cluster: kubeConfigFromFile(kubeconfig),
     logger,
-    registry: createRegistry("console", { defaultMetrics: false }),
+    registry: createRegistry({ defaultMetrics: false }),
   });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const addr = app.server.address() as { port: number };
