@@ -85,7 +85,8 @@ export async function screenshot(page: Page, name: string, redact?: string): Pro
     await page.evaluate((secret) => {
       const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
       for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-        if (n.nodeValue?.includes(secret)) n.nodeValue = n.nodeValue.replaceAll(secret, `${secret.slice(0, 13)}…(redacted)`);
+        if (n.nodeValue?.includes(secret))
+          n.nodeValue = n.nodeValue.replaceAll(secret, `${secret.slice(0, 13)}…(redacted)`);
       }
     }, redact);
   }
