@@ -1,13 +1,16 @@
 // The operator's error registry: one code per failure, a message template, and the condition
-// reason it surfaces as in status. Messages never carry key material.
-export const ERRORS = {
+// reason it surfaces as in status. Messages never carry key material. Templates use the shared
+// {name} syntax (renderMessage).
+import { defineErrors, renderMessage } from "@capstan/shared";
+
+export const ERRORS = defineErrors({
   SCRAPER_NOT_FOUND: { message: "Scraper {name} does not exist", reason: "ScraperNotFound" },
   SCRAPING_DISABLED: { message: "scraping is disabled for {name}", reason: "ScrapingDisabled" },
   SCRAPE_FAILED: { message: "scraping {url} failed: {detail}", reason: "ScrapeFailed" },
   CONFIG_MAP_NOT_FOUND: { message: "ConfigMap {name} does not exist", reason: "ConfigMapNotFound" },
   CONFIG_MAP_KEY_NOT_FOUND: { message: "ConfigMap {name} has no key {key}", reason: "ConfigMapKeyNotFound" },
   LEASE_LOST: { message: "leadership lost: {detail}", reason: "LeaseLost" },
-} as const;
+} as const);
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -17,7 +20,7 @@ export class OperatorError extends Error {
   readonly params: Record<string, string | number>;
   constructor(code: ErrorCode, params: Record<string, string | number> = {}) {
     const def = ERRORS[code];
-    super(def.message.replace(/\{(\w+)\}/g, (_, k: string) => String(params[k] ?? "")));
+    super(renderMessage(def.message, params));
     this.name = "OperatorError";
     this.code = code;
     this.reason = def.reason;

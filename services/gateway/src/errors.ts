@@ -1,6 +1,8 @@
 // The gateway's one error registry: every error a client can see, with its code, message
 // template, HTTP status and OpenAI error type, defined once. Bodies follow the OpenAI shape
 // {"error":{"message","type","param","code"}} so OpenAI SDKs raise their typed errors.
+// Templates use the shared {name} syntax (renderMessage).
+import { defineErrors, renderMessage } from "@capstan/shared";
 
 export interface ErrorSpec {
   status: number;
@@ -11,7 +13,7 @@ export interface ErrorSpec {
   retry: boolean;
 }
 
-export const ERRORS = {
+export const ERRORS = defineErrors({
   missing_api_key: {
     status: 401,
     type: "invalid_request_error",
@@ -120,7 +122,7 @@ export const ERRORS = {
     retry: true,
   },
   internal_error: { status: 500, type: "server_error", message: "Internal server error.", retry: true },
-} as const satisfies Record<string, ErrorSpec>;
+} as const satisfies Record<string, ErrorSpec>);
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -139,10 +141,7 @@ export class GatewayError extends Error {
     opts: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     const spec: ErrorSpec = ERRORS[code];
-    super(
-      spec.message.replace(/\{(\w+)\}/g, (_m, name: string) => String(params[name] ?? "")),
-      opts.cause === undefined ? undefined : { cause: opts.cause },
-    );
+    super(renderMessage(spec.message, params), opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "GatewayError";
     this.code = code;
     this.status = spec.status;

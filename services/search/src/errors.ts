@@ -1,13 +1,15 @@
 // The one error registry of the search service: each entry has a code, a message template and
 // the HTTP status. Every error response is the search envelope {code, message, data: null} with
 // code equal to the HTTP status; the registry code travels in the x-capstan-error header.
+// Templates use the shared {name} syntax (renderMessage).
+import { defineErrors, renderMessage } from "@capstan/shared";
 
 export interface ErrorDef {
   status: number;
   message: string;
 }
 
-export const ERRORS = {
+export const ERRORS = defineErrors({
   SEARCH_ERR_BODY_INVALID: { status: 400, message: "invalid request body: {detail}" },
   SEARCH_ERR_KNOWLEDGE_ID: {
     status: 400,
@@ -36,13 +38,9 @@ export const ERRORS = {
   SEARCH_ERR_STORE: { status: 503, message: "vector store unavailable: {detail}" },
   SEARCH_ERR_NOT_READY: { status: 503, message: "service not ready: {detail}" },
   SEARCH_ERR_INTERNAL: { status: 500, message: "internal error" },
-} as const satisfies Record<string, ErrorDef>;
+} as const satisfies Record<string, ErrorDef>);
 
 export type ErrorCode = keyof typeof ERRORS;
-
-function render(template: string, params: Record<string, string | number>): string {
-  return template.replace(/\{(\w+)\}/g, (_m, name: string) => String(params[name] ?? ""));
-}
 
 export class SearchError extends Error {
   readonly code: ErrorCode;
@@ -55,7 +53,7 @@ export class SearchError extends Error {
     params: Record<string, string | number> = {},
     options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
-    super(render(ERRORS[code].message, params), options);
+    super(renderMessage(ERRORS[code].message, params), options);
     this.name = "SearchError";
     this.code = code;
     this.status = ERRORS[code].status;

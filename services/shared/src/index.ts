@@ -1,5 +1,6 @@
 export * from "./config.ts";
 export { nearest, unknownKeys } from "./config-keys.ts";
+export * from "./errors.ts";
 export * from "./http.ts";
 export * from "./keys.ts";
 export * from "./lifecycle.ts";
