@@ -146,7 +146,7 @@ describe("extractive agent (no provider)", () => {
     expect(res.usage?.completion_tokens).toBeGreaterThan(5);
     expect(res.usage?.prompt_tokens).toBeGreaterThan(10);
     expect(
-      await metricValue(gw.url, "capstan_gateway_outbound_requests_total", { target: "search_search", outcome: "ok" }),
+      await metricValue(gw.url, "capstan_gateway_outbound_requests_total", { target: "search", outcome: "ok" }),
     ).toBeGreaterThan(0);
   });
 

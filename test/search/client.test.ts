@@ -52,7 +52,7 @@ describe("SearchClient", () => {
     expect(hits).toBe(3);
     const attempts = await registry.getSingleMetric("client_test_outbound_requests_total")?.get();
     const count = (outcome: string) =>
-      attempts?.values.find((v) => v.labels.target === "search_search" && v.labels.outcome === outcome)?.value;
+      attempts?.values.find((v) => v.labels.target === "search" && v.labels.outcome === outcome)?.value;
     expect([count("http_503"), count("ok")]).toEqual([2, 1]);
   });
 

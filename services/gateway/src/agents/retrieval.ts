@@ -3,7 +3,7 @@
 // checks the knowledge ids against that namespace's knowledge bases, as it checks a key's scope),
 // the shared resilience policy (timeout per attempt, bounded full-jitter retries, Retry-After, a
 // circuit breaker: search can be down), the W3C traceparent (undici instrumentation), and the outbound metrics
-// (capstan_gateway_outbound_*{target="search_search"}). Any failure is a 502 knowledge_unavailable.
+// (capstan_gateway_outbound_*{target="search"}). Any failure is a 502 knowledge_unavailable.
 import { SearchApiError, SearchClient, type SearchResult } from "@capstan/shared/clients/search-client";
 import { Agent as Dispatcher } from "undici";
 import { GatewayError } from "../errors.ts";

@@ -118,6 +118,8 @@ export class SearchApiError extends Error {
 
 const MALFORMED = "SEARCH_CLIENT_MALFORMED";
 const operationOf = (target: string) => target.replace(/^search_/, "");
+/** Metric label: "search" for knowledge search (what the gateway calls), search_<op> for the rest. */
+const metricTarget = (operation: string) => (operation === "search" ? "search" : `search_${operation}`);
 
 /** How the resilience policy sees a failed attempt. */
 function classify(err: unknown): Failure {
@@ -315,6 +317,6 @@ export class SearchClient {
       );
     };
     const timeoutMs = extras.timeoutMs ?? this.opts.timeoutMs ?? 10_000;
-    return this.policy(timeoutMs).execute(attempt, { target: `search_${operation}`, signal: extras.call?.signal });
+    return this.policy(timeoutMs).execute(attempt, { target: metricTarget(operation), signal: extras.call?.signal });
   }
 }
