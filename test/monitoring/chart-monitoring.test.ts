@@ -43,14 +43,14 @@ describe("chart monitoring objects", () => {
     expect(monitors.map((m) => m.metadata.name).sort()).toEqual(
       [`${run.release}-capstan-data-plane`, `${run.release}-capstan-operator`].sort(),
     );
-    const ports = (m: Rendered) => (m.spec?.endpoints as { port: string }[]).map((e) => e.port);
+    const ports = (m: Rendered) => ((m.spec?.endpoints ?? []) as { port: string }[]).map((e) => e.port);
     const [dataPlane] = monitors.filter((m) => m.metadata.name.endsWith("-data-plane")) as [Rendered];
     expect(ports(dataPlane)).toEqual(["internal", "admin"]);
     expect(JSON.stringify(dataPlane.spec?.selector)).toContain("capstan-gateway");
     const [operator] = monitors.filter((m) => m.metadata.name.endsWith("-operator")) as [Rendered];
     expect(ports(operator)).toEqual(["metrics"]);
     const podMonitor = on.find((o) => o.kind === "PodMonitor");
-    expect((podMonitor?.spec?.podMetricsEndpoints as { port: string }[])[0]?.port).toBe("render");
+    expect(((podMonitor?.spec?.podMetricsEndpoints ?? []) as { port: string }[])[0]?.port).toBe("render");
     for (const o of on.filter((x) => MONITORING_KINDS.includes(x.kind))) {
       expect(o.apiVersion).toBe("monitoring.coreos.com/v1");
       expect((o.metadata as { labels?: Record<string, string> }).labels?.release).toBe("kube-prometheus-stack");
