@@ -15,6 +15,8 @@ import type { ConsoleContext } from "./context.ts";
 import { ConsoleError, toConsoleError } from "./errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { channelRoutes } from "./routes/channels.ts";
+import { knowledgeRoutes } from "./routes/knowledge.ts";
+import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { SessionStore } from "./sessions.ts";
 import type { UserApi } from "./user-api.ts";
@@ -79,6 +81,8 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   sessionRoutes(app, ctx);
   channelRoutes(app, ctx);
   agentRoutes(app, ctx);
+  searchKeyRoutes(app, ctx);
+  knowledgeRoutes(app, ctx);
 
   const assets = config.assetsDir ?? DEFAULT_ASSETS_DIR;
   if (existsSync(assets)) {

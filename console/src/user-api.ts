@@ -101,6 +101,14 @@ export class UserApi {
     await this.kube.json(`/api/v1/namespaces/${enc(ns)}/secrets/${enc(name)}`, { method: "DELETE" });
   }
 
+  createConfigMap(ns: string, body: KubeObject): Promise<KubeObject> {
+    return this.kube.json(`/api/v1/namespaces/${enc(ns)}/configmaps`, { method: "POST", body });
+  }
+
+  replaceConfigMap(ns: string, name: string, body: KubeObject): Promise<KubeObject> {
+    return this.kube.json(`/api/v1/namespaces/${enc(ns)}/configmaps/${enc(name)}`, { method: "PUT", body });
+  }
+
   close(): Promise<void> {
     return this.kube.close();
   }

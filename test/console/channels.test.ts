@@ -15,7 +15,7 @@ import { type RunningGateway, startGateway } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
 import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
 import { CAP, create, eventually, startOperatorFor, whenCondition } from "../operator/helpers.ts";
-import { forceFromPage, type RunningConsole, screenshot, signIn, startConsole, tokenWithRole } from "./helpers.ts";
+import { forceFromPage, type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
 
 const ns = `console-${process.pid}-${Date.now().toString(36)}`;
 let admin: KubeHttp;
@@ -64,8 +64,8 @@ beforeAll(async () => {
     spec: { provider: { baseURL: fake.baseURL, model: "echo", maxRetries: 0 } },
   });
   await whenCondition(admin, "Agent", ns, "echo", "Ready", "True");
-  tokens.owner = await tokenWithRole(admin, ns, "owner", "channel-owner");
-  tokens.viewer = await tokenWithRole(admin, ns, "viewer", "viewer");
+  tokens.owner = await tokenWithRoles(admin, ns, "owner", ["channel-owner"]);
+  tokens.viewer = await tokenWithRoles(admin, ns, "viewer", ["viewer"]);
   consoleApp = await startConsole(inject("kubeconfig"), { defaultNamespace: ns, gatewayUrl: gateway.url });
   browser = await launchChromium();
 }, 180_000);

@@ -16,26 +16,28 @@ import { create, type Obj } from "../operator/helpers.ts";
 
 const DOCS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
 
-/** A ServiceAccount bound in `ns` to the Role of docs/console/rbac/<role>.yaml; returns its token. */
-export async function tokenWithRole(admin: KubeHttp, ns: string, name: string, role: string): Promise<string> {
-  const roleObj = parse(readFileSync(join(DOCS, "rbac", `${role}.yaml`), "utf8")) as Obj;
-  roleObj.metadata.namespace = ns;
+/** A ServiceAccount bound in `ns` to the Roles of docs/console/rbac/<role>.yaml; returns its token. */
+export async function tokenWithRoles(admin: KubeHttp, ns: string, name: string, roles: string[]): Promise<string> {
   await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } });
-  await admin
-    .json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { method: "POST", body: roleObj })
-    .catch((err: { status?: number }) => {
-      if (err.status !== 409) throw err;
+  for (const role of roles) {
+    const roleObj = parse(readFileSync(join(DOCS, "rbac", `${role}.yaml`), "utf8")) as Obj;
+    roleObj.metadata.namespace = ns;
+    await admin
+      .json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { method: "POST", body: roleObj })
+      .catch((err: { status?: number }) => {
+        if (err.status !== 409) throw err;
+      });
+    await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      method: "POST",
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: `${name}-${role}`, namespace: ns },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleObj.metadata.name },
+        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+      },
     });
-  await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-    method: "POST",
-    body: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: `${name}-${role}`, namespace: ns },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleObj.metadata.name },
-      subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
-    },
-  });
+  }
   const tr = await admin.json<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`, {
     method: "POST",
     body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },

@@ -24,6 +24,7 @@ const KINDS = [
   ["capstan.dev", "agents"],
   ["capstan.dev", "scrapers"],
   ["", "secrets"],
+  ["", "configmaps"],
 ] as const;
 const VERBS = ["get", "list", "create", "patch", "delete"] as const;
 

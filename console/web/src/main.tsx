@@ -12,8 +12,11 @@ import {
   setCsrfToken,
   whenSignedOut,
 } from "./api.ts";
+import { AgentsPage } from "./pages/agents.tsx";
 import { ChannelPage } from "./pages/channel.tsx";
 import { ChannelsPage } from "./pages/channels.tsx";
+import { KnowledgeList, KnowledgePage } from "./pages/knowledge.tsx";
+import { SearchKeysPage } from "./pages/search-keys.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
 import { ErrorText } from "./ui.tsx";
 
@@ -39,6 +42,10 @@ function Page({ route, ns, can }: { route: string; ns: string; can: Permissions 
   const [, page, name] = route.split("/");
   if (page === "channels" && name) return <ChannelPage ns={ns} name={decodeURIComponent(name)} can={can} />;
   if (page === "channels") return <ChannelsPage ns={ns} can={can} />;
+  if (page === "search-keys") return <SearchKeysPage ns={ns} can={can} />;
+  if (page === "knowledge" && name) return <KnowledgePage ns={ns} name={decodeURIComponent(name)} can={can} />;
+  if (page === "knowledge") return <KnowledgeList ns={ns} />;
+  if (page === "agents") return <AgentsPage ns={ns} />;
   const lazy = PAGES.find(([p]) => p === page);
   return <p>{lazy ? `${lazy[1]}: coming with the next release of the console.` : "No such page."}</p>;
 }

@@ -1,8 +1,8 @@
 // Small building blocks every page uses: an error shown in words, a labelled field, the Ready
 // badge, and the panel that shows a new key once with a copy button and ready-to-paste snippets.
 import type { ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
-import type { Ready } from "./api.ts";
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, get, type Ready } from "./api.ts";
 
 export function ErrorText({ error }: { error: string | undefined }) {
   if (!error) return null;
@@ -83,3 +83,37 @@ export function KeyOnce(props: { value: string; snippets: { title: string; code:
 }
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "never");
+
+/** The filter box (and the page's own actions) above a list. */
+export function FilterBar(props: {
+  id: string;
+  value: string;
+  onChange: (v: string) => void;
+  children?: ComponentChildren;
+}) {
+  return (
+    <div class="toolbar">
+      <label for={props.id}>Filter</label>
+      <input id={props.id} type="search" value={props.value} onInput={(e) => props.onChange(e.currentTarget.value)} />
+      {props.children}
+    </div>
+  );
+}
+
+/** The items of a list endpoint, reloaded when `path` changes; errors in words. */
+export function useItems<T>(path: string): { items: T[] | undefined; error: string | undefined; reload: () => void } {
+  const [items, setItems] = useState<T[]>();
+  const [error, setError] = useState<string>();
+  const reload = () => {
+    setError(undefined);
+    get<{ items: T[] }>(path).then(
+      (r) => setItems(r.items),
+      (e: ApiError) => setError(e.message),
+    );
+  };
+  useEffect(() => {
+    setItems(undefined);
+    reload();
+  }, [path]);
+  return { items, error, reload };
+}

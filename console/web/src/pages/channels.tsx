@@ -3,7 +3,7 @@
 import { accessChannelSpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, type Channel, get, nsPath, type Permissions, post } from "../api.ts";
-import { ErrorText, Field, ReadyBadge, when } from "../ui.tsx";
+import { ErrorText, Field, FilterBar, ReadyBadge, useItems, when } from "../ui.tsx";
 
 interface AgentRow {
   name: string;
@@ -92,17 +92,9 @@ function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string
 }
 
 export function ChannelsPage({ ns, can }: { ns: string; can: Permissions }) {
-  const [items, setItems] = useState<Channel[]>();
+  const { items, error } = useItems<Channel>(nsPath(ns, "accesschannels"));
   const [filter, setFilter] = useState("");
-  const [error, setError] = useState<string>();
   const [creating, setCreating] = useState(false);
-  useEffect(() => {
-    setItems(undefined);
-    get<{ items: Channel[] }>(nsPath(ns, "accesschannels")).then(
-      (r) => setItems(r.items),
-      (e: ApiError) => setError(e.message),
-    );
-  }, [ns]);
   const shown = (items ?? []).filter((c) =>
     `${c.name} ${c.channelName} ${c.agent}`.toLowerCase().includes(filter.toLowerCase()),
   );
@@ -110,15 +102,13 @@ export function ChannelsPage({ ns, can }: { ns: string; can: Permissions }) {
     <section aria-labelledby="channels-title">
       <h1 id="channels-title">Access channels in {ns}</h1>
       <ErrorText error={error} />
-      <div class="toolbar">
-        <label for="channel-filter">Filter</label>
-        <input id="channel-filter" type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
+      <FilterBar id="channel-filter" value={filter} onChange={setFilter}>
         {can.accesschannels?.create ? (
           <button type="button" onClick={() => setCreating(!creating)} aria-expanded={creating}>
             New channel
           </button>
         ) : null}
-      </div>
+      </FilterBar>
       {creating ? (
         <CreateChannel
           ns={ns}

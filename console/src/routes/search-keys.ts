@@ -1,0 +1,94 @@
+// Search keys: the list (with rotation advice past 90 days), create (the CRD's zod schema plus the
+// IP/CIDR check the CRD's CEL rule makes), delete, and the key (Add key / Rotate key, see keys.ts).
+import { searchKeySpec } from "@capstan/shared/api";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { badCidrs } from "../cidr.ts";
+import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
+import { errors } from "../errors.ts";
+import { issueOrReveal, keyRevealed } from "../keys.ts";
+import { readyOf } from "../ready.ts";
+import type { KubeObject } from "../user-api.ts";
+
+const PLURAL = "searchkeys";
+/** Rotation about every 90 days is advised (reference 2.2). */
+export const ROTATION_ADVICE_DAYS = 90;
+const DAY_MS = 86_400_000;
+
+export function searchKeyRow(o: KubeObject, now = Date.now()) {
+  const spec = (o.spec ?? {}) as Record<string, unknown>;
+  const status = (o.status ?? {}) as Record<string, unknown>;
+  const issued = (status.rotatedAt ?? status.validFrom ?? o.metadata.creationTimestamp) as string | undefined;
+  const ageDays = issued ? Math.floor((now - new Date(issued).getTime()) / DAY_MS) : 0;
+  return {
+    name: o.metadata.name,
+    keyName: spec.keyName,
+    knowledgeIds: (spec.knowledgeIds as string[] | undefined) ?? [],
+    validFrom: (status.validFrom ?? spec.validFrom ?? null) as string | null,
+    validUntil: (spec.validUntil ?? null) as string | null,
+    allowedCIDRs: (spec.allowedCIDRs as string[] | undefined) ?? [],
+    rotation: spec.rotation ?? null,
+    keyPrefix: status.keyPrefix ?? null,
+    endpoint: status.endpoint ?? null,
+    keySupplied: Boolean(spec.keySecretRef),
+    keyRevealed: keyRevealed(o),
+    keyAgeDays: ageDays,
+    rotationAdvised: !spec.rotation && ageDays >= ROTATION_ADVICE_DAYS,
+    ready: readyOf(o),
+  };
+}
+
+const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unknown()) });
+
+export function parseSearchKeySpec(spec: unknown) {
+  const parsed = searchKeySpec.safeParse(spec);
+  if (!parsed.success) {
+    throw errors.invalid(parsed.error.issues.map((i) => `${i.path.join(".") || "spec"}: ${i.message}`).join("; "));
+  }
+  const bad = badCidrs(parsed.data.allowedCIDRs ?? []);
+  if (bad.length > 0) throw errors.invalid(`allowedCIDRs: not an IP address or CIDR: ${bad.join(", ")}`);
+  return parsed.data;
+}
+
+export function searchKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
+  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/searchkeys", async (req) => {
+    const { api } = sessionOf(ctx, req);
+    const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
+    return { items: list.items.map((o) => searchKeyRow(o)) };
+  });
+
+  app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/searchkeys", async (req, reply) => {
+    const { api } = sessionOf(ctx, req);
+    const ns = checkName("namespace", req.params.ns);
+    const body = createBody.safeParse(req.body);
+    if (!body.success) throw errors.invalid("send { name, spec }");
+    const created = await api.create(PLURAL, ns, {
+      apiVersion: "capstan.dev/v1alpha1",
+      kind: "SearchKey",
+      metadata: { name: checkName("key name", body.data.name), namespace: ns },
+      spec: parseSearchKeySpec(body.data.spec),
+    });
+    reply.code(201);
+    return searchKeyRow(created);
+  });
+
+  app.delete<{ Params: { ns: string; name: string } }>("/api/namespaces/:ns/searchkeys/:name", async (req) => {
+    const { api } = sessionOf(ctx, req);
+    await api.remove(PLURAL, checkName("namespace", req.params.ns), req.params.name);
+    return { deleted: req.params.name };
+  });
+
+  app.post<{ Params: { ns: string; name: string }; Body: { rotate?: boolean } }>(
+    "/api/namespaces/:ns/searchkeys/:name/key",
+    async (req, reply) => {
+      const { api } = sessionOf(ctx, req);
+      const shown = await issueOrReveal(api, PLURAL, checkName("namespace", req.params.ns), req.params.name, {
+        rotate: req.body?.rotate === true,
+        waitSeconds: ctx.config.keyWaitSeconds,
+        secretSuffix: "search-key",
+      });
+      reply.header("cache-control", "no-store");
+      return { ...shown, endpoint: shown.endpoint ?? ctx.config.searchUrl ?? null };
+    },
+  );
+}

@@ -1,0 +1,217 @@
+// Knowledge bases: the list (documents, chunks, failed sources), and one knowledge base with its
+// sources, document upload (Markdown, text, HTML) and a "try a search" box on the real search API.
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, get, nsPath, type Permissions, post } from "../api.ts";
+import { ErrorText, Field, FilterBar, ReadyBadge, useItems } from "../ui.tsx";
+
+interface KnowledgeRow {
+  name: string;
+  knowledgeId: string;
+  description: string;
+  sources: { name: string; kind: string; detail: string }[];
+  documents: number;
+  chunks: number;
+  failures: number;
+  failedSources: string[];
+  ready: { status: string; reason: string; message: string };
+}
+
+interface Hit {
+  docsName: string;
+  text: string;
+  score: number;
+}
+
+const TYPES: Record<string, "text/markdown" | "text/plain" | "text/html"> = {
+  md: "text/markdown",
+  markdown: "text/markdown",
+  txt: "text/plain",
+  text: "text/plain",
+  html: "text/html",
+  htm: "text/html",
+};
+
+function Upload({ ns, kb, onDone }: { ns: string; kb: KnowledgeRow; onDone: () => void }) {
+  const [error, setError] = useState<string>();
+  const [note, setNote] = useState<string>();
+  return (
+    <form
+      class="card"
+      aria-labelledby="upload-title"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(undefined);
+        const file = (e.currentTarget.elements.namedItem("document") as HTMLInputElement).files?.[0];
+        if (!file) return setError("choose a file");
+        const contentType = TYPES[file.name.split(".").pop()?.toLowerCase() ?? ""];
+        if (!contentType)
+          return setError("only Markdown (.md), plain text (.txt) and HTML (.html) documents are accepted");
+        try {
+          await post(nsPath(ns, `knowledgebases/${encodeURIComponent(kb.name)}/documents`), {
+            fileName: file.name,
+            contentType,
+            content: await file.text(),
+          });
+          setNote(`${file.name} added: the operator ingests it now.`);
+          onDone();
+        } catch (err) {
+          setError((err as ApiError).message);
+        }
+      }}
+    >
+      <h2 id="upload-title">Upload a document</h2>
+      <Field label="Document (Markdown, text or HTML)" id="document">
+        <input id="document" name="document" type="file" accept=".md,.markdown,.txt,.text,.html,.htm" />
+      </Field>
+      <button type="submit">Upload</button>
+      {note ? <p aria-live="polite">{note}</p> : null}
+      <ErrorText error={error} />
+    </form>
+  );
+}
+
+function TrySearch({ ns, kb }: { ns: string; kb: KnowledgeRow }) {
+  const [text, setText] = useState("");
+  const [hits, setHits] = useState<Hit[]>();
+  const [error, setError] = useState<string>();
+  return (
+    <form
+      class="card"
+      aria-labelledby="try-title"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(undefined);
+        try {
+          const r = await post<{ results: Hit[] }>(nsPath(ns, `knowledgebases/${encodeURIComponent(kb.name)}/search`), {
+            text,
+          });
+          setHits(r.results);
+        } catch (err) {
+          setError((err as ApiError).message);
+        }
+      }}
+    >
+      <h2 id="try-title">Try a search</h2>
+      <Field
+        label="Search text"
+        id="try-text"
+        hint="Runs on the search API with a search key of this namespace that covers this knowledge base."
+      >
+        <input
+          id="try-text"
+          type="search"
+          required
+          aria-describedby="try-text-hint"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
+      </Field>
+      <button type="submit">Search</button>
+      <ErrorText error={error} />
+      {hits ? (
+        <ol aria-label="Search results">
+          {hits.length === 0 ? <li>No passage is similar enough.</li> : null}
+          {hits.map((h, i) => (
+            <li key={i} data-testid="search-hit">
+              <strong>{h.docsName}</strong> <small>score {h.score.toFixed(3)}</small>
+              <p>{h.text}</p>
+            </li>
+          ))}
+        </ol>
+      ) : null}
+    </form>
+  );
+}
+
+export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can: Permissions }) {
+  const [kb, setKb] = useState<KnowledgeRow>();
+  const [error, setError] = useState<string>();
+  const load = () =>
+    get<KnowledgeRow>(nsPath(ns, `knowledgebases/${encodeURIComponent(name)}`)).then(setKb, (e: ApiError) =>
+      setError(e.message),
+    );
+  useEffect(() => {
+    void load();
+  }, [ns, name]);
+  if (!kb) return error ? <ErrorText error={error} /> : <p>Loading…</p>;
+  return (
+    <section aria-labelledby="kb-title">
+      <p>
+        <a href="#/knowledge">← Knowledge bases</a>
+      </p>
+      <h1 id="kb-title">{kb.knowledgeId}</h1>
+      <p>{kb.description}</p>
+      <p>
+        <ReadyBadge ready={kb.ready} /> {kb.documents} documents, {kb.chunks} chunks
+        {kb.failures ? `, ${kb.failures} failed sources: ${kb.failedSources.join(", ")}` : ""}{" "}
+        <button type="button" onClick={load}>
+          Refresh
+        </button>
+      </p>
+      <h2>Sources</h2>
+      <ul>
+        {kb.sources.map((s) => (
+          <li key={s.name}>
+            {s.name}{" "}
+            <small>
+              ({s.kind}: {s.detail})
+            </small>
+            {kb.failedSources.includes(s.name) ? <strong class="error-inline"> failed</strong> : null}
+          </li>
+        ))}
+      </ul>
+      {can.knowledgebases?.patch && can.configmaps?.create ? <Upload ns={ns} kb={kb} onDone={load} /> : null}
+      <TrySearch ns={ns} kb={kb} />
+    </section>
+  );
+}
+
+export function KnowledgeList({ ns }: { ns: string }) {
+  const [items, setItems] = useState<KnowledgeRow[]>();
+  const [filter, setFilter] = useState("");
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    get<{ items: KnowledgeRow[] }>(nsPath(ns, "knowledgebases")).then(
+      (r) => setItems(r.items),
+      (e: ApiError) => setError(e.message),
+    );
+  }, [ns]);
+  const rows = (items ?? []).filter((k) => `${k.name} ${k.knowledgeId}`.includes(filter.toLowerCase()));
+  return (
+    <section aria-labelledby="kbs-title">
+      <h1 id="kbs-title">Knowledge bases in {ns}</h1>
+      <ErrorText error={error} />
+      <FilterBar id="kb-filter" value={filter} onChange={setFilter} />
+      {items && items.length === 0 ? <p>No knowledge bases in this namespace.</p> : null}
+      <table>
+        <caption class="sr-only">Knowledge bases</caption>
+        <thead>
+          <tr>
+            <th scope="col">Id</th>
+            <th scope="col">Sources</th>
+            <th scope="col">Documents</th>
+            <th scope="col">Chunks</th>
+            <th scope="col">Failed sources</th>
+            <th scope="col">Ready</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((k) => (
+            <tr key={k.name}>
+              <td>
+                <a href={`#/knowledge/${encodeURIComponent(k.name)}`}>{k.knowledgeId}</a>
+              </td>
+              <td>{k.sources.length}</td>
+              <td>{k.documents}</td>
+              <td>{k.chunks}</td>
+              <td>{k.failedSources.join(", ") || "none"}</td>
+              <td>
+                <ReadyBadge ready={k.ready} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}

@@ -1,0 +1,269 @@
+// Search keys: the list (rotation advice past 90 days) and the form: name, validity window, scope
+// as a multi-select of the knowledge bases the user may see, IP restriction checked as CIDRs.
+import { searchKeySpec } from "@capstan/shared/api";
+import { useEffect, useState } from "preact/hooks";
+import { badCidrs } from "../../../src/cidr.ts";
+import { type ApiError, del, get, nsPath, type Permissions, post, type RevealedKey } from "../api.ts";
+import { ErrorText, Field, FilterBar, KeyOnce, ReadyBadge, useItems, when } from "../ui.tsx";
+
+interface SearchKeyRow {
+  name: string;
+  keyName: string;
+  knowledgeIds: string[];
+  validFrom: string | null;
+  validUntil: string | null;
+  allowedCIDRs: string[];
+  keyPrefix: string | null;
+  endpoint: string | null;
+  keySupplied: boolean;
+  keyRevealed: boolean;
+  keyAgeDays: number;
+  rotationAdvised: boolean;
+  ready: { status: string; reason: string; message: string };
+}
+
+const DAY_MS = 86_400_000;
+
+function CreateSearchKey({ ns, onCreated }: { ns: string; onCreated: () => void }) {
+  const [kbs, setKbs] = useState<{ knowledgeId: string; name: string }[]>([]);
+  const [f, setF] = useState({ name: "", keyName: "", validFrom: "", validUntil: "", cidrs: "", rotate: true });
+  const [scope, setScope] = useState<string[]>([]);
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    get<{ items: { knowledgeId: string; name: string }[] }>(nsPath(ns, "knowledgebases")).then(
+      (r) => setKbs(r.items),
+      (e: ApiError) => setError(e.message),
+    );
+  }, [ns]);
+  const windowDays =
+    f.validUntil &&
+    new Date(`${f.validUntil}Z`).getTime() - (f.validFrom ? new Date(`${f.validFrom}Z`).getTime() : Date.now());
+  const longWindow = typeof windowDays === "number" && windowDays > 90 * DAY_MS;
+  return (
+    <form
+      class="card"
+      aria-labelledby="new-search-key"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const cidrs = f.cidrs.split(/[\s,]+/).filter(Boolean);
+        const bad = badCidrs(cidrs);
+        if (bad.length) return setError(`not an IP address or CIDR: ${bad.join(", ")}`);
+        const spec = {
+          keyName: f.keyName,
+          knowledgeIds: scope,
+          ...(f.validFrom ? { validFrom: new Date(`${f.validFrom}Z`).toISOString() } : {}),
+          ...(f.validUntil ? { validUntil: new Date(`${f.validUntil}Z`).toISOString() } : {}),
+          ...(cidrs.length ? { allowedCIDRs: cidrs } : {}),
+          ...(f.rotate ? { rotation: { every: "2160h", overlap: "24h" } } : {}),
+        };
+        const checked = searchKeySpec.safeParse(spec);
+        if (!checked.success)
+          return setError(checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+        try {
+          await post(nsPath(ns, "searchkeys"), { name: f.name, spec });
+          onCreated();
+        } catch (err) {
+          setError((err as ApiError).message);
+        }
+      }}
+    >
+      <h2 id="new-search-key">New search key</h2>
+      <Field label="Resource name" id="sk-name">
+        <input id="sk-name" required value={f.name} onInput={(e) => setF({ ...f, name: e.currentTarget.value })} />
+      </Field>
+      <Field label="Key name" id="sk-label">
+        <input
+          id="sk-label"
+          required
+          maxLength={128}
+          value={f.keyName}
+          onInput={(e) => setF({ ...f, keyName: e.currentTarget.value })}
+        />
+      </Field>
+      <Field label="Valid from, UTC (empty: now)" id="sk-from">
+        <input
+          id="sk-from"
+          type="datetime-local"
+          value={f.validFrom}
+          onInput={(e) => setF({ ...f, validFrom: e.currentTarget.value })}
+        />
+      </Field>
+      <Field label="Valid until, UTC (empty: no end)" id="sk-until">
+        <input
+          id="sk-until"
+          type="datetime-local"
+          value={f.validUntil}
+          onInput={(e) => setF({ ...f, validUntil: e.currentTarget.value })}
+        />
+      </Field>
+      {longWindow ? (
+        <p class="hint" role="note">
+          This window is longer than 90 days: rotating the key about every 90 days is advised (automatic rotation
+          below).
+        </p>
+      ) : null}
+      <div class="field checkbox">
+        <input
+          id="sk-rotate"
+          type="checkbox"
+          checked={f.rotate}
+          onChange={(e) => setF({ ...f, rotate: e.currentTarget.checked })}
+        />
+        <label for="sk-rotate">Rotate automatically every 90 days (the old key stays valid 24 h)</label>
+      </div>
+      <Field label="Scope: knowledge bases" id="sk-scope" hint="Least privilege: only what the client needs.">
+        <select
+          id="sk-scope"
+          multiple
+          required
+          size={Math.min(6, Math.max(2, kbs.length))}
+          aria-describedby="sk-scope-hint"
+          onChange={(e) => setScope([...e.currentTarget.selectedOptions].map((o) => o.value))}
+        >
+          {kbs.map((k) => (
+            <option key={k.knowledgeId} value={k.knowledgeId} selected={scope.includes(k.knowledgeId)}>
+              {k.knowledgeId} ({k.name})
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field
+        label="Allowed client IPs or CIDRs (empty: any)"
+        id="sk-cidrs"
+        hint="Comma- or space-separated, e.g. 10.0.0.0/8, 2001:db8::/32."
+      >
+        <input
+          id="sk-cidrs"
+          aria-describedby="sk-cidrs-hint"
+          value={f.cidrs}
+          onInput={(e) => setF({ ...f, cidrs: e.currentTarget.value })}
+        />
+      </Field>
+      <button type="submit">Create search key</button>
+      <ErrorText error={error} />
+    </form>
+  );
+}
+
+export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
+  const { items, error: listError, reload: load } = useItems<SearchKeyRow>(nsPath(ns, "searchkeys"));
+  const [filter, setFilter] = useState("");
+  const [creating, setCreating] = useState(false);
+  const [shown, setShown] = useState<RevealedKey>();
+  const [error, setError] = useState<string>();
+  const act = async (name: string, rotate: boolean) => {
+    setError(undefined);
+    try {
+      setShown(await post<RevealedKey>(nsPath(ns, `searchkeys/${encodeURIComponent(name)}/key`), { rotate }));
+    } catch (err) {
+      setError((err as ApiError).message);
+    }
+  };
+  const mayShow = Boolean(can.secrets?.get && can.searchkeys?.patch);
+  const rows = (items ?? []).filter((k) =>
+    `${k.name} ${k.keyName} ${k.knowledgeIds.join(" ")}`.toLowerCase().includes(filter.toLowerCase()),
+  );
+  if (shown) {
+    const endpoint = shown.endpoint ?? "<search URL>";
+    const code = `curl ${endpoint}/v1/rag/search \\\n  -H "Authorization: Bearer ${shown.key}" \\\n  -H "Content-Type: application/json" \\\n  -d '{"knowledgeIds": ["kb_…"], "text": "your question", "maxResults": 10, "minSimilarity": 0.75}'`;
+    return (
+      <KeyOnce
+        value={shown.key}
+        snippets={[{ title: "curl", code }]}
+        onDone={() => {
+          setShown(undefined);
+          void load();
+        }}
+      />
+    );
+  }
+  return (
+    <section aria-labelledby="sk-title">
+      <h1 id="sk-title">Search keys in {ns}</h1>
+      <ErrorText error={error ?? listError} />
+      <FilterBar id="sk-filter" value={filter} onChange={setFilter}>
+        {can.searchkeys?.create ? (
+          <button type="button" aria-expanded={creating} onClick={() => setCreating(!creating)}>
+            New search key
+          </button>
+        ) : null}
+      </FilterBar>
+      {creating ? (
+        <CreateSearchKey
+          ns={ns}
+          onCreated={() => {
+            setCreating(false);
+            void load();
+          }}
+        />
+      ) : null}
+      {items && items.length === 0 ? <p>No search keys in this namespace yet.</p> : null}
+      {rows.length ? (
+        <table>
+          <caption class="sr-only">Search keys</caption>
+          <thead>
+            <tr>
+              <th scope="col">Key name</th>
+              <th scope="col">Scope</th>
+              <th scope="col">Valid</th>
+              <th scope="col">IPs</th>
+              <th scope="col">Key prefix</th>
+              <th scope="col">Ready</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((k) => (
+              <tr key={k.name}>
+                <td>
+                  {k.keyName} <small>({k.name})</small>
+                </td>
+                <td>{k.knowledgeIds.join(", ")}</td>
+                <td>
+                  {when(k.validFrom)} – {k.validUntil ? when(k.validUntil) : "no end"}
+                  {k.rotationAdvised ? (
+                    <div class="hint">Issued {k.keyAgeDays} days ago: rotation is advised.</div>
+                  ) : null}
+                </td>
+                <td>{k.allowedCIDRs.join(", ") || "any"}</td>
+                <td>
+                  <code>{k.keyPrefix ?? "—"}</code>
+                </td>
+                <td>
+                  <ReadyBadge ready={k.ready} />
+                </td>
+                <td>
+                  {mayShow && !k.keySupplied && !k.keyRevealed ? (
+                    <button type="button" aria-label={`Add key for ${k.keyName}`} onClick={() => act(k.name, false)}>
+                      Add key
+                    </button>
+                  ) : null}
+                  {mayShow && can.secrets?.delete && !k.keySupplied && k.keyRevealed ? (
+                    <button type="button" aria-label={`Rotate key of ${k.keyName}`} onClick={() => act(k.name, true)}>
+                      Rotate key
+                    </button>
+                  ) : null}
+                  {can.searchkeys?.delete ? (
+                    <button
+                      type="button"
+                      class="danger"
+                      aria-label={`Delete ${k.keyName}`}
+                      onClick={() =>
+                        confirm(`Delete search key ${k.name}?`) &&
+                        del(nsPath(ns, `searchkeys/${encodeURIComponent(k.name)}`)).then(load, (e: ApiError) =>
+                          setError(e.message),
+                        )
+                      }
+                    >
+                      Delete
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

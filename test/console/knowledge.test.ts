@@ -1,0 +1,169 @@
+// Search keys and knowledge bases in the console, in Chromium, against the real API server (RBAC
+// on), a real operator and a real search service (local embedding model): a search key made in the
+// form (scope one knowledge base, CIDRs checked) works on the search API for that base only; an
+// uploaded Markdown document is ingested by the operator and found with "try a search".
+import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
+import type { KubeHttp } from "@capstan/shared/kube";
+import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import type { FastifyInstance } from "fastify";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Operator } from "../../operator/src/manager.ts";
+import { launchChromium } from "../ground/chromium.ts";
+import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import {
+  CAP,
+  create,
+  eventually,
+  serveSearchToOperator,
+  startOperatorFor,
+  whenCondition,
+} from "../operator/helpers.ts";
+import { type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
+
+const ns = `console-kb-${process.pid}-${Date.now().toString(36)}`;
+const TOKEN = "console-knowledge-test-internal-token-0123";
+let admin: KubeHttp;
+let operator: Operator;
+let search: FastifyInstance;
+let source: KubeSource;
+let searchUrl = "";
+let consoleApp: RunningConsole;
+let browser: Browser;
+let token = "";
+let key = "";
+
+const searchWith = async (apiKey: string, knowledgeIds: string[], text: string) => {
+  const res = await fetch(`${searchUrl}/v1/rag/search`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ knowledgeIds, text, minSimilarity: 0 }),
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as { code: number; message: string; data: { text: string }[] | null },
+  };
+};
+
+beforeAll(async () => {
+  admin = harnessKubeClient();
+  await installCrds(admin);
+  await ensureNamespace(admin, ns);
+  const view = new ResourceView();
+  source = new KubeSource(view, admin, { namespace: ns, kinds: ["SearchKey", "KnowledgeBase"] });
+  await source.start();
+  const embedder = await loadLocalEmbedder(loadSearchConfig({}));
+  search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
+  const served = await serveSearchToOperator(admin, ns, search, TOKEN, 60_000);
+  searchUrl = served.url;
+  operator = startOperatorFor(inject("kubeconfig"), ns, {
+    search: { internalUrl: served.internalUrl, publicUrl: searchUrl },
+  });
+  await operator.start();
+  for (const [name, text] of [
+    ["handbook", "New employees receive a laptop and a badge on their first day."],
+    ["secret-plans", "The board plans to open an office in Lisbon next spring."],
+  ] as const) {
+    await create(admin, {
+      apiVersion: CAP,
+      kind: "KnowledgeBase",
+      metadata: { name, namespace: ns },
+      spec: { sources: [{ name, text }] },
+    });
+    await whenCondition(admin, "KnowledgeBase", ns, name, "Ready", "True");
+  }
+  token = await tokenWithRoles(admin, ns, "editor", ["channel-owner", "knowledge-editor"]);
+  consoleApp = await startConsole(inject("kubeconfig"), { defaultNamespace: ns, searchUrl });
+  browser = await launchChromium();
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await consoleApp?.close();
+  await operator?.stop();
+  source?.stop();
+  await search?.close();
+});
+
+describe("search keys and knowledge bases in the console", () => {
+  it("a search key made in the form (scope: one knowledge base) works for that base only", async () => {
+    const page = await browser.newPage();
+    await signIn(page, consoleApp.url, token);
+    await page.goto(`${consoleApp.url}/#/search-keys`);
+    await page.getByRole("button", { name: "New search key" }).click();
+    await page.getByLabel("Resource name").fill("reader");
+    await page.getByLabel("Key name").fill("Reader");
+    await page.getByLabel("Scope: knowledge bases").selectOption(["kb_handbook"]);
+    await page.getByLabel("Valid until, UTC (empty: no end)").fill("2099-01-01T00:00");
+    await expect.poll(() => page.getByRole("note").textContent()).toContain("90 days");
+    await page.getByLabel("Allowed client IPs or CIDRs (empty: any)").fill("10.0.0.0/33");
+    await page.getByRole("button", { name: "Create search key" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("not an IP address or CIDR: 10.0.0.0/33");
+    await page.getByLabel("Allowed client IPs or CIDRs (empty: any)").fill("");
+    await screenshot(page, "search-key-new");
+    await page.getByRole("button", { name: "Create search key" }).click();
+    await page.getByRole("button", { name: "Add key for Reader" }).click();
+    const shown = page.getByTestId("key-value");
+    await shown.waitFor({ timeout: 60_000 });
+    key = (await shown.textContent()) ?? "";
+    expect(key).toMatch(/^cap_srch_/);
+    await screenshot(page, "search-key-shown", key);
+    await page.getByRole("button", { name: "I have copied the key" }).click();
+    await page.getByRole("button", { name: "Rotate key of Reader" }).waitFor();
+    await screenshot(page, "search-keys");
+
+    const found = await eventually("search to accept the key", async () => {
+      const r = await searchWith(key, ["kb_handbook"], "What do new employees get?");
+      return r.status === 200 ? r : undefined;
+    });
+    expect(found.body.data?.[0]?.text).toContain("laptop");
+    const outside = await searchWith(key, ["kb_secret_plans"], "office plans");
+    expect(outside.status).toBe(400);
+    expect(outside.body.data).toBeNull();
+    await page.close();
+  });
+
+  it("an uploaded Markdown document is ingested and found with try a search", async () => {
+    const page = await browser.newPage();
+    await signIn(page, consoleApp.url, token);
+    await page.goto(`${consoleApp.url}/#/knowledge`);
+    await page.getByRole("link", { name: "kb_handbook" }).waitFor();
+    await screenshot(page, "knowledge-bases");
+    await page.getByRole("link", { name: "kb_handbook" }).click();
+    await page.getByLabel("Document (Markdown, text or HTML)").setInputFiles({
+      name: "visitors.md",
+      mimeType: "text/markdown",
+      buffer: Buffer.from("# Visitors\n\nVisitors park in garage C; the gate code for visitors is ZEBRA-42.\n"),
+    });
+    await page.getByRole("button", { name: "Upload" }).click();
+    await expect.poll(() => page.getByText("visitors.md added").count()).toBe(1);
+    await eventually(
+      "the upload ingested",
+      async () => {
+        const kb = await admin.json<{ status?: { documents?: number } }>(
+          `/apis/capstan.dev/v1alpha1/namespaces/${ns}/knowledgebases/handbook`,
+        );
+        return (kb.status?.documents ?? 0) >= 2 ? true : undefined;
+      },
+      120_000,
+    );
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.getByLabel("Search text").fill("Where do visitors park and what is the gate code?");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await expect
+      .poll(() => page.getByTestId("search-hit").first().textContent(), { timeout: 30_000 })
+      .toContain("ZEBRA-42");
+    await screenshot(page, "knowledge-base");
+    await page.close();
+  });
+
+  it("shows agents and scrapers with their health", async () => {
+    const page = await browser.newPage();
+    await signIn(page, consoleApp.url, token);
+    await page.goto(`${consoleApp.url}/#/agents`);
+    await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+    await page.getByRole("heading", { name: "Scrapers", exact: true }).waitFor();
+    await screenshot(page, "agents");
+    await page.close();
+  });
+});
