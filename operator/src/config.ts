@@ -199,6 +199,8 @@ export function loadOperatorConfig(
     env,
     envMap: operatorEnvMap,
     file: env.CAPSTAN_OPERATOR_CONFIG,
+    // An unknown CAPSTAN_ variable stops start-up, named with the nearest one the operator reads.
+    strictEnv: { prefixes: ["CAPSTAN_"], also: ["CAPSTAN_OPERATOR_CONFIG", "CAPSTAN_KUBE_CONTEXT"] },
     ...(overrides ? { overrides } : {}),
   });
 }

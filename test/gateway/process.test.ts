@@ -120,6 +120,34 @@ describe("standalone process", () => {
   });
 });
 
+describe("strict environment", () => {
+  it("a misspelled CAPSTAN_ variable stops start-up (exit 2), naming it and the nearest valid one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-resources-"));
+    dirs.push(dir);
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && k !== "REDIS_URL" && k !== "KUBECONFIG"),
+    );
+    const proc = startProcess("gateway", process.execPath, [MAIN], {
+      ...clean,
+      PORT: String(await freePort()),
+      CAPSTAN_INTERNAL_PORT: String(await freePort()),
+      HOST: "127.0.0.1",
+      OTEL_SDK_DISABLED: "true",
+      CAPSTAN_RESOURCES_DIR: dir,
+      CAPSTAN_SEARCH_TIMEOUT: "5000",
+    });
+    running.push(proc);
+    const code = await new Promise<number | null>((resolve) => {
+      if (proc.child.exitCode !== null) resolve(proc.child.exitCode);
+      else proc.child.once("exit", (c) => resolve(c));
+    });
+    expect(code).toBe(2);
+    expect(proc.output()).toContain(
+      "CAPSTAN_SEARCH_TIMEOUT: unknown variable (did you mean CAPSTAN_SEARCH_TIMEOUT_MS?)",
+    );
+  });
+});
+
 describe("cluster mode (real kube-apiserver)", () => {
   it("learns channels and agents from a read-only watch and follows changes (expiry → 401)", async () => {
     const kube: KubeHttp = harnessKubeClient();

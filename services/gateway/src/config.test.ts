@@ -47,6 +47,22 @@ describe("gateway config", () => {
     expect(c.secretsDir).toBeUndefined();
   });
 
+  it("refuses an unknown CAPSTAN_ variable, naming it and the nearest one it reads", () => {
+    expect(() => loadGatewayConfig({ CAPSTAN_LIMITR_WINDOW_MS: "1000" })).toThrow(
+      /CAPSTAN_LIMITR_WINDOW_MS: unknown variable \(did you mean CAPSTAN_LIMITER_WINDOW_MS\?\)/,
+    );
+    // Node's, Kubernetes' (service links of the Service capstan-search) and search's variables pass.
+    const c = loadGatewayConfig({
+      NODE_OPTIONS: "--enable-source-maps",
+      KUBERNETES_SERVICE_HOST: "10.0.0.1",
+      CAPSTAN_SEARCH_SERVICE_HOST: "10.0.0.9",
+      CAPSTAN_SEARCH_PORT: "tcp://10.0.0.9:80",
+      CAPSTAN_DATA_DIR: "/var/lib/capstan",
+      CAPSTAN_INTERNAL_PORT: "9090",
+    });
+    expect(c.internalPort).toBe(9090);
+  });
+
   it("fails fast naming the bad variable", () => {
     expect(() => loadGatewayConfig({ PORT: "eighty" })).toThrow(ConfigError);
     expect(() => loadGatewayConfig({ CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "maybe" })).toThrow(

@@ -139,11 +139,15 @@ export const gatewayEnvMap: EnvMap = {
   CAPSTAN_SECRETS_DIR: "secretsDir",
 };
 
+/** The gateway's own prefix: every variable under it must be one a Capstan process reads. */
+export const GATEWAY_STRICT_ENV = { prefixes: ["CAPSTAN_"] };
+
 /** Parses a config object (tests) or the environment (main.ts) into a full config. */
 export function parseGatewayConfig(input: GatewayConfigInput = {}): GatewayConfig {
   return gatewayConfigSchema.parse(input);
 }
 
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  return loadConfig(gatewayConfigSchema, { env, envMap: gatewayEnvMap });
+  // An unknown CAPSTAN_ variable stops start-up, named with the nearest one the gateway reads.
+  return loadConfig(gatewayConfigSchema, { env, envMap: gatewayEnvMap, strictEnv: GATEWAY_STRICT_ENV });
 }

@@ -4,6 +4,7 @@ export { createRedis } from "@capstan/shared/limiter";
 export type { Retriever, SearchQuery, SearchResult } from "./agents/retrieval.ts";
 export { buildApp, type Gateway, type GatewayDeps, modeOf } from "./app.ts";
 export {
+  GATEWAY_STRICT_ENV,
   type GatewayConfig,
   type GatewayConfigInput,
   gatewayConfigSchema,

@@ -104,6 +104,23 @@ describe("loadScraperConfig", () => {
     expect(configWarnings(loadScraperConfig({}))).toEqual([]);
   });
 
+  it("refuses an unknown SCRAPER_, CHROMIUM_ or RENDER_ variable, naming it and the nearest one it reads", () => {
+    expect(() => loadScraperConfig({ SCRAPER_ALLOWED_HOST: "docs.internal" })).toThrow(
+      /SCRAPER_ALLOWED_HOST: unknown variable \(did you mean SCRAPER_ALLOWED_HOSTS\?\)/,
+    );
+    expect(() => loadScraperConfig({ RENDER_PROT: "3000" })).toThrow(/did you mean RENDER_PORT\?/);
+    // The reference's own names have no common prefix and still work, beside the shell's variables.
+    const cfg = loadScraperConfig({
+      API_KEY: "cap_scr_abcdefgh",
+      AUTH_ENABLED: "true",
+      PORT: "3002",
+      SCRAPER_ROLE: "api",
+      HOME: "/tmp",
+      NODE_ENV: "production",
+    });
+    expect(cfg).toMatchObject({ apiKey: "cap_scr_abcdefgh", authEnabled: true, port: 3002 });
+  });
+
   it("treats empty variables as unset", () => {
     expect(loadScraperConfig({ API_KEY: "", PROXY_SERVER: "" }).proxy.server).toBeUndefined();
   });

@@ -142,6 +142,9 @@ export const SCRAPER_ENV: EnvMap = {
   SCRAPER_BULK_MAX_URLS: int("bulkMaxUrls"),
 };
 
+/** The scraper's own prefixes: every variable under them must be one a Capstan process reads. */
+export const SCRAPER_STRICT_ENV = { prefixes: ["SCRAPER_", "CHROMIUM_", "RENDER_"], also: ["SCRAPER_ROLE"] };
+
 /** Empty variables count as unset (the operator renders optional fields as ""). */
 function withoutEmpty(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
@@ -154,6 +157,9 @@ export function loadScraperConfig(
   return loadConfig(scraperConfigSchema, {
     env: withoutEmpty(env),
     envMap: SCRAPER_ENV,
+    // An unknown SCRAPER_, CHROMIUM_ or RENDER_ variable stops start-up, named with the nearest one
+    // the scraper reads. The reference's own names (PORT, API_KEY, …) have no common prefix.
+    strictEnv: SCRAPER_STRICT_ENV,
     ...(overrides ? { overrides } : {}),
   });
 }

@@ -1,7 +1,14 @@
 export { type AppDeps, type BulkEntry, buildApp } from "./api/app.ts";
 export { httpRenderClient, type RenderClient } from "./api/render-client.ts";
 export type { ScrapeData } from "./api/scrape-service.ts";
-export { loadScraperConfig, SCRAPER_ENV, type ScraperConfig, scraperConfig, scraperConfigSchema } from "./config.ts";
+export {
+  loadScraperConfig,
+  SCRAPER_ENV,
+  SCRAPER_STRICT_ENV,
+  type ScraperConfig,
+  scraperConfig,
+  scraperConfigSchema,
+} from "./config.ts";
 export { htmlToMarkdown } from "./content/markdown.ts";
 export { ERRORS, type ErrorCode, ScraperError } from "./errors.ts";
 export { buildRenderService, type RenderService, type RenderServiceDeps } from "./render/app.ts";

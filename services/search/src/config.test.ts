@@ -35,6 +35,18 @@ describe("loadSearchConfig", () => {
     expect(c.dataDir).toBeUndefined();
   });
 
+  it("refuses an unknown CAPSTAN_ or QDRANT_ variable, naming it and the nearest one it reads", () => {
+    expect(() => loadSearchConfig({ QDRANT_APIKEY: "k" })).toThrow(
+      /QDRANT_APIKEY: unknown variable \(did you mean QDRANT_API_KEY\?\)/,
+    );
+    expect(() => loadSearchConfig({ CAPSTAN_EMBEDING_THREADS: "2" })).toThrow(
+      /did you mean CAPSTAN_EMBEDDING_THREADS\?/,
+    );
+    expect(loadSearchConfig({ CAPSTAN_SEARCH_URL: "http://x", CAPSTAN_EMBEDDING_THREADS: "2" }).embedding.threads).toBe(
+      2,
+    );
+  });
+
   it("names the variable of a bad value", () => {
     expect(() => loadSearchConfig({ CAPSTAN_TRUSTED_PROXIES: "10.0.0.0/99" })).toThrow(ConfigError);
     expect(() => loadSearchConfig({ CAPSTAN_TRUSTED_PROXIES: "10.0.0.0/99" })).toThrow(/trustedProxies/);

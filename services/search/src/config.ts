@@ -157,6 +157,9 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_RERANK_API_KEY: "rerank.external.apiKey",
 };
 
+/** Search's own prefixes: every variable under them must be one a Capstan process reads. */
+export const SEARCH_STRICT_ENV = { prefixes: ["CAPSTAN_", "QDRANT_"], also: ["CAPSTAN_SEARCH_CONFIG"] };
+
 /** The configuration: defaults, then the file (CAPSTAN_SEARCH_CONFIG), then env, then overrides. */
 export function loadSearchConfig(
   env: NodeJS.ProcessEnv = process.env,
@@ -166,6 +169,8 @@ export function loadSearchConfig(
     env,
     envMap: searchEnvMap,
     file: env.CAPSTAN_SEARCH_CONFIG,
+    // An unknown CAPSTAN_ or QDRANT_ variable stops start-up, named with the nearest one search reads.
+    strictEnv: SEARCH_STRICT_ENV,
     ...(overrides ? { overrides } : {}),
   });
 }

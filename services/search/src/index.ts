@@ -3,6 +3,7 @@ export { buildApp, type SearchDeps } from "./app.ts";
 export { chunkText } from "./chunking.ts";
 export {
   loadSearchConfig,
+  SEARCH_STRICT_ENV,
   type SearchConfig,
   type SearchConfigInput,
   searchConfigSchema,

@@ -1,12 +1,13 @@
 // Config loading, in one order for every process: code defaults (in the zod schema), then an
 // optional YAML/JSON file, then environment variables, then one parse that fails fast with a
 // message naming every bad field. Unknown keys (of the file, the overrides) fail it too, each named
-// with the nearest valid key. Environment variables are not checked for strays: the processes of
-// standalone mode and a pod's extraEnv share variables meant for one another.
+// with the nearest valid key. With `strictEnv`, so does every environment variable under the
+// process's own prefixes that no Capstan process reads (env-names.ts).
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { unknownKeys } from "./config-keys.ts";
+import { type StrictEnv, unknownEnv } from "./env-names.ts";
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -51,6 +52,8 @@ export interface LoadConfigOptions {
   file?: string | undefined;
   /** Object merged last (tests, embedding callers). */
   overrides?: Record<string, unknown>;
+  /** Refuse unknown variables under these prefixes (the env map's names are known). */
+  strictEnv?: StrictEnv;
 }
 
 function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
@@ -84,6 +87,10 @@ export function loadConfig<S extends z.ZodType>(schema: S, opts: LoadConfigOptio
     else setPath(raw, target.path, target.parse(value));
   }
   if (opts.overrides) raw = deepMerge(raw, opts.overrides);
+  const strayEnv = opts.strictEnv
+    ? unknownEnv(env, [...Object.keys(opts.envMap ?? {}), ...(opts.strictEnv.also ?? [])], opts.strictEnv)
+    : [];
+  if (strayEnv.length > 0) throw new ConfigError(`invalid configuration:\n  ${strayEnv.join("\n  ")}`);
   const unknown = unknownKeys(schema, raw);
   if (unknown.length > 0) {
     throw new ConfigError(`invalid configuration${opts.file ? ` (${opts.file})` : ""}:\n  ${unknown.join("\n  ")}`);

@@ -1,5 +1,6 @@
 export * from "./config.ts";
 export { nearest, unknownKeys } from "./config-keys.ts";
+export { PLATFORM_ENV, type StrictEnv, unknownEnv } from "./env-names.ts";
 export * from "./errors.ts";
 export * from "./http.ts";
 export * from "./keys.ts";
