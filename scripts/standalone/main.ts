@@ -8,6 +8,7 @@
 import { Socket } from "node:net";
 import { resolve } from "node:path";
 import { docsIdFor } from "@capstan/operator/translate";
+import { loadConfigOrExit } from "@capstan/shared";
 import type { AnyResource, KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
@@ -15,6 +16,7 @@ import { SearchClient } from "@capstan/shared/clients/search-client";
 import { readResources } from "@capstan/shared/resource-view";
 import { DEFAULT_WARN_DAYS, keyValidity, keyWarning, nextBoundaryMs } from "./expiry.ts";
 import { ingestKnowledgeBase } from "./ingest.ts";
+import { loadPlatformConfig, scrapingPlan } from "./platform-config.ts";
 import { Supervisor, waitReady } from "./processes.ts";
 import { type IssuedKey, internalToken, materialize } from "./state.ts";
 import { describeDiff, knowledgeChanges, type ResourceDiff, watchResources } from "./watch.ts";
@@ -46,6 +48,9 @@ const cfg = {
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 
+/** The platform configuration file (CAPSTAN_CONFIG): its `scraping:` section. */
+const platform = loadConfigOrExit(() => loadPlatformConfig(env.CAPSTAN_CONFIG), "capstan standalone: ");
+
 function redisAnswers(url: string): Promise<boolean> {
   const { hostname, port } = new URL(url);
   return new Promise((done) => {
@@ -70,6 +75,7 @@ const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
 const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
 const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
 const scraperAdminUrl = `http://${cfg.host}:${cfg.scraperAdminPort}`;
+const scraping = scrapingPlan(platform, { url: scraperUrl, off: !cfg.scraper });
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
 
@@ -121,6 +127,7 @@ async function main(): Promise<void> {
       ? `Rate limits: Redis at ${redis}`
       : `Rate limits: no Redis answered at ${cfg.redisUrl}; the gateway limits QPM in process (one replica, exact).`,
   );
+  say(scraping.summary);
 
   const common = {
     CAPSTAN_RESOURCES_DIR: first.resourcesDir,
@@ -178,7 +185,7 @@ async function main(): Promise<void> {
       REDIS_URL: redis,
     },
   });
-  const scraper = cfg.scraper
+  const scraper = scraping.startLocal
     ? supervisor.start({
         name: "scraper",
         entry: `${root}/services/scraper/src/main.ts`,
@@ -191,6 +198,8 @@ async function main(): Promise<void> {
           ADMIN_PORT: String(cfg.scraperAdminPort),
           RENDER_PORT: String(cfg.renderPort),
           LOGGING_LEVEL: env.LOGGING_LEVEL ?? "info",
+          // The scraping section's api_key: the scraper requires it and the launcher sends it.
+          ...scraping.localEnv,
         },
       })
     : undefined;
@@ -209,7 +218,10 @@ async function main(): Promise<void> {
     say("the scraper did not start (is Chromium installed? bash scripts/setup.sh); URL sources are skipped");
 
   const searchClient = new SearchClient({ baseURL: searchUrl, internalURL: searchInternalUrl, token });
-  const scraperClient = ready[2] ? new ScraperClient({ url: scraperUrl, timeout: 30, max_retries: 1 }) : undefined;
+  // The scraping section's url, timeout, max_retries and api_key (a local scraper that did not
+  // start leaves none).
+  const scraperClient =
+    scraping.client && (!scraping.startLocal || ready[2]) ? new ScraperClient(scraping.client) : undefined;
   const ingest = async (kb: KnowledgeBase) => {
     const s = await ingestKnowledgeBase(kb, { search: searchClient, scraper: scraperClient });
     say(`Knowledge base ${s.knowledgeId}: ${s.documents} documents, ${s.chunks} chunks ingested`);
@@ -239,7 +251,8 @@ async function main(): Promise<void> {
         `    -d '{"knowledgeIds":["${knowledgeIdOf(kbId as KnowledgeBase)}"],"text":"how long are keys valid"}'`,
     );
   }
-  if (scraperClient) say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
+  if (scraper && scraperClient)
+    say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
   say(
     `Metrics:                   ${gatewayInternalUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperAdminUrl}/metrics` : ""}`,
   );
