@@ -20,6 +20,7 @@ describe("unknownEnv", () => {
       CAPSTAN_DATA_DIR: "/data", // search's, handed to every process by the standalone launcher
       CAPSTAN_STATE_DIR: "/state", // the launcher's own
       CAPSTAN_CACHE: "/cache", // setup's
+      CAPSTAN_SECRET_OPENAI_KEY_API_KEY: "sk-1", // a provider key for the gateway's env resolver
       CAPSTAN_TYPO: "", // empty means unset
     };
     expect(unknownEnv(env, own, strict)).toEqual([]);

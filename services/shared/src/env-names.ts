@@ -62,6 +62,15 @@ export const PLATFORM_ENV: ReadonlySet<string> = new Set([
   "CHROMIUM_SANDBOX",
   "RENDER_PORT",
   "RENDER_URL",
+  // console
+  "CAPSTAN_CONSOLE_DEFAULT_NAMESPACE",
+  "CAPSTAN_CONSOLE_IDLE_TIMEOUT_SECONDS",
+  "CAPSTAN_CONSOLE_MAX_SESSION_SECONDS",
+  "CAPSTAN_CONSOLE_SECURE_COOKIES",
+  "CAPSTAN_CONSOLE_ASSETS_DIR",
+  "CAPSTAN_CONSOLE_KEY_WAIT_SECONDS",
+  "CAPSTAN_GATEWAY_URL",
+  "CAPSTAN_GATEWAY_METRICS_URLS",
   // operator
   "CAPSTAN_OPERATOR_CONFIG",
   "CAPSTAN_WATCH_NAMESPACE",
@@ -87,6 +96,12 @@ export const PLATFORM_ENV: ReadonlySet<string> = new Set([
   "CAPSTAN_E2E_MARK",
   "CAPSTAN_TEST_QDRANT_PREFIX",
 ]);
+
+/**
+ * Families of variables whose names carry data: the gateway reads a provider key from
+ * `CAPSTAN_SECRET_<SECRET>_<KEY>` (services/gateway/src/secrets.ts).
+ */
+export const PLATFORM_ENV_FAMILIES: readonly string[] = ["CAPSTAN_SECRET_"];
 
 /**
  * Kubernetes' service links: for each Service `x-y` of the namespace a pod gets `X_Y_SERVICE_HOST`,
@@ -120,6 +135,7 @@ export function unknownEnv(env: NodeJS.ProcessEnv, own: readonly string[], stric
     // Empty means unset, for every process (config.ts): nothing to read, nothing to refuse.
     if ((env[name] ?? "").trim() === "") continue;
     if (known.has(name) || PLATFORM_ENV.has(name) || isServiceLink(name, env)) continue;
+    if (PLATFORM_ENV_FAMILIES.some((f) => name.startsWith(f))) continue;
     const hint = nearest(
       name,
       own.filter((n) => strict.prefixes.some((p) => n.startsWith(p))),
