@@ -18,7 +18,9 @@ import { channelRoutes } from "./routes/channels.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { SessionStore } from "./sessions.ts";
+import { UsageRecorder } from "./usage.ts";
 import type { UserApi } from "./user-api.ts";
 
 export interface ConsoleDeps {
@@ -83,6 +85,9 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   agentRoutes(app, ctx);
   searchKeyRoutes(app, ctx);
   knowledgeRoutes(app, ctx);
+  const usage = new UsageRecorder(config.gatewayMetricsUrls);
+  app.addHook("onClose", async () => usage.close());
+  usageRoutes(app, ctx, usage);
 
   const assets = config.assetsDir ?? DEFAULT_ASSETS_DIR;
   if (existsSync(assets)) {

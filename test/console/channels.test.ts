@@ -66,7 +66,11 @@ beforeAll(async () => {
   await whenCondition(admin, "Agent", ns, "echo", "Ready", "True");
   tokens.owner = await tokenWithRoles(admin, ns, "owner", ["channel-owner"]);
   tokens.viewer = await tokenWithRoles(admin, ns, "viewer", ["viewer"]);
-  consoleApp = await startConsole(inject("kubeconfig"), { defaultNamespace: ns, gatewayUrl: gateway.url });
+  consoleApp = await startConsole(inject("kubeconfig"), {
+    defaultNamespace: ns,
+    gatewayUrl: gateway.url,
+    gatewayMetricsUrls: [`${gateway.internalUrl}/metrics`],
+  });
   browser = await launchChromium();
 }, 180_000);
 
@@ -180,6 +184,38 @@ describe("access channels in the console", () => {
     });
     expect(createIt.status).toBe(403);
     expect(createIt.body.error?.message).toMatch(/cannot create resource "accesschannels"/);
+    await page.close();
+  });
+
+  it("the usage page shows the requests just made, per channel", async () => {
+    const page = await browser.newPage();
+    await signIn(page, consoleApp.url, tokens.viewer as string);
+    await page.goto(`${consoleApp.url}/#/usage`);
+    const row = page.getByTestId("usage-support-bot");
+    await row.waitFor();
+    // Two chats answered with the channel's keys (the first key, then the rotated one), at least.
+    const requests = Number(await row.locator("td").first().textContent());
+    expect(requests).toBeGreaterThanOrEqual(2);
+    expect(Number(await row.locator("td").nth(2).textContent())).toBeGreaterThan(0);
+    await chat(
+      await eventually("the current key", async () => {
+        const secret = await admin.json<{ data: { key: string } }>(
+          `/api/v1/namespaces/${ns}/secrets/support-bot-chat-key`,
+        );
+        return Buffer.from(secret.data.key, "base64").toString();
+      }),
+    );
+    await expect
+      .poll(
+        async () => {
+          await page.getByRole("button", { name: "Refresh" }).click();
+          return Number(await row.locator("td").first().textContent());
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toBe(requests + 1);
+    await page.getByRole("figure", { name: "Requests" }).waitFor();
+    await screenshot(page, "usage");
     await page.close();
   });
 

@@ -18,6 +18,7 @@ import { ChannelsPage } from "./pages/channels.tsx";
 import { KnowledgeList, KnowledgePage } from "./pages/knowledge.tsx";
 import { SearchKeysPage } from "./pages/search-keys.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
+import { UsagePage } from "./pages/usage.tsx";
 import { ErrorText } from "./ui.tsx";
 
 const PAGES = [
@@ -46,6 +47,7 @@ function Page({ route, ns, can }: { route: string; ns: string; can: Permissions 
   if (page === "knowledge" && name) return <KnowledgePage ns={ns} name={decodeURIComponent(name)} can={can} />;
   if (page === "knowledge") return <KnowledgeList ns={ns} />;
   if (page === "agents") return <AgentsPage ns={ns} />;
+  if (page === "usage") return <UsagePage ns={ns} />;
   const lazy = PAGES.find(([p]) => p === page);
   return <p>{lazy ? `${lazy[1]}: coming with the next release of the console.` : "No such page."}</p>;
 }

@@ -1,0 +1,119 @@
+// Usage: requests, 429s and tokens per channel, and latency, over the last hour, drawn with uPlot
+// from the gateway's own metrics (read by the console); a table gives the totals in words.
+import { useEffect, useRef, useState } from "preact/hooks";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { type ApiError, get, nsPath } from "../api.ts";
+import { ErrorText } from "../ui.tsx";
+
+interface ChannelPoint {
+  requests: number;
+  throttled: number;
+  tokens: number;
+}
+interface Usage {
+  warning: string | null;
+  channels: string[];
+  points: { at: number; latencySum: number; latencyCount: number; channels: Record<string, ChannelPoint> }[];
+}
+
+const COLORS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a"];
+
+/** The increase of a cumulative counter between consecutive points (a restart counts from zero). */
+function deltas(values: number[]): number[] {
+  return values.map((v, i) => (i === 0 ? 0 : v >= (values[i - 1] as number) ? v - (values[i - 1] as number) : v));
+}
+
+function Chart({
+  title,
+  times,
+  series,
+}: {
+  title: string;
+  times: number[];
+  series: { label: string; values: number[] }[];
+}) {
+  const el = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!el.current || times.length === 0) return;
+    const plot = new uPlot(
+      {
+        title,
+        width: Math.min(900, el.current.clientWidth || 900),
+        height: 220,
+        series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2 }))],
+      },
+      [times, ...series.map((s) => s.values)],
+      el.current,
+    );
+    return () => plot.destroy();
+  }, [title, times, series]);
+  return <figure ref={el} aria-label={title} class="chart" />;
+}
+
+export function UsagePage({ ns }: { ns: string }) {
+  const [usage, setUsage] = useState<Usage>();
+  const [error, setError] = useState<string>();
+  const load = () => get<Usage>(nsPath(ns, "usage")).then(setUsage, (e: ApiError) => setError(e.message));
+  useEffect(() => {
+    void load();
+  }, [ns]);
+  const points = usage?.points ?? [];
+  const times = points.map((p) => p.at / 1000);
+  const per = (k: keyof ChannelPoint) =>
+    (usage?.channels ?? []).map((c) => ({ label: c, values: deltas(points.map((p) => p.channels[c]?.[k] ?? 0)) }));
+  const latency = [
+    {
+      label: "mean latency (s), all channels",
+      values: points.map((p, i) => {
+        const prev = points[i - 1];
+        const n = prev ? p.latencyCount - prev.latencyCount : 0;
+        return n > 0 && prev ? (p.latencySum - prev.latencySum) / n : 0;
+      }),
+    },
+  ];
+  const last = points.at(-1);
+  return (
+    <section aria-labelledby="usage-title">
+      <h1 id="usage-title">Usage in {ns}</h1>
+      <p>
+        From the gateway's metrics, read by the console; each point is the increase since the one before.{" "}
+        <button type="button" onClick={load}>
+          Refresh
+        </button>
+      </p>
+      <ErrorText error={error ?? usage?.warning ?? undefined} />
+      <table>
+        <caption>Totals since the gateways started</caption>
+        <thead>
+          <tr>
+            <th scope="col">Channel</th>
+            <th scope="col">Requests</th>
+            <th scope="col">429s</th>
+            <th scope="col">Tokens</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(usage?.channels ?? []).map((c) => (
+            <tr key={c} data-testid={`usage-${c}`}>
+              <th scope="row">{c}</th>
+              <td>{last?.channels[c]?.requests ?? 0}</td>
+              <td>{last?.channels[c]?.throttled ?? 0}</td>
+              <td>{last?.channels[c]?.tokens ?? 0}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {times.length > 1 ? (
+        <>
+          <Chart title="Requests" times={times} series={per("requests")} />
+          <Chart title="429s (rate limited)" times={times} series={per("throttled")} />
+          <Chart title="Tokens" times={times} series={per("tokens")} />
+          <Chart title="Latency" times={times} series={latency} />
+        </>
+      ) : (
+        <p>The charts start with the second reading (Refresh in a few seconds).</p>
+      )}
+    </section>
+  );
+}
