@@ -107,8 +107,11 @@ WORKDIR /app
 USER 10001:10001
 
 # Application files stay owned by root: the process can read them, never change them.
+# The dependencies come as the deps stage's whole /app: npm nests a package under a workspace
+# (services/shared/node_modules/...) when the root holds another version of it, and copying only
+# the root node_modules left those out (every process then failed to start on a missing module).
 FROM runtime AS gateway
-COPY --from=deps-gateway /app/node_modules node_modules
+COPY --from=deps-gateway /app ./
 COPY services/shared services/shared
 COPY services/gateway services/gateway
 EXPOSE 8080
@@ -118,7 +121,7 @@ FROM runtime AS search
 COPY --from=model /model /opt/capstan/model
 # The model ships in the image; a mounted folder with model.onnx and vocab.txt can replace it.
 ENV CAPSTAN_EMBEDDING_MODEL_DIR=/opt/capstan/model
-COPY --from=deps-search /app/node_modules node_modules
+COPY --from=deps-search /app ./
 COPY services/shared services/shared
 COPY services/search services/search
 EXPOSE 8081
@@ -126,21 +129,21 @@ CMD ["node", "services/search/src/main.ts"]
 
 FROM runtime-scraper AS scraper
 ENV CHROMIUM_PATH=/usr/lib/chromium/chromium-headless-shell
-COPY --from=deps-scraper /app/node_modules node_modules
+COPY --from=deps-scraper /app ./
 COPY services/shared services/shared
 COPY services/scraper services/scraper
 EXPOSE 3002 3000
 CMD ["node", "services/scraper/src/main.ts"]
 
 FROM runtime AS operator
-COPY --from=deps-operator /app/node_modules node_modules
+COPY --from=deps-operator /app ./
 COPY services/shared services/shared
 COPY operator operator
 EXPOSE 8080 8081
 CMD ["node", "operator/src/main.ts"]
 
 FROM runtime AS console
-COPY --from=deps-console /app/node_modules node_modules
+COPY --from=deps-console /app ./
 COPY services/shared services/shared
 COPY console/package.json console/
 COPY console/src console/src
