@@ -1,9 +1,10 @@
 // buildApp(config, deps): the gateway as a Fastify app, apart from listen(), so tests drive the
-// same app production runs. Routes: POST /api/v1/chat/completions, GET /api/v1/models[/:model],
-// GET /api/v1/history, plus /healthz, /readyz and /metrics from buildBaseApp on the internal port
-// only (listenInternal in main.ts; the public port answers 404 for them).
-import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
-import type { Agent } from "@capstan/shared/api";
+// same app production runs. It builds the gateway's parts (limiter, history, agents, ...) and
+// hands them to the /api/v1 plugin (routes/api-v1.ts) as options: POST /api/v1/chat/completions,
+// GET /api/v1/models[/:model], GET /api/v1/history; the published contract at /openapi.json (page:
+// /docs); plus /healthz, /readyz and /metrics from buildBaseApp on the internal port only
+// (listenInternal in main.ts; the public port answers 404 for them).
+import { buildBaseApp, createLogger, createRegistry, type Logger, openApi, type Registry } from "@capstan/shared";
 import { createRedis, RedisLimiter } from "@capstan/shared/limiter";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -12,7 +13,7 @@ import { ExtractiveAgent } from "./agents/extractive-agent.ts";
 import { LlmAgent } from "./agents/llm-agent.ts";
 import { type Retriever, SearchServiceClient } from "./agents/retrieval.ts";
 import { loadTokenizer } from "./agents/tokens.ts";
-import type { AgentMode, ChatAgent } from "./agents/types.ts";
+import { type AgentMode, type ChatAgent, modeOf } from "./agents/types.ts";
 import { UpstreamClient } from "./agents/upstream.ts";
 import { ChannelDirectory } from "./channels.ts";
 import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from "./config.ts";
@@ -20,12 +21,10 @@ import { BufferedHistoryStore } from "./history/buffered.ts";
 import { type HistoryStore, MemoryHistoryStore, RedisHistoryStore } from "./history/store.ts";
 import { Drain } from "./http/drain.ts";
 import { installErrorHandling } from "./http/error-handler.ts";
-import { installRequestContext } from "./http/request-context.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
-import { type GatewayMetrics, gatewayMetrics } from "./metrics.ts";
+import { gatewayMetrics } from "./metrics.ts";
 import { RedisBreaker } from "./redis/breaker.ts";
-import { registerChatRoute } from "./routes/chat.ts";
-import { registerMetaRoutes } from "./routes/meta.ts";
+import { apiV1 } from "./routes/api-v1.ts";
 import { ChainSecretResolver, EnvSecretResolver, FileSecretResolver, type SecretResolver } from "./secrets.ts";
 
 export interface GatewayDeps {
@@ -39,36 +38,6 @@ export interface GatewayDeps {
   registry?: Registry;
   /** Clock for key expiry (ms since epoch). */
   now?: () => number;
-}
-
-export interface Gateway {
-  config: GatewayConfig;
-  view: ResourceView;
-  channels: ChannelDirectory;
-  limiter: QpmLimiter;
-  history: HistoryStore;
-  /** The circuit breaker in front of Redis (absent without Redis). */
-  breaker: RedisBreaker | undefined;
-  /** Graceful stop: readiness off, then open requests cut at the end of the drain window. */
-  drain: Drain;
-  metrics: GatewayMetrics;
-  logger: Logger;
-  now: () => number;
-  agentFor(agent: Agent): ChatAgent;
-}
-
-const gateways = new WeakMap<FastifyInstance, Gateway>();
-
-/** The gateway behind an app built by buildApp (for the graceful stop and tests). */
-export function gatewayOf(app: FastifyInstance): Gateway {
-  const gateway = gateways.get(app);
-  if (!gateway) throw new Error("not a gateway app");
-  return gateway;
-}
-
-export function modeOf(agent: Agent): AgentMode {
-  if (!agent.spec.provider) return "extractive";
-  return agent.spec.knowledge ? "rag" : "llm";
 }
 
 export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: GatewayDeps): FastifyInstance {
@@ -179,27 +148,36 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
       ],
     }),
   });
-  const gateway: Gateway = {
-    config,
-    view: deps.view,
+  installErrorHandling(app, config.bodyLimitBytes);
+  // While draining, answers close their connection, so clients reconnect to another replica.
+  app.addHook("onSend", async (_req, reply) => {
+    if (drain.draining) reply.header("connection", "close");
+  });
+  app.decorate("gatewayDrain", drain);
+  app.register(openApi, {
+    title: "Capstan gateway",
+    description:
+      "OpenAI-compatible chat completions: the agent bound to the channel key answers. Errors are OpenAI error objects.",
+    version: "v1",
+    securitySchemes: {
+      channelKey: { type: "http", scheme: "bearer", description: "An AccessChannel's key" },
+    },
+    tags: [
+      { name: "chat", description: "Chat completions" },
+      { name: "models", description: "The agent bound to the key, as a model" },
+    ],
+  });
+  app.register(apiV1, {
+    prefix: "/api/v1",
     channels,
     limiter,
     history,
     breaker,
     drain,
     metrics,
-    logger,
     now: deps.now ?? Date.now,
     agentFor: (agent) => agents[modeOf(agent)],
-  };
-  installErrorHandling(app, config.bodyLimitBytes);
-  // While draining, answers close their connection, so clients reconnect to another replica.
-  app.addHook("onSend", async (_req, reply) => {
-    if (drain.draining) reply.header("connection", "close");
   });
-  installRequestContext(app, gateway);
-  registerChatRoute(app, gateway);
-  registerMetaRoutes(app, gateway);
 
   // Runs after the server has closed and every request has ended (Fastify closes the server in
   // the onClose hook it adds last, and runs onClose hooks last-added first).
@@ -214,6 +192,5 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     breaker?.close();
     if (ownRedis) ownRedis.disconnect();
   });
-  gateways.set(app, gateway);
   return app;
 }

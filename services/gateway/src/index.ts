@@ -2,7 +2,8 @@
 
 export { createRedis } from "@capstan/shared/limiter";
 export type { Retriever, SearchQuery, SearchResult } from "./agents/retrieval.ts";
-export { buildApp, type Gateway, type GatewayDeps, modeOf } from "./app.ts";
+export { modeOf } from "./agents/types.ts";
+export { buildApp, type GatewayDeps } from "./app.ts";
 export {
   GATEWAY_STRICT_ENV,
   type GatewayConfig,

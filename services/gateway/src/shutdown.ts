@@ -10,7 +10,6 @@
 //                   before the kubelet's SIGKILL at T.
 import type { Logger } from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
-import { gatewayOf } from "./app.ts";
 
 export interface DrainTimes {
   unreadyDelayMs: number;
@@ -35,7 +34,7 @@ export function drainTimes(shutdown: {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function drainAndClose(app: FastifyInstance, times: DrainTimes, logger: Logger): Promise<void> {
-  const { drain } = gatewayOf(app);
+  const drain = app.gatewayDrain;
   const started = Date.now();
   drain.begin(started);
   logger.info(times, "shutting down: readiness fails now; open requests may run until the drain window ends");

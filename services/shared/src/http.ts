@@ -6,7 +6,13 @@
 // second, internal port (listenInternal): the public port answers 404 for them, so a NetworkPolicy
 // can keep the internal port inside the cluster while the public one faces clients.
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import { Counter, Histogram, LATENCY_BUCKETS, metricsPrefix, type Registry } from "./metrics.ts";
 
@@ -96,16 +102,24 @@ export function allowedMethods(app: FastifyInstance, url: string): string[] {
   return [...methods].sort();
 }
 
+/**
+ * The base app: route schemas are zod (fastify-type-provider-zod validates requests and serialises
+ * responses with them; services' plugins call `withTypeProvider<ZodTypeProvider>()` for the types).
+ */
 export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
+  // pino's Logger is a FastifyBaseLogger: typed as such, the app is a plain FastifyInstance.
+  const loggerInstance: FastifyBaseLogger | undefined = opts.logger;
   const app = Fastify({
-    loggerInstance: opts.logger,
+    loggerInstance,
     // Request lines come from the services' own hooks (with trace ids), not one per request here.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     trustProxy: opts.trustProxy ?? false,
     return503OnClosing: true,
     requestIdHeader: "x-request-id",
-  }) as unknown as FastifyInstance;
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
 
   const routes: RouteMethod[] = [];
   routeTables.set(app, routes);

@@ -7,4 +7,5 @@ export * from "./keys.ts";
 export * from "./lifecycle.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
+export * from "./openapi.ts";
 export * from "./tracing.ts";

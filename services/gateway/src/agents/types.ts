@@ -65,3 +65,9 @@ export interface ChatAgent {
   complete(ctx: AgentContext): Promise<Completion>;
   stream(ctx: AgentContext): AsyncIterable<StreamPiece>;
 }
+
+/** Which agent runs for an Agent resource: no provider → extractive; a provider with knowledge → rag. */
+export function modeOf(agent: Agent): AgentMode {
+  if (!agent.spec.provider) return "extractive";
+  return agent.spec.knowledge ? "rag" : "llm";
+}

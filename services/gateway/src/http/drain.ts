@@ -2,6 +2,13 @@
 // requests are still served, so endpoints move new requests to other replicas; `cut()` (at the end
 // of the drain window) ends what is still open: a stream gets an OpenAI error event instead of
 // being closed silently, a request still waiting for its answer gets a 503 the SDKs retry.
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The gateway's graceful-stop state, decorated by buildApp (shutdown.ts drives it). */
+    gatewayDrain: Drain;
+  }
+}
+
 export class Drain {
   private begunAt: number | undefined;
   private wasCut = false;

@@ -4,7 +4,9 @@
 // with Allow, unknown routes → 404, and anything unexpected → 500 with no detail (it is logged).
 import { allowedMethods, hiddenOnPublicPort } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import sjson from "secure-json-parse";
+import { paramOf } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
 
 /** What secure-json-parse says of a body with a __proto__ or constructor.prototype key. */
@@ -45,6 +47,16 @@ function mediaTypeError(got: string, body?: string): GatewayError {
 
 export function toGatewayError(err: unknown, bodyLimit: number): GatewayError | undefined {
   if (err instanceof GatewayError) return err;
+  // A route schema refused the request: 400 naming the first bad param (OpenAI's notation).
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const issue = err.validation[0];
+    const path = (issue?.instancePath ?? "").split("/").filter(Boolean);
+    return new GatewayError(
+      "invalid_request",
+      { detail: issue?.message ?? "bad request" },
+      { param: paramOf(path.map((p) => (/^\d+$/.test(p) ? Number(p) : p))) },
+    );
+  }
   const e = err as FastifyError & { statusCode?: number };
   switch (e?.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":

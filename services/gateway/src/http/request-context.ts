@@ -2,16 +2,18 @@
 // the QPM decision. The server span and the W3C traceparent extraction come from the http and
 // @fastify/otel instrumentations (services/shared/src/tracing.ts), which also put every hook in a
 // span of its own ("onRequest - authenticateChannel", ...): this file only names the channel and the
-// limiter's decision on them. Auth and the limiter run in onRequest, before the body is read, so
-// a rejected request costs little.
+// limiter's decision on them. Each is an onRequest hook that the /api/v1 plugin (routes/api-v1.ts)
+// adds to its own encapsulated context, so it runs for those routes only; auth and the limiter run
+// before the body is read, so a rejected request costs little.
 import { randomUUID } from "node:crypto";
 import { type LimitDecision, rateLimitHeaders, retryAfterSeconds } from "@capstan/shared/limiter";
 import { requestTraceContext } from "@capstan/shared/tracing";
 import { type Context, context, INVALID_SPAN_CONTEXT, type Span, trace } from "@opentelemetry/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
-import type { Gateway } from "../app.ts";
-import type { ResolvedChannel } from "../channels.ts";
+import type { ChannelDirectory, ResolvedChannel } from "../channels.ts";
 import { GatewayError } from "../errors.ts";
+import type { QpmLimiter } from "../limiter/limiter.ts";
+import type { GatewayMetrics } from "../metrics.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -26,9 +28,9 @@ export function inRequestContext<T>(req: FastifyRequest, fn: () => T): T {
   return req.capstan ? context.with(req.capstan.ctx, fn) : fn();
 }
 
-export function installRequestContext(app: FastifyInstance, _gateway: Gateway): void {
+/** The request id and trace context of every request of the context `app` (an encapsulated plugin). */
+export function installTracing(app: FastifyInstance): void {
   app.addHook("onRequest", async (req, reply) => {
-    if (!req.url.startsWith("/api/")) return;
     // A request id for the client to quote (OpenAI SDKs expose it as request_id): the caller's
     // x-request-id when it is sane, else a new one.
     const given = req.headers["x-request-id"];
@@ -43,8 +45,15 @@ export function installRequestContext(app: FastifyInstance, _gateway: Gateway): 
   });
 }
 
+export interface AuthOptions {
+  channels: ChannelDirectory;
+  metrics: GatewayMetrics;
+  /** Clock for key expiry (ms since epoch). */
+  now: () => number;
+}
+
 /** onRequest hook: the bearer key must belong to an unexpired AccessChannel. */
-export function authenticate(gateway: Gateway): onRequestAsyncHookHandler {
+export function authenticate(gateway: AuthOptions): onRequestAsyncHookHandler {
   // Named: the hook's span is "onRequest - authenticateChannel".
   return async function authenticateChannel(req: FastifyRequest) {
     try {
@@ -60,7 +69,7 @@ export function authenticate(gateway: Gateway): onRequestAsyncHookHandler {
 }
 
 /** onRequest hook (after authenticate): one limiter decision; 429 with Retry-After when spent. */
-export function limitRate(gateway: Gateway): onRequestAsyncHookHandler {
+export function limitRate(gateway: { limiter: QpmLimiter; metrics: GatewayMetrics }): onRequestAsyncHookHandler {
   // Named: the hook's span is "onRequest - limitChannelRate" (the Redis command's span below it).
   return async function limitChannelRate(req: FastifyRequest, reply: FastifyReply) {
     const channel = req.capstan?.channel;

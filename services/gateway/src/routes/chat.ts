@@ -1,22 +1,35 @@
-// POST /api/v1/chat/completions: auth and QPM in onRequest, then validation, then the agent.
+// POST /api/v1/chat/completions, as a plugin registered inside /api/v1 (auth and QPM hooks run
+// in onRequest there), then validation (the route's schema), then the agent.
 // Non-stream answers are one chat.completion; streams are chat.completion.chunk events (the first
 // delta of a choice carries the role, the last carries finish_reason, then the usage chunk when
 // stream_options.include_usage, then [DONE]). Errors before the first byte get their HTTP status;
 // an error after it is sent as an OpenAI error event and the stream ends without [DONE].
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
+import type { Agent } from "@capstan/shared/api";
 import { context, trace } from "@opentelemetry/api";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AgentContext, Citation, Completion, StreamPiece, Usage } from "../agents/types.ts";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import {
+  type AgentContext,
+  type ChatAgent,
+  type Citation,
+  type Completion,
+  modeOf,
+  type StreamPiece,
+  type Usage,
+} from "../agents/types.ts";
 import { ClientGone } from "../agents/upstream.ts";
-import type { Gateway } from "../app.ts";
-import { modeOf } from "../app.ts";
-import { type ChatRequest, parseChatRequest } from "../chat-request.ts";
+import { type ChatRequest, chatRequest, parseChatRequest } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
-import type { ExchangeRecord } from "../history/store.ts";
+import type { ExchangeRecord, HistoryStore } from "../history/store.ts";
 import { endChatSpan, markFirstToken, startChatSpan } from "../http/chat-span.ts";
-import { authenticate, inRequestContext, limitRate } from "../http/request-context.ts";
+import type { Drain } from "../http/drain.ts";
+import { inRequestContext } from "../http/request-context.ts";
+import { chatCompletion, chatCompletionStream, errorResponses } from "../http/schemas.ts";
 import { SSE_DONE, sseData } from "../http/sse.ts";
+import type { GatewayMetrics } from "../metrics.ts";
+import type { RedisBreaker } from "../redis/breaker.ts";
 
 /** chatcmpl- + 32 hex characters (randomUUID draws from a cached entropy pool: no syscall per id). */
 export function completionId(): string {
@@ -32,11 +45,31 @@ interface Exchange {
   labels: { channel: string; mode: string; stream: string };
 }
 
-export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void {
+export interface ChatRouteOptions {
+  history: HistoryStore;
+  /** The circuit breaker in front of Redis (absent without Redis): it counts history outcomes. */
+  breaker: RedisBreaker | undefined;
+  /** Graceful stop: open requests are cut at the end of the drain window. */
+  drain: Drain;
+  metrics: GatewayMetrics;
+  agentFor(agent: Agent): ChatAgent;
+}
+
+/** The route's body validator: the fast path for common requests, else the schema (400 naming the param). */
+function chatBodyValidator() {
+  return (body: unknown) => {
+    try {
+      return { value: parseChatRequest(body) };
+    } catch (err) {
+      return { error: err as Error };
+    }
+  };
+}
+
+export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gateway) => {
   const { metrics } = gateway;
 
   app.addHook("onResponse", async (req, reply) => {
-    if (req.routeOptions.url !== "/api/v1/chat/completions") return;
     const channel = req.capstan?.channel;
     const status = String(reply.statusCode);
     metrics.requests.inc({
@@ -89,8 +122,29 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     );
   }
 
-  app.post("/api/v1/chat/completions", { onRequest: [authenticate(gateway), limitRate(gateway)] }, (req, reply) =>
-    inRequestContext(req, () => handle(req, reply)),
+  app.withTypeProvider<ZodTypeProvider>().post(
+    "/chat/completions",
+    {
+      schema: {
+        operationId: "createChatCompletion",
+        summary: "Run the agent bound to the key (OpenAI chat completions)",
+        tags: ["chat"],
+        security: [{ channelKey: [] }],
+        body: chatRequest,
+        response: {
+          200: {
+            description: "The answer: one chat.completion, or with stream: true server-sent chunk events",
+            content: {
+              "application/json": { schema: chatCompletion },
+              "text/event-stream": { schema: chatCompletionStream },
+            },
+          },
+          ...errorResponses(400, 401, 413, 415, 429, 500, 502, 503, 504),
+        },
+      },
+      validatorCompiler: chatBodyValidator,
+    },
+    (req, reply) => inRequestContext(req, () => handle(req, reply)),
   );
 
   // The client went away before the answer: the upstream call was aborted; nobody reads this reply
@@ -105,7 +159,7 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     const started = performance.now();
     const channel = req.capstan?.channel;
     if (!channel) throw new GatewayError("invalid_api_key");
-    const parsed = parseChatRequest(req.body);
+    const parsed = req.body as ChatRequest;
     const agent = channel.agent;
     if (!agent) {
       req.log.warn({ channel: channel.id, agent: channel.agentName }, "channel's agent not found");
@@ -277,4 +331,4 @@ export function registerChatRoute(app: FastifyInstance, gateway: Gateway): void 
     };
     return reply.send(Readable.from(frames(), { objectMode: false }));
   }
-}
+};

@@ -1,13 +1,15 @@
 // GET /api/v1/models (the agent bound to the key, so SDKs and tools that list models work),
 // GET /api/v1/models/:model, and GET /api/v1/history (the key's channel's kept exchanges, newest
-// first, paged with ?limit= and ?before=<cursor>).
-import type { FastifyInstance, FastifyRequest } from "fastify";
+// first, paged with ?limit= and ?before=<cursor>): a plugin registered inside /api/v1 behind its
+// auth hook.
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { Gateway } from "../app.ts";
 import type { ResolvedChannel } from "../channels.ts";
-import { paramOf } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
-import { authenticate, inRequestContext } from "../http/request-context.ts";
+import type { HistoryStore } from "../history/store.ts";
+import { inRequestContext } from "../http/request-context.ts";
+import { errorResponses, model, modelList } from "../http/schemas.ts";
 import { RedisUnavailable } from "../redis/breaker.ts";
 
 // An Agent read from a file has no creationTimestamp: its `created` is when this gateway first
@@ -27,7 +29,7 @@ function createdOf(channel: ResolvedChannel): number {
 }
 
 function modelOf(channel: ResolvedChannel) {
-  return { id: channel.agentName, object: "model", created: createdOf(channel), owned_by: channel.namespace };
+  return { id: channel.agentName, object: "model" as const, created: createdOf(channel), owned_by: channel.namespace };
 }
 
 const historyQuery = z.object({
@@ -44,36 +46,58 @@ function channelOf(req: FastifyRequest): ResolvedChannel {
   return channel;
 }
 
-export function registerMetaRoutes(app: FastifyInstance, gateway: Gateway): void {
-  const onRequest = [authenticate(gateway)];
+export interface MetaRouteOptions {
+  history: HistoryStore;
+}
 
-  app.get("/api/v1/models", { onRequest }, async (req) => {
-    const channel = channelOf(req);
-    return { object: "list", data: channel.agent ? [modelOf(channel)] : [] };
-  });
+export const metaRoutes: FastifyPluginAsync<MetaRouteOptions> = async (plain, gateway) => {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  const security = [{ channelKey: [] }];
 
-  app.get<{ Params: { model: string } }>("/api/v1/models/:model", { onRequest }, async (req) => {
-    const channel = channelOf(req);
-    if (!channel.agent || req.params.model !== channel.agentName) {
-      throw new GatewayError("model_not_found", { model: req.params.model.slice(0, 256) }, { param: "model" });
-    }
-    return modelOf(channel);
-  });
+  app.get(
+    "/models",
+    {
+      schema: {
+        operationId: "listModels",
+        summary: "The agent bound to the key, as a one-model list",
+        tags: ["models"],
+        security,
+        response: { 200: modelList, ...errorResponses(401, 500) },
+      },
+    },
+    async (req) => {
+      const channel = channelOf(req);
+      return { object: "list" as const, data: channel.agent ? [modelOf(channel)] : [] };
+    },
+  );
 
-  app.get("/api/v1/history", { onRequest }, (req) =>
+  app.get(
+    "/models/:model",
+    {
+      schema: {
+        operationId: "retrieveModel",
+        summary: "The agent bound to the key, by name",
+        tags: ["models"],
+        security,
+        params: z.object({ model: z.string() }),
+        response: { 200: model, ...errorResponses(401, 404, 500) },
+      },
+    },
+    async (req) => {
+      const channel = channelOf(req);
+      if (!channel.agent || req.params.model !== channel.agentName) {
+        throw new GatewayError("model_not_found", { model: req.params.model.slice(0, 256) }, { param: "model" });
+      }
+      return modelOf(channel);
+    },
+  );
+
+  // Not in the published contract (an operator's tool, not part of the chat API).
+  app.get("/history", { schema: { hide: true, querystring: historyQuery } }, (req) =>
     inRequestContext(req, async () => {
       const channel = channelOf(req);
-      const query = historyQuery.safeParse(req.query);
-      if (!query.success) {
-        const issue = query.error.issues[0];
-        throw new GatewayError(
-          "invalid_request",
-          { detail: issue?.message ?? "bad query" },
-          { param: paramOf(issue?.path ?? []) },
-        );
-      }
       const page = channel.keepHistory
-        ? await gateway.history.list(channel.id, query.data).catch((err: unknown) => {
+        ? await gateway.history.list(channel.id, req.query).catch((err: unknown) => {
             if (err instanceof RedisUnavailable) throw new GatewayError("history_unavailable");
             throw err;
           })
@@ -81,4 +105,4 @@ export function registerMetaRoutes(app: FastifyInstance, gateway: Gateway): void
       return { object: "list", keep_history: channel.keepHistory, ...page };
     }),
   );
-}
+};

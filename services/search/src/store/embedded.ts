@@ -5,9 +5,16 @@
 // temporary file, then rename) and on close. Without a dataDir it keeps everything in memory.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Index, MetricKind, ScalarKind } from "usearch";
 import {
-  type ChunkRecord,
+  type Collection,
+  type EmbeddedStoreOptions,
+  type Entry,
+  emptyCollection,
+  type PersistedChunks,
+  type Place,
+  track,
+} from "./embedded-collection.ts";
+import {
   type ChunkWithVector,
   type CollectionInfo,
   type CollectionLayout,
@@ -24,43 +31,7 @@ import {
   type VectorStore,
 } from "./types.ts";
 
-export interface EmbeddedStoreOptions {
-  dataDir?: string | undefined;
-  /** HNSW graph degree (M). */
-  connectivity?: number;
-  expansionAdd?: number;
-  expansionSearch?: number;
-  flushDelayMs?: number;
-  /** How long a replaced generation still answers searches that name its model. */
-  retireGraceMs?: number;
-  onError?: (err: Error) => void;
-}
-
-/** Where a generation is persisted: its folder under dataDir; retired ones are not persisted. */
-type Place = "collections" | "building" | "retired";
-
-interface Collection {
-  info: CollectionInfo;
-  place: Place;
-  index: Index;
-  chunks: Map<bigint, ChunkRecord>;
-  docs: Map<string, bigint[]>;
-  nextKey: bigint;
-  dirty: boolean;
-}
-
-interface Entry {
-  serving: Collection;
-  building?: Collection | undefined;
-  /** The generation replaced by the last switch, until its grace period ends. */
-  retired?: Collection | undefined;
-  retireTimer?: NodeJS.Timeout | undefined;
-}
-
-interface PersistedChunks {
-  nextKey: string;
-  chunks: [string, ChunkRecord][];
-}
+export type { EmbeddedStoreOptions } from "./embedded-collection.ts";
 
 export class EmbeddedStore implements VectorStore {
   readonly kind = "embedded" as const;
@@ -86,18 +57,6 @@ export class EmbeddedStore implements VectorStore {
         efSearch: this.opts.expansionSearch ?? 256,
       },
     };
-  }
-
-  private newIndex(dimensions: number): Index {
-    return new Index({
-      dimensions,
-      metric: MetricKind.Cos,
-      quantization: ScalarKind.F32,
-      connectivity: this.opts.connectivity ?? 16,
-      expansion_add: this.opts.expansionAdd ?? 128,
-      expansion_search: this.opts.expansionSearch ?? 256,
-      multi: false,
-    });
   }
 
   private dirOf(place: Place, knowledgeId: string): string | undefined {
@@ -127,11 +86,11 @@ export class EmbeddedStore implements VectorStore {
   private load(dir: string, place: Place, name: string): Collection | undefined {
     try {
       const info = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as CollectionInfo;
-      const col = this.emptyCollection(info, place);
+      const col = emptyCollection(this.opts, info, place);
       if (existsSync(join(dir, "chunks.json"))) {
         const saved = JSON.parse(readFileSync(join(dir, "chunks.json"), "utf8")) as PersistedChunks;
         col.nextKey = BigInt(saved.nextKey);
-        for (const [key, record] of saved.chunks) this.track(col, BigInt(key), record);
+        for (const [key, record] of saved.chunks) track(col, BigInt(key), record);
         if (col.chunks.size > 0) col.index.load(join(dir, "index.usearch"));
       }
       col.dirty = false;
@@ -140,25 +99,6 @@ export class EmbeddedStore implements VectorStore {
       this.opts.onError?.(new StoreError(`cannot load ${place} ${name}: ${(err as Error).message}`));
       return undefined;
     }
-  }
-
-  private emptyCollection(info: CollectionInfo, place: Place): Collection {
-    return {
-      info: { ...info },
-      place,
-      index: this.newIndex(info.dimensions),
-      chunks: new Map(),
-      docs: new Map(),
-      nextKey: 1n,
-      dirty: true,
-    };
-  }
-
-  private track(col: Collection, key: bigint, record: ChunkRecord): void {
-    col.chunks.set(key, record);
-    const keys = col.docs.get(record.docsId);
-    if (keys) keys.push(key);
-    else col.docs.set(record.docsId, [key]);
   }
 
   /** Forgets a generation and its folder. */
@@ -178,7 +118,7 @@ export class EmbeddedStore implements VectorStore {
   async ensureCollection(info: CollectionInfo): Promise<void> {
     const e = this.entries.get(info.knowledgeId);
     if (!e) {
-      const col = this.emptyCollection(info, "collections");
+      const col = emptyCollection(this.opts, info, "collections");
       this.entries.set(info.knowledgeId, { serving: col });
       this.markDirty(col);
       return;
@@ -195,7 +135,7 @@ export class EmbeddedStore implements VectorStore {
       return;
     }
     this.discard(e.building);
-    e.building = this.emptyCollection(info, "building");
+    e.building = emptyCollection(this.opts, info, "building");
     this.markDirty(e.building);
   }
 
@@ -284,7 +224,7 @@ export class EmbeddedStore implements VectorStore {
         const key = col.nextKey++;
         keys[i] = key;
         matrix.set(c.vector, i * col.info.dimensions);
-        this.track(col, key, { ...c.record, knowledgeId, docsId });
+        track(col, key, { ...c.record, knowledgeId, docsId });
       });
       col.index.add(keys, matrix);
     }

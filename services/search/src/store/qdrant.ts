@@ -9,6 +9,7 @@
 // Searches and scores: qdrant-query.ts.
 import type { OutboundMetrics } from "@capstan/shared";
 import { QdrantHttp } from "./qdrant-http.ts";
+import { type Filter, kbFilter, PAYLOAD_INDEXES, slug } from "./qdrant-payload.ts";
 import { readable, type ScoredPoint, tenantSearch, toHits } from "./qdrant-query.ts";
 import { isMissing, QdrantRegistry, type RegistryEntry, settingsOf } from "./qdrant-registry.ts";
 import {
@@ -44,29 +45,6 @@ export interface QdrantStoreOptions {
   infoTtlMs?: number;
   /** How long a replaced generation still answers searches that name its model (> the caches' TTL). */
   retireGraceMs?: number;
-}
-
-interface Condition {
-  key?: string;
-  match?: { value: string | number };
-  has_id?: string[];
-}
-interface Filter {
-  must: Condition[];
-  must_not?: Condition[];
-}
-/** Payload fields searches and document operations filter on; each gets a payload index. */
-const PAYLOAD_INDEXES: { field: string; schema: unknown }[] = [
-  { field: "knowledgeId", schema: { type: "keyword", is_tenant: true } },
-  { field: "docsId", schema: "keyword" },
-  { field: "chunkIndex", schema: "integer" },
-];
-
-function slug(s: string): string {
-  return s
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "_")
-    .replace(/^_+|_+$/g, "");
 }
 
 export class QdrantStore implements VectorStore {
@@ -174,7 +152,7 @@ export class QdrantStore implements VectorStore {
 
   /** Deletes a generation's points (its tenant in its model's collection). */
   private dropGeneration(g: CollectionInfo): Promise<void> {
-    return this.deletePoints(this.collectionName(g), this.kbFilter(g.knowledgeId));
+    return this.deletePoints(this.collectionName(g), kbFilter(g.knowledgeId));
   }
 
   async ensureCollection(info: CollectionInfo): Promise<void> {
@@ -250,12 +228,6 @@ export class QdrantStore implements VectorStore {
     await this.reg.put({ ...e, retired: undefined, retiredAt: undefined });
   }
 
-  private kbFilter(knowledgeId: string, docsId?: string): Filter {
-    const must: Condition[] = [{ key: "knowledgeId", match: { value: knowledgeId } }];
-    if (docsId !== undefined) must.push({ key: "docsId", match: { value: docsId } });
-    return { must };
-  }
-
   private async deletePoints(collection: string, filter: Filter): Promise<void> {
     try {
       await this.http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
@@ -283,7 +255,7 @@ export class QdrantStore implements VectorStore {
       await this.onData(g, (name) =>
         this.http.call("set_payload", "POST", `collections/${name}/points/payload?wait=true`, {
           payload: { knowledgeId: to },
-          filter: this.kbFilter(from),
+          filter: kbFilter(from),
         }),
       );
     }
@@ -319,7 +291,7 @@ export class QdrantStore implements VectorStore {
         await this.http.call("upsert", "PUT", `collections/${name}/points?wait=true`, { points });
       }
       // Then remove what the new version no longer has: no window where the document is missing.
-      const filter = this.kbFilter(knowledgeId, docsId);
+      const filter = kbFilter(knowledgeId, docsId);
       if (ids.length > 0) filter.must_not = [{ has_id: ids }];
       await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
     });
@@ -334,7 +306,7 @@ export class QdrantStore implements VectorStore {
   async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
     const e = await this.reg.get(knowledgeId);
     if (!e) return 0;
-    const filter = this.kbFilter(knowledgeId, docsId);
+    const filter = kbFilter(knowledgeId, docsId);
     let n = 0;
     for (const g of [settingsOf(e), e.building]) {
       if (!g) continue;
@@ -352,7 +324,7 @@ export class QdrantStore implements VectorStore {
     const e = await this.reg.get(knowledgeId);
     const info = generation === "building" ? e?.building : e && settingsOf(e);
     if (!info) return undefined;
-    const all = this.kbFilter(knowledgeId);
+    const all = kbFilter(knowledgeId);
     const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
     const [chunks, documents] = await this.onData(info, (name) =>
       Promise.all([this.count(name, all), this.count(name, firsts)]),

@@ -1,0 +1,36 @@
+// The OpenAPI documents each service serves at /openapi.json, built from the services' own apps
+// (their route schemas) with inert dependencies: no server listens, no model loads, no Redis.
+// `npm run openapi` writes them to docs/openapi/; documents.test.ts fails when those drift.
+import { buildApp as buildGateway } from "@capstan/gateway";
+import { createLogger, openApiDocument } from "@capstan/shared";
+import { ResourceView } from "@capstan/shared/resource-view";
+import type { FastifyInstance } from "fastify";
+
+/** The checked-in copies, by service. */
+export const DOCUMENT_FILES = {
+  gateway: "docs/openapi/gateway.json",
+} as const;
+
+export type Service = keyof typeof DOCUMENT_FILES;
+
+const logger = () => createLogger({ name: "openapi", level: "silent" });
+
+function view(...kinds: ("AccessChannel" | "Agent" | "SearchKey" | "KnowledgeBase")[]): ResourceView {
+  const v = new ResourceView();
+  for (const kind of kinds) v.replace(kind, []);
+  return v;
+}
+
+async function documentOf(app: FastifyInstance): Promise<string> {
+  try {
+    return await openApiDocument(app);
+  } finally {
+    await app.close();
+  }
+}
+
+/** Every service's document, as the checked-in files hold it. */
+export async function openApiDocuments(): Promise<Record<Service, string>> {
+  const gateway = await documentOf(buildGateway({}, { view: view("AccessChannel", "Agent"), logger: logger() }));
+  return { gateway };
+}
