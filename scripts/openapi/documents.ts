@@ -2,6 +2,7 @@
 // (their route schemas) with inert dependencies: no server listens, no model loads, no Redis.
 // `npm run openapi` writes them to docs/openapi/; documents.test.ts fails when those drift.
 import { buildApp as buildGateway } from "@capstan/gateway";
+import { buildApp as buildSearch } from "@capstan/search";
 import { createLogger, openApiDocument } from "@capstan/shared";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -9,6 +10,7 @@ import type { FastifyInstance } from "fastify";
 /** The checked-in copies, by service. */
 export const DOCUMENT_FILES = {
   gateway: "docs/openapi/gateway.json",
+  search: "docs/openapi/search.json",
 } as const;
 
 export type Service = keyof typeof DOCUMENT_FILES;
@@ -32,5 +34,9 @@ async function documentOf(app: FastifyInstance): Promise<string> {
 /** Every service's document, as the checked-in files hold it. */
 export async function openApiDocuments(): Promise<Record<Service, string>> {
   const gateway = await documentOf(buildGateway({}, { view: view("AccessChannel", "Agent"), logger: logger() }));
-  return { gateway };
+  // No embedder: the document does not depend on the model, and none is loaded.
+  const search = await documentOf(
+    await buildSearch({}, { view: view("SearchKey", "KnowledgeBase"), embedders: [], logger: logger() }),
+  );
+  return { gateway, search };
 }

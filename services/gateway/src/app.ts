@@ -21,6 +21,7 @@ import { BufferedHistoryStore } from "./history/buffered.ts";
 import { type HistoryStore, MemoryHistoryStore, RedisHistoryStore } from "./history/store.ts";
 import { Drain } from "./http/drain.ts";
 import { installErrorHandling } from "./http/error-handler.ts";
+import { gatewaySchemas } from "./http/schemas.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
 import { gatewayMetrics } from "./metrics.ts";
 import { RedisBreaker } from "./redis/breaker.ts";
@@ -159,6 +160,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     description:
       "OpenAI-compatible chat completions: the agent bound to the channel key answers. Errors are OpenAI error objects.",
     version: "v1",
+    schemas: gatewaySchemas,
     securitySchemes: {
       channelKey: { type: "http", scheme: "bearer", description: "An AccessChannel's key" },
     },

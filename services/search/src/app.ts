@@ -7,6 +7,7 @@ import {
   createRegistry,
   hiddenOnPublicPort,
   type Logger,
+  openApi,
   type Registry,
 } from "@capstan/shared";
 import { createRedis, limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
@@ -24,8 +25,9 @@ import { searchMetrics } from "./metrics.ts";
 import { ExternalReranker } from "./rerank/external.ts";
 import { HybridReranker } from "./rerank/hybrid.ts";
 import type { Reranker } from "./rerank/types.ts";
-import { registerDocumentRoutes } from "./routes/documents.ts";
-import { registerSearchRoutes } from "./routes/search.ts";
+import { documentRoutes } from "./routes/documents.ts";
+import { searchRoutes } from "./routes/search.ts";
+import { searchSchemas } from "./routes/search-schemas.ts";
 import { SearchEngine } from "./search-engine.ts";
 import { createStore } from "./store/factory.ts";
 import { StoreError, type VectorStore } from "./store/types.ts";
@@ -149,8 +151,17 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     return reply.code(404).header("x-capstan-error", e.code).send(errorEnvelope(e));
   });
 
-  registerSearchRoutes(app, { config, auth, engine, metrics, limiter });
-  registerDocumentRoutes(app, { config, auth, ingester, store });
+  app.register(openApi, {
+    title: "Capstan search",
+    description:
+      "Semantic search over knowledge bases. Every answer, success or error, is the {code, message, data} envelope (code = the HTTP status, data null on error).",
+    version: "v1",
+    schemas: searchSchemas,
+    securitySchemes: { searchKey: { type: "http", scheme: "bearer", description: "A SearchKey's key" } },
+    tags: [{ name: "search", description: "Knowledge search" }],
+  });
+  app.register(searchRoutes, { prefix: "/v1/rag", config, auth, engine, metrics, limiter });
+  app.register(documentRoutes, { prefix: "/internal/v1", config, auth, ingester, store });
 
   app.addHook("onClose", async () => {
     auth.close();

@@ -7,13 +7,33 @@ import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
-import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { z } from "zod";
+
+/** A named schema of a document (`components.schemas`): its id, and a description. */
+export interface NamedSchema {
+  id?: string | undefined;
+  description?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * Each service names its shared schemas in a registry of its own (not zod's global one), so a
+ * process that loads two services' schemas (a test, the generator) still documents each service
+ * with its own schemas only.
+ */
+export function schemaRegistry() {
+  return z.registry<NamedSchema>();
+}
+export type SchemaRegistry = ReturnType<typeof schemaRegistry>;
 
 export interface OpenApiOptions {
   title: string;
   description: string;
   /** The document's version (the service's API version, not the package's). */
   version: string;
+  /** The service's named schemas (schemaRegistry()). */
+  schemas: SchemaRegistry;
   /** Security schemes by name (e.g. a bearer key); applied to routes that name them. */
   securitySchemes?: Record<string, { type: "http"; scheme: "bearer"; description?: string }>;
   tags?: { name: string; description: string }[];
@@ -33,8 +53,8 @@ export const openApi = fp<OpenApiOptions>(
         components: { securitySchemes: opts.securitySchemes ?? {} },
         tags: opts.tags ?? [],
       },
-      transform: jsonSchemaTransform,
-      transformObject: jsonSchemaTransformObject,
+      transform: createJsonSchemaTransform({ schemaRegistry: opts.schemas, skipList: [] }),
+      transformObject: createJsonSchemaTransformObject({ schemaRegistry: opts.schemas }),
     });
     await app.register(fastifySwaggerUi, { routePrefix: "/docs", staticCSP: true });
     app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

@@ -1,72 +1,72 @@
 // The gateway's response shapes as zod schemas: Fastify serialises answers through them
 // (fastify-type-provider-zod) and @fastify/swagger publishes them in /openapi.json. Objects that
 // carry a provider's answer are loose, so fields a newer provider adds pass through unchanged.
-import { errorResponses as sharedErrorResponses } from "@capstan/shared";
+import { schemaRegistry, errorResponses as sharedErrorResponses } from "@capstan/shared";
 import { z } from "zod";
 
+/** The gateway's named schemas (components.schemas of its document). */
+export const gatewaySchemas = schemaRegistry();
+
 /** The OpenAI error object every gateway error is sent as. */
-export const openAiError = z
-  .object({
-    error: z.object({
-      message: z.string(),
-      type: z.string(),
-      param: z.string().nullable(),
-      code: z.string(),
+export const openAiError = z.object({
+  error: z.object({
+    message: z.string(),
+    type: z.string(),
+    param: z.string().nullable(),
+    code: z.string(),
+  }),
+});
+gatewaySchemas.add(openAiError, { id: "OpenAIError", description: "OpenAI error object" });
+
+const usage = z.looseObject({ prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int() });
+gatewaySchemas.add(usage, { id: "Usage" });
+
+const citation = z.object({
+  index: z.int(),
+  knowledgeId: z.string(),
+  docsId: z.string(),
+  docsName: z.string(),
+  embeddingId: z.string(),
+  chunkIndex: z.int().nullable(),
+  score: z.number(),
+  rerankedScore: z.number().nullable(),
+  source: z.string(),
+  text: z.string(),
+});
+gatewaySchemas.add(citation, { id: "Citation", description: "A passage the answer used (RAG and extractive agents)" });
+
+export const chatCompletion = z.looseObject({
+  id: z.string().describe("chatcmpl-<id>"),
+  object: z.literal("chat.completion"),
+  created: z.int().describe("Unix time in seconds"),
+  model: z.string(),
+  choices: z.array(
+    z.looseObject({
+      index: z.int(),
+      message: z.looseObject({ role: z.literal("assistant"), content: z.string().nullable() }),
+      finish_reason: z.string().nullable(),
+      logprobs: z.unknown().optional(),
     }),
-  })
-  .meta({ id: "OpenAIError", description: "OpenAI error object" });
-
-const usage = z
-  .looseObject({ prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int() })
-  .meta({ id: "Usage" });
-
-const citation = z
-  .object({
-    index: z.int(),
-    knowledgeId: z.string(),
-    docsId: z.string(),
-    docsName: z.string(),
-    embeddingId: z.string(),
-    chunkIndex: z.int().nullable(),
-    score: z.number(),
-    rerankedScore: z.number().nullable(),
-    source: z.string(),
-    text: z.string(),
-  })
-  .meta({ id: "Citation", description: "A passage the answer used (RAG and extractive agents)" });
-
-export const chatCompletion = z
-  .looseObject({
-    id: z.string().describe("chatcmpl-<id>"),
-    object: z.literal("chat.completion"),
-    created: z.int().describe("Unix time in seconds"),
-    model: z.string(),
-    choices: z.array(
-      z.looseObject({
-        index: z.int(),
-        message: z.looseObject({ role: z.literal("assistant"), content: z.string().nullable() }),
-        finish_reason: z.string().nullable(),
-        logprobs: z.unknown().optional(),
-      }),
-    ),
-    usage,
-    system_fingerprint: z.string().nullable().optional(),
-    citations: z.array(citation).optional(),
-  })
-  .meta({ id: "ChatCompletion" });
+  ),
+  usage,
+  system_fingerprint: z.string().nullable().optional(),
+  citations: z.array(citation).optional(),
+});
+gatewaySchemas.add(chatCompletion, { id: "ChatCompletion" });
 
 /** Documentation only (streams are written as they come): the events of a stream: true answer. */
-export const chatCompletionStream = z
-  .string()
-  .describe(
+export const chatCompletionStream = z.string();
+gatewaySchemas.add(chatCompletionStream, {
+  id: "ChatCompletionStream",
+  description:
     "Server-sent events: `data: <chat.completion.chunk JSON>` lines separated by blank lines, ending with `data: [DONE]`; an error after the first byte is sent as `data: <OpenAI error object>` and the stream ends without [DONE].",
-  );
+});
 
-export const model = z
-  .object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() })
-  .meta({ id: "Model" });
+export const model = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() });
+gatewaySchemas.add(model, { id: "Model" });
 
-export const modelList = z.object({ object: z.literal("list"), data: z.array(model) }).meta({ id: "ModelList" });
+export const modelList = z.object({ object: z.literal("list"), data: z.array(model) });
+gatewaySchemas.add(modelList, { id: "ModelList" });
 
 /** Route `response` entries for error statuses: the OpenAI error object. */
 export function errorResponses<S extends number>(...statuses: S[]) {

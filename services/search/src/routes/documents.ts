@@ -3,7 +3,7 @@
 // (/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId): its vectors live under the
 // store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses use the same envelope as search. A model change builds a new
 // generation beside the serving one (PUT answers with both); POST .../switch makes it serve.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
 import type { SearchConfig } from "../config.ts";
 import { ok, SearchError } from "../errors.ts";
@@ -43,13 +43,19 @@ function params(req: FastifyRequest): { namespace: string; id: string; knowledge
   return { ...ids, docsId: doc.data };
 }
 
-export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDeps): void {
-  const base = "/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId";
+/** The documents API, registered at /internal/v1 (served on the internal port only). */
+export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app, options) => {
+  // Fastify hands a plugin its registration options, `prefix` included.
+  const { prefix: _prefix, ...d } = options as DocumentRoutesDeps & { prefix?: string };
+  const base = "/namespaces/:namespace/knowledge-bases/:knowledgeId";
+  // Internal (the operator's ingestion, on the internal port): not in the published contract.
+  app.addHook("onRoute", (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   // The internal token is checked when the request arrives, before its body (up to 16 MiB) is
   // read or parsed; a refused request also closes the connection, so the rest of its body is
-  // not received either.
+  // not received either. The hook belongs to this plugin's context: it runs for these routes only.
   app.addHook("onRequest", (req, reply, done) => {
-    if (!req.url.startsWith("/internal/")) return done();
     try {
       d.auth.authenticateInternal(req.headers.authorization);
     } catch (err) {
@@ -141,7 +147,7 @@ export function registerDocumentRoutes(app: FastifyInstance, d: DocumentRoutesDe
     const deleted = await d.store.deleteDocument(knowledgeId, docsId);
     return ok({ knowledgeId: id, docsId, deleted });
   });
-}
+};
 
 /** The generation being built, with its counts so far: the KnowledgeBase status shows its progress. */
 async function building(store: VectorStore, info: CollectionInfo | undefined) {

@@ -1,14 +1,19 @@
-// POST /v1/rag/search and POST /v1/rag/search/batch (reference 4.2, 2.6-2.8, 7.2).
+// POST /v1/rag/search and POST /v1/rag/search/batch (reference 4.2, 2.6-2.8, 7.2), as one plugin
+// registered at /v1/rag: the caller (key, validity, client address, QPM) is checked by an onRequest
+// hook of this plugin's context, before the body is read; the route schemas validate the bodies
+// (each batch query on its own) and serialise the envelopes, and are what /openapi.json publishes.
 import { rateLimitHeaders, retryAfterSeconds, type WindowLimiter } from "@capstan/shared/limiter";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../auth/search-keys.ts";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { type Caller, NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../auth/search-keys.ts";
 import type { SearchConfig } from "../config.ts";
 import { type Envelope, errorEnvelope, ok, SearchError } from "../errors.ts";
 import type { SearchMetrics } from "../metrics.ts";
 import { batchRequestSchema, parseBody, searchRequestSchema } from "../schemas.ts";
 import type { SearchEngine, SearchRequest, SearchResult } from "../search-engine.ts";
+import { batchDoc, batchResponse, errorResponses, searchResponse } from "./search-schemas.ts";
 
-export interface SearchRoutesDeps {
+export interface SearchRoutesOptions {
   limiter: WindowLimiter;
   config: SearchConfig;
   auth: SearchKeyAuthenticator;
@@ -16,13 +21,21 @@ export interface SearchRoutesDeps {
   metrics: SearchMetrics;
 }
 
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Who called /v1/rag (set by the plugin's onRequest hook). */
+    searchCaller?: Caller;
+  }
+}
+
 /**
  * The caller, authenticated and within its key's requests per minute (429 with Retry-After when
  * over: one Redis round trip shared by every replica). The internal caller (the gateway, limited
  * per channel there) is not limited here.
  */
-async function caller(d: SearchRoutesDeps, req: FastifyRequest) {
-  const who = authenticate(d.auth, req);
+async function caller(d: SearchRoutesOptions, req: FastifyRequest): Promise<Caller> {
+  // req.ip: the client address as Fastify's trustProxy (the configured trusted proxies) gives it.
+  const who = d.auth.authenticate(req.headers.authorization, req.ip, req.headers[NAMESPACE_HEADER]);
   if (who.kind !== "key") return who;
   const decision = await d.limiter.check(`${who.namespace}/${who.name}`, who.requestsPerMinute);
   if (!decision.allowed) {
@@ -36,20 +49,52 @@ async function caller(d: SearchRoutesDeps, req: FastifyRequest) {
   return who;
 }
 
-function authenticate(auth: SearchKeyAuthenticator, req: FastifyRequest) {
-  return auth.authenticate(req.headers.authorization, req.ip, req.headers[NAMESPACE_HEADER]);
+/** A route's body validator: the zod schema, failing with the envelope's 400 naming the field. */
+function bodyValidator(schema: Parameters<typeof parseBody>[0]) {
+  return () => (body: unknown) => {
+    try {
+      return { value: parseBody(schema, body) };
+    } catch (err) {
+      return { error: err as Error };
+    }
+  };
 }
 
-export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps): void {
+export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plain, options) => {
+  // Fastify hands a plugin its registration options, `prefix` included.
+  const { prefix: _prefix, ...d } = options as SearchRoutesOptions & { prefix?: string };
+  const app = plain.withTypeProvider<ZodTypeProvider>();
   const single = searchRequestSchema(d.config.search);
   const batch = batchRequestSchema(d.config.search);
+  const security = [{ searchKey: [] }];
 
-  app.post("/v1/rag/search", async (req) => {
-    try {
-      const who = await caller(d, req);
-      const body: SearchRequest = parseBody(single, req.body);
+  app.addHook("onRequest", async (req) => {
+    req.searchCaller = await caller(d, req);
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    if (req.routeOptions.url?.endsWith("/search") !== true) return;
+    const code = reply.getHeader("x-capstan-error");
+    const outcome = reply.statusCode < 400 ? "ok" : typeof code === "string" ? code : "internal";
+    d.metrics.queries.inc({ endpoint: "search", outcome });
+  });
+
+  app.post(
+    "/search",
+    {
+      schema: {
+        operationId: "search",
+        summary: "Semantic search over the listed knowledge bases",
+        tags: ["search"],
+        security,
+        body: single,
+        response: { 200: searchResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
+      },
+      validatorCompiler: bodyValidator(single),
+    },
+    async (req) => {
+      const who = req.searchCaller as Caller;
+      const body = req.body as SearchRequest;
       const results = await d.engine.search(d.engine.checkAccess(who, body));
-      d.metrics.queries.inc({ endpoint: "search", outcome: "ok" });
       req.log.debug(
         {
           caller: who.kind === "key" ? `${who.namespace}/${who.name}` : `internal:${who.namespace ?? "-"}`,
@@ -59,37 +104,48 @@ export function registerSearchRoutes(app: FastifyInstance, d: SearchRoutesDeps):
         "search",
       );
       return ok(results);
-    } catch (err) {
-      d.metrics.queries.inc({ endpoint: "search", outcome: err instanceof SearchError ? err.code : "internal" });
-      throw err;
-    }
-  });
+    },
+  );
 
-  app.post("/v1/rag/search/batch", async (req) => {
-    const who = await caller(d, req);
-    const { queries } = parseBody(batch, req.body);
-    // Validate and authorise each query on its own: a bad one gets its own error envelope.
-    const items: (SearchRequest | SearchError)[] = queries.map((q, i) => {
-      try {
-        return d.engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
-      } catch (err) {
-        if (err instanceof SearchError) return err;
-        throw err;
-      }
-    });
-    const valid = items.filter((x): x is SearchRequest => !(x instanceof SearchError));
-    const answers = valid.length > 0 ? await d.engine.searchMany(valid) : [];
-    let k = 0;
-    const data: Envelope<SearchResult[]>[] = items.map((item) => {
-      const out = item instanceof SearchError ? item : answers[k++];
-      if (out instanceof SearchError || out === undefined) {
-        const err = out ?? new SearchError("SEARCH_ERR_INTERNAL");
-        d.metrics.queries.inc({ endpoint: "batch", outcome: err.code });
-        return errorEnvelope(err);
-      }
-      d.metrics.queries.inc({ endpoint: "batch", outcome: "ok" });
-      return ok(out);
-    });
-    return ok(data);
-  });
-}
+  app.post(
+    "/search/batch",
+    {
+      schema: {
+        operationId: "searchBatch",
+        summary: "Several searches in one call; each answers in its own envelope, in order",
+        tags: ["search"],
+        security,
+        body: batchDoc(single, d.config.search.batchMaxQueries),
+        response: { 200: batchResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
+      },
+      validatorCompiler: bodyValidator(batch),
+    },
+    async (req) => {
+      const who = req.searchCaller as Caller;
+      const { queries } = req.body as { queries: unknown[] };
+      // Validate and authorise each query on its own: a bad one gets its own error envelope.
+      const items: (SearchRequest | SearchError)[] = queries.map((q, i) => {
+        try {
+          return d.engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
+        } catch (err) {
+          if (err instanceof SearchError) return err;
+          throw err;
+        }
+      });
+      const valid = items.filter((x): x is SearchRequest => !(x instanceof SearchError));
+      const answers = valid.length > 0 ? await d.engine.searchMany(valid) : [];
+      let k = 0;
+      const data: Envelope<SearchResult[]>[] = items.map((item) => {
+        const out = item instanceof SearchError ? item : answers[k++];
+        if (out instanceof SearchError || out === undefined) {
+          const err = out ?? new SearchError("SEARCH_ERR_INTERNAL");
+          d.metrics.queries.inc({ endpoint: "batch", outcome: err.code });
+          return errorEnvelope(err);
+        }
+        d.metrics.queries.inc({ endpoint: "batch", outcome: "ok" });
+        return ok(out);
+      });
+      return ok(data);
+    },
+  );
+};
