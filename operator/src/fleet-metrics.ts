@@ -4,7 +4,7 @@
 // the soonest expiry per kind (not one series per key), which is what an "a key expires within
 // N days" alert needs; `kubectl get accesschannels,searchkeys -A` then names the key.
 import { Counter, Gauge, type Registry } from "@capstan/shared";
-import type { Informers } from "./reconcilers/context.ts";
+import type { Informers } from "./reconcilers/informers.ts";
 
 export function operatorMetrics(registry: Registry, informers: Informers, now: () => Date = () => new Date()) {
   const registers = [registry];

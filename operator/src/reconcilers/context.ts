@@ -1,15 +1,14 @@
 // What every reconciler gets: config, the API client, the shared informers (the cache), events,
 // a logger and a clock. Reconcilers read from the cache and write through the client.
 import type { Logger } from "@capstan/shared";
-import type { AccessChannel, Agent, KnowledgeBase, Scraper, SearchKey } from "@capstan/shared/api";
-import type { KubeObject, ResourceType } from "@capstan/shared/kube";
+import type { ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import type { OperatorMetrics } from "../fleet-metrics.ts";
 import type { Scrape } from "../ingest/scrape.ts";
 import type { SearchDocuments } from "../ingest/search-documents.ts";
 import type { ObjectClient } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import type { Informer } from "../kube/informer.ts";
+import type { Informers } from "./informers.ts";
 
 export const GROUP_VERSION = "capstan.dev/v1alpha1";
 export const AGENT: ResourceType = { apiVersion: GROUP_VERSION, kind: "Agent", plural: "agents" };
@@ -26,16 +25,7 @@ export const KNOWLEDGE_BASE: ResourceType = {
 };
 export const SCRAPER: ResourceType = { apiVersion: GROUP_VERSION, kind: "Scraper", plural: "scrapers" };
 
-export interface Informers {
-  agents: Informer<Agent & KubeObject>;
-  channels: Informer<AccessChannel & KubeObject>;
-  searchKeys: Informer<SearchKey & KubeObject>;
-  knowledgeBases: Informer<KnowledgeBase & KubeObject>;
-  scrapers: Informer<Scraper & KubeObject>;
-  secrets: Informer<KubeObject>;
-  deployments: Informer<KubeObject>;
-  services: Informer<KubeObject>;
-}
+export type { Informers } from "./informers.ts";
 
 export interface OperatorContext {
   config: OperatorConfig;
