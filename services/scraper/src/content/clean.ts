@@ -27,7 +27,8 @@ const CHROME = [
   "nav",
   "header",
   "footer",
-  "aside",
+  // Footnotes and notes are content (docutils writes footnotes as <aside class="footnote">).
+  'aside:not(.footnote):not([role="doc-footnote"]):not([role="note"])',
   '[role="navigation"]',
   '[role="banner"]',
   '[role="contentinfo"]',
@@ -39,6 +40,9 @@ const CHROME = [
   ".navbar",
   ".menu",
   ".breadcrumb",
+  // DocBook XSL's page navigation (PostgreSQL's manual, the Debian Reference).
+  ".navheader",
+  ".navfooter",
   ".breadcrumbs",
   ".cookie",
   ".cookie-banner",

@@ -66,6 +66,22 @@ describe("text", () => {
   });
 });
 
+describe("main content", () => {
+  it("keeps footnotes and notes written as <aside>, drops DocBook's page navigation and sidebars", () => {
+    const out = htmlToMarkdown(
+      `<body><div class="navheader"><a href="a.html">Prev</a> Chapter 5 <a href="c.html">Next</a></div>
+       <div role="main"><p>Text<a href="#f1">[1]</a>.</p>
+       <aside class="footnote brackets" id="f1"><p>The footnote itself.</p></aside>
+       <aside class="sidebar-promo">Buy now</aside></div>
+       <div class="navfooter"><a href="c.html">Next page title</a></div></body>`,
+      BASE,
+      { onlyMainContent: true },
+    );
+    expect(out).toContain("The footnote itself.");
+    expect(out).not.toMatch(/Prev|Next|Buy now/);
+  });
+});
+
 describe("tables", () => {
   it("writes a simple table as GFM, the first row as header when there is no <th>", () => {
     expect(md("<table><tr><td>a</td><td>b</td></tr><tr><td>1</td><td>x | y</td></tr></table>")).toBe(
