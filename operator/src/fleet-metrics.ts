@@ -12,7 +12,7 @@ export function operatorMetrics(registry: Registry, informers: Informers, now: (
     { kind: "AccessChannel", expiry: informers.channels.list().map((c) => c.spec.expiresAt) },
     { kind: "SearchKey", expiry: informers.searchKeys.list().map((k) => k.spec.validUntil) },
   ];
-  return {
+  const metrics = {
     ingestRuns: new Counter({
       name: "capstan_operator_ingest_runs_total",
       help: "Knowledge-base ingestion runs by result: ok (every source), partial (some sources failed), failed (all failed)",
@@ -82,5 +82,9 @@ export function operatorMetrics(registry: Registry, informers: Informers, now: (
       },
     }),
   };
+  // Every outcome exists at 0 from the start, so "failed per hour" reads 0 rather than nothing.
+  for (const result of ["ok", "partial", "failed"]) metrics.ingestRuns.inc({ result }, 0);
+  for (const outcome of ["ingested", "failed"]) metrics.ingestSources.inc({ outcome }, 0);
+  return metrics;
 }
 export type OperatorMetrics = ReturnType<typeof operatorMetrics>;

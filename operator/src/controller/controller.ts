@@ -108,6 +108,8 @@ export class Controller {
     if (this.started) return;
     this.started = true;
     this.metrics?.controller.maxConcurrent.set({ controller: this.name }, this.workers);
+    // As controller-runtime does: the error counter exists at 0, so error-ratio alerts have a series.
+    this.metrics?.controller.errors.inc({ controller: this.name }, 0);
     this.running = Array.from({ length: this.workers }, () => this.worker());
   }
 

@@ -2,7 +2,7 @@
 import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
 
 export function searchMetrics(registry: Registry) {
-  return {
+  const metrics = {
     stage: new Histogram({
       name: "capstan_search_stage_duration_seconds",
       help: "Search latency by stage: embed (query embedding), vector (vector query), rerank",
@@ -74,6 +74,9 @@ export function searchMetrics(registry: Registry) {
     }),
     outbound: outboundMetrics(registry, "capstan_search"),
   };
+  // Both cache results exist at 0 from the start, so the hit-ratio panel has a series.
+  for (const result of ["hit", "miss"]) metrics.cache.inc({ result }, 0);
+  return metrics;
 }
 
 export type SearchMetrics = ReturnType<typeof searchMetrics>;
