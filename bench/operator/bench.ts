@@ -2,19 +2,33 @@
 // time until all are Ready; (2) API writes during a forced resync of every cached object in
 // steady state; (3) RSS of the process with TOTAL AccessChannels (+ their key Secrets) cached.
 //   node bench/operator/bench.ts            (CHANNELS=1000 TOTAL=10000 by default)
-// bench/operator/ab.sh runs it on this tree and on the tree before client-node, with the same flags.
+// bench/operator/ab.sh runs it with and without client-node, with the same flags.
+//
+// Every wait is bounded and reports instead of hanging: a progress line every PROGRESS_S (30 s)
+// while waiting, and a phase that runs out of time (READY_TIMEOUT_S, FILL_TIMEOUT_S, QUIET_TIMEOUT_S)
+// ends the run with what it reached (RESULT with "complete": false), not with a stack trace.
 import { fork } from "node:child_process";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { startKube } from "../../test/ground/kube.ts";
-import { driverClient, LAYER } from "./layer.ts";
+import { Driver, DriverError } from "./driver.ts";
+import { LAYER } from "./layer.ts";
 
 const CHANNELS = Number(process.env.CHANNELS ?? 1000);
 const TOTAL = Number(process.env.TOTAL ?? 10_000);
+/** Creates in flight at once (the driver's pooled connections). */
+const WIDTH = Number(process.env.WIDTH ?? 32);
+const READY_TIMEOUT_MS = Number(process.env.READY_TIMEOUT_S ?? 900) * 1000;
+const FILL_TIMEOUT_MS = Number(process.env.FILL_TIMEOUT_S ?? 2400) * 1000;
+const QUIET_TIMEOUT_MS = Number(process.env.QUIET_TIMEOUT_S ?? 300) * 1000;
+const PROGRESS_MS = Number(process.env.PROGRESS_S ?? 30) * 1000;
 const ns = "bench";
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`;
+const load = () => loadavg()[0] as number;
+const loads: number[] = [];
+const sampler = setInterval(() => loads.push(load()), 10_000);
+sampler.unref();
 
 async function pool<T>(items: T[], width: number, fn: (t: T) => Promise<void>): Promise<void> {
   let i = 0;
@@ -25,18 +39,28 @@ async function pool<T>(items: T[], width: number, fn: (t: T) => Promise<void>): 
   );
 }
 
-async function createChannels(client: KubeHttp, from: number, to: number): Promise<void> {
+async function createChannels(client: Driver, from: number, to: number): Promise<void> {
   const names = Array.from({ length: to - from }, (_, k) => `ch-${from + k}`);
-  await pool(names, 32, async (name) => {
-    await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/accesschannels`, {
-      method: "POST",
-      body: {
-        apiVersion: "capstan.dev/v1alpha1",
-        kind: "AccessChannel",
-        metadata: { name, namespace: ns },
-        spec: { channelName: name, agentRef: { name: "agent" } },
-      },
-    });
+  await pool(names, WIDTH, async (name) => {
+    // A slow API server may time a create out after storing it: a retry then finds it there.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/accesschannels`, {
+          method: "POST",
+          body: {
+            apiVersion: "capstan.dev/v1alpha1",
+            kind: "AccessChannel",
+            metadata: { name, namespace: ns },
+            spec: { channelName: name, agentRef: { name: "agent" } },
+          },
+        });
+        return;
+      } catch (err) {
+        if (err instanceof DriverError && err.status === 409) return;
+        if (attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 1000 * attempt));
+      }
+    }
   });
 }
 
@@ -53,10 +77,18 @@ interface Stats {
   external: number;
 }
 
-/** The operator in a child process, so the RSS measured is the operator's alone. */
-function startOperatorProcess(
-  kubeconfig: string,
-): Promise<{ stats(): Promise<Stats>; resync(): Promise<void>; stop(): Promise<void> }> {
+/**
+ * The operator in a child process, so the RSS measured is the operator's alone. stats() is cheap
+ * (counts) and is what the waits poll; memory() collects garbage first and reads the memory
+ * figures: a poll that forced a full GC ten times a second would cost the operator more CPU than
+ * its work once its cache is large, and would be counted in its CPU per event.
+ */
+function startOperatorProcess(kubeconfig: string): Promise<{
+  stats(): Promise<Stats>;
+  memory(): Promise<Stats>;
+  resync(): Promise<void>;
+  stop(): Promise<void>;
+}> {
   const child = fork(fileURLToPath(new URL("./operator-process.ts", import.meta.url)), [], {
     env: { MALLOC_ARENA_MAX: "2", ...process.env, KUBECONFIG: kubeconfig, BENCH_NAMESPACE: ns },
     // NODE_FLAGS: V8 flags of the operator process, e.g. the chart's
@@ -64,49 +96,80 @@ function startOperatorProcess(
     execArgv: ["--expose-gc", ...(process.env.NODE_FLAGS ?? "").split(" ").filter(Boolean)],
   });
   let next = 1;
-  const waiting = new Map<number, (m: unknown) => void>();
+  let exited: Error | undefined;
+  const waiting = new Map<number, { resolve: (m: unknown) => void; reject: (e: Error) => void }>();
   const call = <T>(cmd: string) =>
-    new Promise<T>((resolve) => {
+    new Promise<T>((resolve, reject) => {
+      if (exited) return reject(exited);
       const id = next++;
-      waiting.set(id, resolve as (m: unknown) => void);
+      waiting.set(id, { resolve: resolve as (m: unknown) => void, reject });
       child.send({ id, cmd });
     });
   // A failed run must not leave the operator behind (it holds the bench's stdout open).
   process.on("exit", () => child.kill("SIGKILL"));
   return new Promise((resolve, reject) => {
     child.on("error", reject);
-    child.on("exit", (code) => code && reject(new Error(`operator exited ${code}`)));
+    child.on("exit", (code, signal) => {
+      // An operator that dies (e.g. out of heap) ends every call in flight instead of hanging it.
+      exited = new Error(`operator exited (${signal ?? code})`);
+      for (const w of waiting.values()) w.reject(exited);
+      waiting.clear();
+      reject(exited);
+    });
     child.on("message", (m: { id: number }) => {
       if (m.id === 0) {
         resolve({
           stats: () => call<Stats>("stats"),
+          memory: () => call<Stats>("memory"),
           resync: () => call<void>("resync"),
           stop: () => call<void>("stop"),
         });
         return;
       }
-      waiting.get(m.id)?.(m);
+      waiting.get(m.id)?.resolve(m);
       waiting.delete(m.id);
     });
   });
 }
 
-async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Polls fn until it returns true or timeoutMs passes (false then: the caller reports, never hangs);
+ * every PROGRESS_MS prints what progress() says.
+ */
+async function until(
+  what: string,
+  fn: () => Promise<boolean>,
+  timeoutMs: number,
+  progress?: () => string,
+): Promise<boolean> {
+  const started = Date.now();
+  let nextReport = started + PROGRESS_MS;
   while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    const now = Date.now();
+    if (now - started > timeoutMs) {
+      console.log(`[!] ${what}: not reached in ${Math.round(timeoutMs / 1000)} s${progress ? ` (${progress()})` : ""}`);
+      return false;
+    }
+    if (progress && now >= nextReport) {
+      nextReport = now + PROGRESS_MS;
+      console.log(
+        `[..] ${what}: ${progress()} after ${Math.round((now - started) / 1000)} s, load ${load().toFixed(1)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
   }
+  return true;
 }
 
 type OperatorHandle = Awaited<ReturnType<typeof startOperatorProcess>>;
 
-async function quiesce(op: OperatorHandle): Promise<Stats> {
+/** Waits until the operator has had nothing to do for 2 s (bounded; `quiet` false when it never was). */
+async function quiesce(op: OperatorHandle, what: string): Promise<Stats & { quiet: boolean }> {
   let last = -1;
   let since = Date.now();
   let s: Stats | undefined;
-  await until(
-    "quiet",
+  const quiet = await until(
+    `${what}: quiet`,
     async () => {
       s = await op.stats();
       const n = s.reconciles + s.writes;
@@ -116,39 +179,41 @@ async function quiesce(op: OperatorHandle): Promise<Stats> {
       }
       return Date.now() - since > 2000;
     },
-    900_000,
+    QUIET_TIMEOUT_MS,
+    () => `${s?.reconciles} reconciles, ${s?.writes} writes, queue ${s?.idle ? "empty" : "busy"}`,
   );
-  return s as Stats;
+  // The memory figures after a full collection, once the operator is quiet.
+  return { ...(await op.memory()), quiet };
 }
 
-async function installCrds(client: KubeHttp): Promise<void> {
+async function installCrds(client: Driver): Promise<void> {
   const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   for (const { crd } of allCrds()) await client.json(base, { method: "POST", body: crd });
   for (const { crd } of allCrds()) {
     const name = (crd.metadata as { name: string }).name;
-    for (;;) {
-      const got = await client.json<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        `${base}/${name}`,
-      );
-      if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const established = await until(
+      `CRD ${name} Established`,
+      async () => {
+        const got = await client.json<{ status?: { conditions?: { type: string; status: string }[] } }>(
+          `${base}/${name}`,
+        );
+        return got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ?? false;
+      },
+      60_000,
+    );
+    if (!established) throw new Error(`CRD ${name} not Established`);
   }
 }
 
-async function ensureNamespace(client: KubeHttp, name: string): Promise<void> {
+const kube = await startKube();
+let exitCode = 0;
+try {
+  const client = new Driver(kube.server, kube.dir);
+  await installCrds(client);
   await client.json("/api/v1/namespaces", {
     method: "POST",
-    body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
   });
-}
-
-const kube = await startKube();
-try {
-  // A pooled client (keep-alive), so creating the objects is not the bottleneck being measured.
-  const client = driverClient(kube.kubeconfig, createRegistry({ defaultMetrics: false }));
-  await installCrds(client);
-  await ensureNamespace(client, ns);
   await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
     method: "POST",
     body: {
@@ -159,51 +224,79 @@ try {
     },
   });
   const op = await startOperatorProcess(kube.kubeconfig);
-  const base = await quiesce(op);
+  const base = await quiesce(op, "start");
+  const loadStart = load();
+  let last: Stats | undefined;
+  const readyProgress = (target: number) => () =>
+    `${last?.ready ?? 0}/${target} Ready, ${last?.cached ?? 0} cached, RSS ${mb(last?.rss ?? 0)}, heap ${mb(last?.heap ?? 0)}`;
+  const readyAtLeast = (n: number) => async () => {
+    last = await op.stats();
+    return last.ready >= n;
+  };
+  const cpuPerEvent = (a: Stats, b: Stats) => (b.cpuMicros - a.cpuMicros) / Math.max(1, b.events - a.events);
+  const result: Record<string, unknown> = {
+    layer: LAYER,
+    nodeFlags: process.env.NODE_FLAGS ?? "",
+    channels: CHANNELS,
+    total: TOTAL,
+    idleRssMB: Math.round(base.rss / 2 ** 20),
+    idleHeapMB: Math.round(base.heap / 2 ** 20),
+  };
+  const report = (complete: boolean) => {
+    const l = loads.length ? loads : [load()];
+    result.complete = complete;
+    result.load = `${Math.min(...l).toFixed(1)}–${Math.max(...l).toFixed(1)} (mean ${(l.reduce((a, b) => a + b, 0) / l.length).toFixed(1)})`;
+    // One line for bench/operator/ab.sh to tabulate.
+    console.log(`RESULT ${JSON.stringify(result)}`);
+  };
 
   // (1) N AccessChannels at once → all Ready.
   const t0 = performance.now();
   const creating = createChannels(client, 0, CHANNELS);
-  await until(`${CHANNELS} Ready`, async () => (await op.stats()).ready >= CHANNELS, 600_000);
+  const allReady = await until(`${CHANNELS} Ready`, readyAtLeast(CHANNELS), READY_TIMEOUT_MS, readyProgress(CHANNELS));
   const readySeconds = (performance.now() - t0) / 1000;
   await creating;
-  const before = await quiesce(op);
-  const cpuPerEvent = (a: Stats, b: Stats) => (b.cpuMicros - a.cpuMicros) / Math.max(1, b.events - a.events);
+  const before = await quiesce(op, "after Ready");
+  result.readySeconds = allReady ? Number(readySeconds.toFixed(1)) : null;
+  result.cpuPerEventReadyMicros = Math.round(cpuPerEvent(base, before));
   console.log(
-    `[1] ${CHANNELS} AccessChannels created at once -> all Ready in ${readySeconds.toFixed(1)} s (target <= 30 s); operator CPU ${((before.cpuMicros - base.cpuMicros) / 1e6).toFixed(1)} s for ${before.events - base.events} informer events = ${cpuPerEvent(base, before).toFixed(0)} µs per event`,
+    `[1] ${CHANNELS} AccessChannels created at once -> ${allReady ? `all Ready in ${readySeconds.toFixed(1)} s` : `${before.ready} Ready after ${readySeconds.toFixed(0)} s`} (target <= 30 s; load ${loadStart.toFixed(1)} -> ${load().toFixed(1)}); operator CPU ${((before.cpuMicros - base.cpuMicros) / 1e6).toFixed(1)} s for ${before.events - base.events} informer events = ${cpuPerEvent(base, before).toFixed(0)} µs per event`,
   );
+  if (!allReady) {
+    report(false);
+  } else {
+    // (2) Steady state: a forced resync of every cached object writes nothing.
+    await op.resync();
+    const after = await quiesce(op, "resync");
+    result.resyncWrites = after.writes - before.writes;
+    console.log(
+      `[2] steady-state resync: ${after.reconciles - before.reconciles} reconciles, ${after.writes - before.writes} API writes (target 0)`,
+    );
 
-  // (2) Steady state: a forced resync of every cached object writes nothing.
-  await op.resync();
-  const after = await quiesce(op);
-  console.log(
-    `[2] steady-state resync: ${after.reconciles - before.reconciles} reconciles, ${after.writes - before.writes} API writes (target 0)`,
-  );
-
-  // (3) RSS with TOTAL AccessChannels and their TOTAL key Secrets in the cache.
-  await createChannels(client, CHANNELS, TOTAL);
-  await until(`${TOTAL} Ready`, async () => (await op.stats()).ready >= TOTAL, 1_800_000);
-  const full = await quiesce(op);
-  console.log(
-    `[3] ${full.cached} objects cached (${TOTAL} AccessChannels + their key Secrets + data plane): operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}, heap ${mb(base.heap)}) (target < 200 MB); ${cpuPerEvent(after, full).toFixed(0)} µs CPU per informer event while the rest were created`,
-  );
-  // One line for bench/operator/ab.sh to tabulate.
-  console.log(
-    `RESULT ${JSON.stringify({
-      layer: LAYER,
-      nodeFlags: process.env.NODE_FLAGS ?? "",
-      readySeconds: Number(readySeconds.toFixed(1)),
-      cpuPerEventReadyMicros: Math.round(cpuPerEvent(base, before)),
-      cpuPerEventFillMicros: Math.round(cpuPerEvent(after, full)),
-      resyncWrites: after.writes - before.writes,
-      cached: full.cached,
-      rssMB: Math.round(full.rss / 2 ** 20),
-      heapMB: Math.round(full.heap / 2 ** 20),
-      idleRssMB: Math.round(base.rss / 2 ** 20),
-      idleHeapMB: Math.round(base.heap / 2 ** 20),
-    })}`,
-  );
+    // (3) RSS with TOTAL AccessChannels and their TOTAL key Secrets in the cache.
+    const t1 = performance.now();
+    const filling = createChannels(client, CHANNELS, TOTAL);
+    const filled = await until(`${TOTAL} Ready`, readyAtLeast(TOTAL), FILL_TIMEOUT_MS, readyProgress(TOTAL));
+    await filling;
+    const full = await quiesce(op, "filled");
+    result.fillSeconds = Math.round((performance.now() - t1) / 1000);
+    result.cpuPerEventFillMicros = Math.round(cpuPerEvent(after, full));
+    result.ready = full.ready;
+    result.cached = full.cached;
+    result.rssMB = Math.round(full.rss / 2 ** 20);
+    result.heapMB = Math.round(full.heap / 2 ** 20);
+    result.externalMB = Math.round(full.external / 2 ** 20);
+    console.log(
+      `[3] ${full.cached} objects cached (${full.ready}/${TOTAL} AccessChannels Ready + their key Secrets + data plane) after ${result.fillSeconds} s: operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}, heap ${mb(base.heap)}) (target < 200 MB); ${cpuPerEvent(after, full).toFixed(0)} µs CPU per informer event while the rest were created`,
+    );
+    report(filled && full.quiet);
+  }
   await op.stop();
+  await client.close();
+} catch (err) {
+  console.log(`[!] bench failed: ${(err as Error).stack ?? err}`);
+  exitCode = 1;
 } finally {
   await kube.stop();
 }
+process.exit(exitCode);

@@ -1,7 +1,6 @@
-// The Kubernetes layer the benchmark talks through, found at run time so that the same bench code
-// runs on this tree (client-node's KubeConfig) and on the tree before it (the hand-written
-// kubeconfig loader, `kubeconfigAccess`) for the A/B of bench/operator/ab.sh.
-import type { Registry } from "@capstan/shared";
+// The Kubernetes layer the operator under benchmark talks through, found at run time so that the
+// same bench code runs with client-node (`kubeConfigFromFile`: its KubeConfig) and with the
+// hand-written layer (`kubeconfigAccess`) for the A/B of bench/operator/ab.sh.
 import * as kube from "@capstan/shared/kube";
 import type { OperatorDeps } from "../../operator/src/manager.ts";
 
@@ -13,19 +12,14 @@ const legacy = layer.kubeconfigAccess;
 /** "client-node" or "hand-written": which layer this tree has. */
 export const LAYER = fromFile ? "client-node" : "hand-written";
 
-function load(path: string): unknown {
+/**
+ * The operator's connection to the API server behind a kubeconfig file. The hand-written layer's
+ * KubeHttp takes the loader's KubeAccess where client-node's takes a KubeConfig; an operator of
+ * either age finds it under the name it reads.
+ */
+export function operatorKube(path: string): Pick<OperatorDeps, "kubeConfig"> {
   const loader = fromFile ?? legacy;
   if (!loader) throw new Error("no kubeconfig loader in @capstan/shared/kube");
-  return loader(path);
-}
-
-/** The operator's connection to the API server behind a kubeconfig file. */
-export function operatorKube(path: string): Pick<OperatorDeps, "kubeConfig"> {
-  return (fromFile ? { kubeConfig: load(path) } : { access: load(path) }) as Pick<OperatorDeps, "kubeConfig">;
-}
-
-/** A pooled client for the driver that creates the objects. */
-export function driverClient(path: string, registry: Registry): kube.KubeHttp {
-  const Http = kube.KubeHttp as unknown as new (c: unknown, r: Registry) => kube.KubeHttp;
-  return new Http(load(path), registry);
+  const loaded = loader(path);
+  return { kubeConfig: loaded, access: loaded } as Pick<OperatorDeps, "kubeConfig">;
 }

@@ -7,20 +7,20 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeApiError, type KubeHttp } from "@capstan/shared/kube";
+import { KubeApiError } from "@capstan/shared/kube";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parse } from "yaml";
 import { signCert } from "../ground/kube.ts";
-import { kubeHttpFrom } from "../ground/kube-client.ts";
+import { kubeHttpFrom, type TestKube } from "../ground/kube-client.ts";
 import { nodeBinaries } from "../ground/node-binaries.ts";
 import { net } from "../ground/node-config.ts";
 
 const ns = `smoke-${process.pid}`;
 const host = "smoke.capstan.test";
 const page = "hello from the capstan node";
-let kube: KubeHttp;
+let kube: TestKube;
 let image: string;
 let tlsDir: string;
 

@@ -4,10 +4,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { type Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { helm } from "../ground/helm.ts";
+import type { TestKube } from "../ground/kube-client.ts";
 import { deploymentReady, e2eKube, eventually, get, list, mergePatch, remove } from "./support/kube.ts";
 import {
   DEMO_NS,
@@ -25,7 +25,7 @@ import { channel } from "./support/workloads.ts";
 
 const CR = "capstan.dev/v1alpha1";
 const GATEWAY_PODS = "app.kubernetes.io/name=capstan-gateway";
-let kube: KubeHttp;
+let kube: TestKube;
 let home: string;
 let dispatcher: Agent;
 let images: Record<string, string>;

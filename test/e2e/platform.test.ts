@@ -6,10 +6,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { KubeHttp } from "@capstan/shared/kube";
 import OpenAI from "openai";
 import { type Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestKube } from "../ground/kube-client.ts";
 import {
   apply,
   condition,
@@ -34,7 +34,7 @@ import {
 } from "./support/workloads.ts";
 
 const CR = "capstan.dev/v1alpha1";
-let kube: KubeHttp;
+let kube: TestKube;
 let home: string;
 let dispatcher: Agent;
 let images: Record<string, string>;

@@ -1,12 +1,12 @@
 // The generated CRDs on a real kube-apiserver: every example is accepted, and the API server
 // itself (structural schema + CEL) rejects invalid objects with its own messages.
 import { API_VERSION, KINDS, type KindName } from "@capstan/shared/api";
-import { collectionPath, KubeApiError, type KubeHttp } from "@capstan/shared/kube";
+import { collectionPath, KubeApiError } from "@capstan/shared/kube";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, rawExamples, type TestKube } from "../ground/kube-client.ts";
 
 const NS = "crd-validation";
-let client: KubeHttp;
+let client: TestKube;
 
 beforeAll(async () => {
   client = harnessKubeClient();

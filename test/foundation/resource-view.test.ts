@@ -1,15 +1,15 @@
 // The data plane's read-only view fed by a real API server: it lists, follows changes (spec and
 // status), and keeps its last state through an API server restart, then resumes by itself.
 import { API_VERSION } from "@capstan/shared/api";
-import { collectionPath, type KubeHttp } from "@capstan/shared/kube";
+import { collectionPath } from "@capstan/shared/kube";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KubeControlPlane, startKube } from "../ground/kube.ts";
-import { ensureNamespace, installCrds, kubeHttpFrom } from "../ground/kube-client.ts";
+import { ensureNamespace, installCrds, kubeHttpFrom, type TestKube } from "../ground/kube-client.ts";
 
 const NS = "view";
 let kube: KubeControlPlane;
-let client: KubeHttp;
+let client: TestKube;
 let view: ResourceView;
 let source: KubeSource;
 

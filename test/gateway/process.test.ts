@@ -6,10 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateKey, hashKey } from "@capstan/shared";
-import type { KubeHttp } from "@capstan/shared/kube";
 import OpenAI from "openai";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
 import { client } from "./helpers.ts";
@@ -150,7 +149,7 @@ describe("strict environment", () => {
 
 describe("cluster mode (real kube-apiserver)", () => {
   it("learns channels and agents from a read-only watch and follows changes (expiry → 401)", async () => {
-    const kube: KubeHttp = harnessKubeClient();
+    const kube: TestKube = harnessKubeClient();
     await installCrds(kube);
     const ns = `gw-${Date.now().toString(36)}`;
     await ensureNamespace(kube, ns);

@@ -4,14 +4,17 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createRegistry } from "@capstan/shared";
 import { allCrds } from "@capstan/shared/api";
-import { KubeApiError, KubeConfig, KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
+import { KubeApiError, KubeConfig, kubeConfigFromFile } from "@capstan/shared/kube";
 import type { User } from "@kubernetes/client-node";
 import { inject } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { TestKube } from "./test-kube.ts";
+
+export { TestKube };
 
 /** A client of the API server behind an admin kubeconfig file. */
-export function kubeHttpFrom(kubeconfig: string): KubeHttp {
-  return new KubeHttp(kubeConfigFromFile(kubeconfig), createRegistry({ defaultMetrics: false }));
+export function kubeHttpFrom(kubeconfig: string): TestKube {
+  return new TestKube(kubeConfigFromFile(kubeconfig), createRegistry({ defaultMetrics: false }));
 }
 
 /** The server and CA of `base` with another user (a token, an exec plugin), in one context. */
@@ -29,7 +32,7 @@ export function kubeConfigAs(base: KubeConfig, user: User, namespace?: string): 
 }
 
 /** A client of the shared test API server (admin). */
-export function harnessKubeClient(): KubeHttp {
+export function harnessKubeClient(): TestKube {
   const path = inject("kubeconfig");
   if (!path)
     throw new Error("the test API server is not running: build it with `bash test/scripts/build-kube-binaries.sh`");
@@ -40,7 +43,7 @@ export function harnessKubeClient(): KubeHttp {
  * Applies every generated CRD (server-side apply, so test files that install them at the same time
  * do not conflict as create-then-replace did) and waits until each is Established.
  */
-export async function installCrds(client: KubeHttp): Promise<void> {
+export async function installCrds(client: TestKube): Promise<void> {
   const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   for (const { crd } of allCrds()) {
     const name = (crd.metadata as { name: string }).name;
@@ -65,7 +68,7 @@ export async function installCrds(client: KubeHttp): Promise<void> {
   }
 }
 
-export async function ensureNamespace(client: KubeHttp, name: string): Promise<void> {
+export async function ensureNamespace(client: TestKube, name: string): Promise<void> {
   try {
     await client.json("/api/v1/namespaces", {
       method: "POST",

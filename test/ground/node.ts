@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRegistry } from "@capstan/shared";
-import { KubeApiError, KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
+import { KubeApiError, kubeConfigFromFile } from "@capstan/shared/kube";
 import { binaryCacheDir, type KubeControlPlane, signCert, startKube } from "./kube.ts";
 import { nodeBinaries } from "./node-binaries.ts";
 import { kubeconfigText, net } from "./node-config.ts";
@@ -34,6 +34,7 @@ import {
 } from "./node-host.ts";
 import { type Runtime, startRuntime } from "./node-runtime.ts";
 import type { ManagedProcess } from "./process.ts";
+import { TestKube } from "./test-kube.ts";
 
 export { nodeBinariesPresent } from "./node-binaries.ts";
 
@@ -103,7 +104,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
   let kube: KubeControlPlane | undefined;
   let runtime: Runtime | undefined;
   const procs: Record<string, ManagedProcess | undefined> = {};
-  let client: KubeHttp | undefined;
+  let client: TestKube | undefined;
 
   const stop = async () => {
     const step = async (what: string, fn: () => Promise<unknown> | unknown) => {
@@ -119,7 +120,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     );
     // Pods deleted through the API while the kubelet runs: it stops them through the runtime,
     // so CNI releases addresses and iptables rules and volumes are unmounted.
-    if (client && procs.kubelet) await step("delete pods", () => deleteAllPods(client as KubeHttp));
+    if (client && procs.kubelet) await step("delete pods", () => deleteAllPods(client as TestKube));
     for (const name of ["kubelet", "kube-proxy", "coredns", "traefik"]) await step(name, () => procs[name]?.stop());
     if (runtime) {
       await step("remove containers", () => runtime?.removeAllContainers());
@@ -157,7 +158,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       prepare: nodeCerts,
     });
     const certDir = kube.dir;
-    client = new KubeHttp(kubeConfigFromFile(kube.kubeconfig), createRegistry({ defaultMetrics: false }));
+    client = new TestKube(kubeConfigFromFile(kube.kubeconfig), createRegistry({ defaultMetrics: false }));
     procs["kube-controller-manager"] = startControllerManager(bin, kube.kubeconfig, certDir);
     procs["kube-scheduler"] = startScheduler(bin, kube.kubeconfig);
 
@@ -187,10 +188,10 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     procs.coredns = dns;
     procs.traefik = traefik.proc;
     await createIngressClass(client);
-    await until(`node ${nodeName} Ready`, 60_000, () => nodeReady(client as KubeHttp));
+    await until(`node ${nodeName} Ready`, 60_000, () => nodeReady(client as TestKube));
     // Pods are refused until the default ServiceAccount exists (ServiceAccount admission).
     await until("ServiceAccount default/default", 60_000, async () => {
-      await (client as KubeHttp).json("/api/v1/namespaces/default/serviceaccounts/default");
+      await (client as TestKube).json("/api/v1/namespaces/default/serviceaccounts/default");
       return true;
     });
     const rt = runtime;
@@ -209,7 +210,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
   }
 }
 
-async function nodeReady(client: KubeHttp): Promise<boolean> {
+async function nodeReady(client: TestKube): Promise<boolean> {
   const node = await client.json<{ status?: { conditions?: { type: string; status: string }[] } }>(
     `/api/v1/nodes/${nodeName}`,
   );
@@ -217,7 +218,7 @@ async function nodeReady(client: KubeHttp): Promise<boolean> {
 }
 
 /** IngressClass `traefik` (the cluster's default), the class Traefik's provider watches for. */
-async function createIngressClass(client: KubeHttp): Promise<void> {
+async function createIngressClass(client: TestKube): Promise<void> {
   try {
     await client.json("/apis/networking.k8s.io/v1/ingressclasses", {
       method: "POST",
@@ -234,7 +235,7 @@ async function createIngressClass(client: KubeHttp): Promise<void> {
 }
 
 /** Deletes every pod (1 s grace) and waits until the kubelet has removed them all (bounded). */
-async function deleteAllPods(client: KubeHttp): Promise<void> {
+async function deleteAllPods(client: TestKube): Promise<void> {
   const nsList = await client.json<{ items: { metadata: { name: string } }[] }>("/api/v1/namespaces");
   for (const ns of nsList.items) {
     await client.json(`/api/v1/namespaces/${ns.metadata.name}/pods`, {

@@ -2,16 +2,15 @@
 // API server: owned by the chart's ConfigMap (so `helm uninstall` ends it through garbage
 // collection), search's embedded store on its claim, no empty variable anywhere, and search
 // refused — with a Warning Event — when it would run two replicas on the embedded store.
-import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { create, eventually, get, InMemorySearchDocuments, type Obj, quiesce, startOperatorFor } from "./helpers.ts";
 
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 const owned = `dp-${suffix}`;
 const refused = `dpr-${suffix}`;
-let client: KubeHttp;
+let client: TestKube;
 const operators: Operator[] = [];
 
 interface PodTemplate {

@@ -4,12 +4,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { collectionPath, type KubeHttp } from "@capstan/shared/kube";
+import { collectionPath } from "@capstan/shared/kube";
 import { expect } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { loadOperatorConfig, type OperatorConfig } from "../../operator/src/config.ts";
 import { type HelmResult, helm } from "../ground/helm.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 
 export const chart = fileURLToPath(new URL("../../charts/capstan", import.meta.url));
 
@@ -81,7 +81,7 @@ export function pathOf(obj: Rendered, ns: string): string {
 }
 
 /** Server-side apply with dryRun=All: the API server validates and defaults, stores nothing. */
-export async function dryRunApply(admin: KubeHttp, obj: Rendered, ns: string): Promise<void> {
+export async function dryRunApply(admin: TestKube, obj: Rendered, ns: string): Promise<void> {
   try {
     await admin.json(pathOf(obj, ns), {
       method: "PATCH",
@@ -132,7 +132,7 @@ export class ChartRun {
   readonly ns: string;
   readonly release: string;
   home = "";
-  admin!: KubeHttp;
+  admin!: TestKube;
 
   constructor(prefix: string) {
     const suffix = `${process.pid}-${Date.now().toString(36)}`;

@@ -5,12 +5,12 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeApiError, type KubeHttp } from "@capstan/shared/kube";
+import { KubeApiError } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parse } from "yaml";
 import { loadOperatorConfig, type OperatorConfig } from "../../operator/src/config.ts";
 import { helm } from "../ground/helm.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import {
   chart,
   dryRunApply,
@@ -29,7 +29,7 @@ const ns = `chart-${suffix}`;
 const release = `cap-${suffix}`;
 
 let home: string;
-let admin: KubeHttp;
+let admin: TestKube;
 let kubeconfig: string;
 /** The chart rendered with its default values plus MINIMAL (rendered once; the tests only read it). */
 let rendered: Rendered[];

@@ -4,7 +4,7 @@
 import type { AddressInfo } from "node:net";
 import { createLogger, createRegistry, listenInternal } from "@capstan/shared";
 import { SearchClient } from "@capstan/shared/clients/search-client";
-import { KubeApiError, type KubeHttp, kubeConfigFromFile } from "@capstan/shared/kube";
+import { KubeApiError, kubeConfigFromFile } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
 import { loadOperatorConfig, type OperatorConfigInput } from "../../operator/src/config.ts";
 import type {
@@ -14,13 +14,14 @@ import type {
   SearchDocuments,
 } from "../../operator/src/ingest/search-documents.ts";
 import { Operator, type OperatorDeps } from "../../operator/src/manager.ts";
+import type { TestKube } from "../ground/kube-client.ts";
 
 /**
  * A real search service for the operator: listening on loopback, a client of its documents API,
  * and the internal-token Secret it was started with (the operator never overwrites an existing one).
  */
 export async function serveSearchToOperator(
-  client: KubeHttp,
+  client: TestKube,
   ns: string,
   search: FastifyInstance,
   token: string,
@@ -134,7 +135,7 @@ export function pathOf(apiVersion: string, kind: string, namespace: string, name
   return `${base}/namespaces/${namespace}/${PLURAL[kind]}${name ? `/${name}` : ""}`;
 }
 
-export async function create(client: KubeHttp, obj: Obj): Promise<Obj> {
+export async function create(client: TestKube, obj: Obj): Promise<Obj> {
   return client.json<Obj>(pathOf(obj.apiVersion, obj.kind, obj.metadata.namespace as string), {
     method: "POST",
     body: obj,
@@ -142,7 +143,7 @@ export async function create(client: KubeHttp, obj: Obj): Promise<Obj> {
 }
 
 export async function get(
-  client: KubeHttp,
+  client: TestKube,
   apiVersion: string,
   kind: string,
   ns: string,
@@ -156,12 +157,12 @@ export async function get(
   }
 }
 
-export async function list(client: KubeHttp, apiVersion: string, kind: string, ns: string): Promise<Obj[]> {
+export async function list(client: TestKube, apiVersion: string, kind: string, ns: string): Promise<Obj[]> {
   return (await client.json<{ items: Obj[] }>(pathOf(apiVersion, kind, ns))).items;
 }
 
 export async function remove(
-  client: KubeHttp,
+  client: TestKube,
   apiVersion: string,
   kind: string,
   ns: string,
@@ -171,7 +172,7 @@ export async function remove(
 }
 
 export async function patch(
-  client: KubeHttp,
+  client: TestKube,
   obj: { apiVersion: string; kind: string; ns: string; name: string },
   body: unknown,
 ): Promise<Obj> {
@@ -189,7 +190,7 @@ export function condition(obj: Obj | undefined, type: string) {
 }
 
 export async function whenCondition(
-  client: KubeHttp,
+  client: TestKube,
   kind: string,
   ns: string,
   name: string,

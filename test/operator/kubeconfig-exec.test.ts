@@ -8,10 +8,9 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { stringify } from "yaml";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
 import { CAP, create, get, type Obj, whenCondition } from "./helpers.ts";
@@ -22,7 +21,7 @@ const ns = `exec-${process.pid}-${Date.now().toString(36)}`;
 const dir = mkdtempSync(join(tmpdir(), "exec-kc-"));
 const calls = join(dir, "calls.log");
 const running: ManagedProcess[] = [];
-let admin: KubeHttp;
+let admin: TestKube;
 
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()));

@@ -3,10 +3,9 @@
 // flip conditions, rotation overlaps and finalizers clean up (steady state: steady-state.test.ts).
 import { createHash } from "node:crypto";
 import { hasValidChecksum } from "@capstan/shared";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, rawExamples, type TestKube } from "../ground/kube-client.ts";
 import {
   CAP,
   condition,
@@ -23,7 +22,7 @@ import {
 } from "./helpers.ts";
 
 const ns = `op-${process.pid}-${Date.now().toString(36)}`;
-let client: KubeHttp;
+let client: TestKube;
 let operator: Operator;
 const search = new InMemorySearchDocuments();
 const overrides = { redis: { url: "redis://redis.example:6379" }, qdrant: { url: "http://qdrant.example:6333" } };

@@ -4,21 +4,28 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createLogger, createRegistry } from "@capstan/shared";
-import { KubeApiError, KubeHttp } from "@capstan/shared/kube";
+import { KubeApiError } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadOperatorConfig } from "../../operator/src/config.ts";
 import { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds, kubeConfigAs, rawExamples } from "../ground/kube-client.ts";
+import {
+  ensureNamespace,
+  harnessKubeClient,
+  installCrds,
+  kubeConfigAs,
+  rawExamples,
+  TestKube,
+} from "../ground/kube-client.ts";
 import { CAP, create, InMemorySearchDocuments, type Obj, whenCondition } from "./helpers.ts";
 
 const ns = `rbac-${process.pid}-${Date.now().toString(36)}`;
 const rbacDir = fileURLToPath(new URL("../../charts/capstan/files/rbac/", import.meta.url));
 const rules = (f: string) => parse(readFileSync(rbacDir + f, "utf8"));
-let admin: KubeHttp;
+let admin: TestKube;
 let operator: Operator | undefined;
 
-async function serviceAccountClient(name: string, clusterRules: unknown, nsRules?: unknown): Promise<KubeHttp> {
+async function serviceAccountClient(name: string, clusterRules: unknown, nsRules?: unknown): Promise<TestKube> {
   await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } } as Obj);
   const subject = [{ kind: "ServiceAccount", name, namespace: ns }];
   const roleName = `${ns}-${name}`;
@@ -63,7 +70,7 @@ async function serviceAccountClient(name: string, clusterRules: unknown, nsRules
   });
   // The admin's server and CA, the ServiceAccount's token: no client certificate.
   const kc = kubeConfigAs(admin.kubeConfig, { name, token: tr.status.token }, ns);
-  return new KubeHttp(kc, createRegistry({ defaultMetrics: false }));
+  return new TestKube(kc, createRegistry({ defaultMetrics: false }));
 }
 
 beforeAll(async () => {

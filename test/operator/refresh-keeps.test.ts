@@ -3,11 +3,10 @@
 // Every previous document stays searchable, the status names the failed source (Degraded), and
 // the source is retried with backoff; only a source removed from the spec loses its documents.
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { type Scraper, type Site, startScraper, startSite } from "../scraper/helpers.ts";
 import {
   CAP,
@@ -27,7 +26,7 @@ const TOKEN = "refresh-keeps-test-token-0123456789";
 const PAGE = "The launch checklist says the rocket's call sign is Falcon Nine and fuelling starts at dawn.";
 const INLINE = "Inline note: the mission patch is blue with three stars.";
 
-let client: KubeHttp;
+let client: TestKube;
 let operator: Operator;
 let search: Awaited<ReturnType<typeof buildSearch>>;
 let source: KubeSource;

@@ -1,13 +1,12 @@
 // Leader election and API-server restarts, on a private control plane (this file restarts it).
-import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { type KubeControlPlane, startKube } from "../ground/kube.ts";
-import { ensureNamespace, installCrds, kubeHttpFrom } from "../ground/kube-client.ts";
+import { ensureNamespace, installCrds, kubeHttpFrom, type TestKube } from "../ground/kube-client.ts";
 import { CAP, create, eventually, get, type Obj, patch, startOperatorFor, whenCondition } from "./helpers.ts";
 
 let kube: KubeControlPlane;
-let client: KubeHttp;
+let client: TestKube;
 const ns = "resilience";
 const running: Operator[] = [];
 

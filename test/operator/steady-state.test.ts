@@ -1,9 +1,8 @@
 // Steady state on the real API server: once the examples are reconciled and nothing is failing, a
 // resync writes nothing, and a restarted operator issues no second key and writes nothing.
-import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds, rawExamples } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, rawExamples, type TestKube } from "../ground/kube-client.ts";
 import {
   CAP,
   condition,
@@ -19,7 +18,7 @@ import {
 } from "./helpers.ts";
 
 const ns = `steady-${process.pid}-${Date.now().toString(36)}`;
-let client: KubeHttp;
+let client: TestKube;
 let operator: Operator;
 const search = new InMemorySearchDocuments();
 const overrides = { redis: { url: "redis://redis.example:6379" }, qdrant: { url: "http://qdrant.example:6333" } };

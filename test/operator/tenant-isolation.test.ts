@@ -5,11 +5,10 @@
 // one namespace is refused without touching the owner's vectors; deleting `a`'s KnowledgeBase
 // leaves `b`'s searchable.
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import {
   CAP,
   condition,
@@ -31,7 +30,7 @@ const APPLES = "The cafeteria of building A serves apple pie on Fridays.";
 const VAULT = "The vault in the basement of building B opens with code 4711.";
 const SALARIES = "Salaries of team B are reviewed every April by the works council.";
 
-let client: KubeHttp;
+let client: TestKube;
 let operators: Operator[] = [];
 let search: Awaited<ReturnType<typeof buildSearch>>;
 let source: KubeSource;

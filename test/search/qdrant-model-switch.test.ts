@@ -11,12 +11,11 @@ import type { AddressInfo } from "node:net";
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig, OpenAIEmbedder } from "@capstan/search";
 import type { KnowledgeBase } from "@capstan/shared/api";
 import type { SearchClient } from "@capstan/shared/clients/search-client";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { cosineToScore, scoreToCosine } from "../../services/search/src/store/types.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import {
   CAP,
@@ -44,7 +43,7 @@ const sources = [
   { name: "Returns", text: "Unused items can be returned within thirty days for a full refund." },
 ];
 
-let client: KubeHttp;
+let client: TestKube;
 let operator: Operator;
 let search: Awaited<ReturnType<typeof buildSearch>>;
 let searchClient: SearchClient;

@@ -4,11 +4,10 @@
 // behind the operator's back is re-created and re-filled by the next reconcile (resync 2 s).
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import type { SearchClient } from "@capstan/shared/clients/search-client";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { listCollections, type QdrantServer, startQdrant } from "../ground/qdrant.ts";
 import {
   CAP,
@@ -25,7 +24,7 @@ const ns = `qdrant-kb-${process.pid}-${Date.now().toString(36)}`;
 /** A knowledge base of this namespace, as the documents API addresses it. */
 const ref = (knowledgeId: string) => ({ namespace: ns, knowledgeId });
 const TOKEN = "operator-qdrant-test-token-0123456789";
-let client: KubeHttp;
+let client: TestKube;
 let operator: Operator;
 let qdrant: QdrantServer;
 let search: Awaited<ReturnType<typeof buildSearch>>;

@@ -1,18 +1,18 @@
-// The operator's reads and writes. Objects by kind go through client-node's KubernetesObjectApi
-// (server-side apply with one field manager, forced, as controller-runtime's client.Apply; create,
-// read, replace and delete, with its discovery of the kind's resource and its typed models for the
-// core kinds). Two calls it has no form for go straight over the same transport: the status
-// subresource (server-side apply of status) and JSON merge patches (finalizers with optimistic
-// locking, on the capstan.dev kinds, whose JSON is kept as the API server sent it).
+// The operator's reads and writes, all through client-node over the pooled transport. Objects by
+// kind go through its KubernetesObjectApi (server-side apply with one field manager, forced, as
+// controller-runtime's client.Apply; create, read, replace and delete, with its discovery of the
+// kind's resource and its typed models for the core kinds). The status subresource (server-side
+// apply of status), which KubernetesObjectApi has no form for, and JSON merge patches (finalizers
+// with optimistic locking) go through its CustomObjectsApi, which keeps the capstan.dev kinds' JSON
+// as the API server sent it; the patch's Content-Type is set by client-node middleware, since its
+// generated patch methods otherwise send a JSON Patch.
+import { conciseError, isStatus, type KubeHttp, type KubeObject, type ResourceType } from "@capstan/shared/kube";
 import {
-  conciseError,
-  isStatus,
-  type KubeHttp,
-  type KubeObject,
-  type ResourceType,
-  resourcePath,
-} from "@capstan/shared/kube";
-import { type KubernetesObject, type KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
+  CustomObjectsApi,
+  type KubernetesObject,
+  type KubernetesObjectApi,
+  PatchStrategy,
+} from "@kubernetes/client-node";
 
 export const FIELD_MANAGER = "capstan-operator";
 
@@ -29,11 +29,23 @@ export class ObjectClient {
   readonly http: KubeHttp;
   readonly fieldManager: string;
   private readonly objects: KubernetesObjectApi;
+  private readonly custom: CustomObjectsApi;
 
   constructor(http: KubeHttp, fieldManager = FIELD_MANAGER) {
     this.http = http;
     this.fieldManager = fieldManager;
     this.objects = http.objectApi();
+    this.custom = http.api(CustomObjectsApi);
+  }
+
+  /** The CustomObjectsApi address of a namespaced object of a kind with an API group. */
+  private customRef(type: ResourceType, namespace: string, name: string) {
+    const slash = type.apiVersion.indexOf("/");
+    if (slash < 0)
+      throw new Error(`${type.kind}: CustomObjectsApi needs a kind of an API group, not ${type.apiVersion}`);
+    const group = type.apiVersion.slice(0, slash);
+    const version = type.apiVersion.slice(slash + 1);
+    return { group, version, namespace, plural: type.plural, name };
   }
 
   private spec<T extends KubeObject>(type: ResourceType, obj: T): KubernetesObject {
@@ -69,22 +81,27 @@ export class ObjectClient {
 
   /** Server-side apply of the status subresource; fields left out are removed from status. */
   applyStatus<T extends KubeObject>(type: ResourceType, namespace: string, name: string, status: unknown): Promise<T> {
-    return this.http.json<T>(`${resourcePath(type, namespace, name)}/status`, {
-      method: "PATCH",
-      body: { apiVersion: type.apiVersion, kind: type.kind, metadata: { name, namespace }, status },
-      contentType: PatchStrategy.ServerSideApply,
-      query: { fieldManager: this.fieldManager, force: true },
-    });
+    return concise(
+      this.custom.patchNamespacedCustomObjectStatus(
+        {
+          ...this.customRef(type, namespace, name),
+          body: { apiVersion: type.apiVersion, kind: type.kind, metadata: { name, namespace }, status },
+          fieldManager: this.fieldManager,
+          force: true,
+        },
+        this.http.options({ contentType: PatchStrategy.ServerSideApply }),
+      ),
+    );
   }
 
   /** JSON merge patch; pass metadata.resourceVersion in the patch for optimistic locking. */
   mergePatch<T extends KubeObject>(type: ResourceType, namespace: string, name: string, patch: unknown): Promise<T> {
-    return this.http.json<T>(resourcePath(type, namespace, name), {
-      method: "PATCH",
-      body: patch,
-      contentType: PatchStrategy.MergePatch,
-      query: { fieldManager: this.fieldManager },
-    });
+    return concise(
+      this.custom.patchNamespacedCustomObject(
+        { ...this.customRef(type, namespace, name), body: patch, fieldManager: this.fieldManager },
+        this.http.options({ contentType: PatchStrategy.MergePatch }),
+      ),
+    );
   }
 
   async delete(type: ResourceType, namespace: string, name: string): Promise<boolean> {

@@ -3,10 +3,13 @@
 // on the local clock from when this candidate last saw the record change, so clock skew between
 // nodes does not matter); the leader renews every retryPeriod and gives up leadership when it
 // could not renew for renewDeadline; on stop the leader releases the Lease so a standby takes over
-// at once. Writes use the Lease's resourceVersion, so two candidates never both win.
+// at once. Writes use the Lease's resourceVersion, so two candidates never both win. The Lease is
+// read, created and replaced with client-node's CoordinationV1Api over the pooled transport, each
+// call bounded by the renew deadline.
 import type { Logger } from "@capstan/shared";
 import { Gauge, type Registry } from "@capstan/shared";
-import { isStatus, type KubeObject, LEASE, resourcePath } from "@capstan/shared/kube";
+import { conciseError, isStatus } from "@capstan/shared/kube";
+import { CoordinationV1Api, type V1Lease, type V1LeaseSpec, V1MicroTime } from "@kubernetes/client-node";
 import type { ObjectClient } from "../kube/client.ts";
 
 export interface LeaderElectionOptions {
@@ -23,18 +26,25 @@ export interface LeaderElectionOptions {
   onStoppedLeading: () => void;
 }
 
-interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
+/**
+ * What a candidate compares between reads to see whether the holder renewed. client-node leaves
+ * the MicroTime fields as the API server's strings when it reads a Lease; the ones written here
+ * are V1MicroTime, whose ISO form is the same string.
+ */
+function recordOf(spec: V1LeaseSpec): string {
+  const time = (t: Date | string | undefined) => (t instanceof Date ? t.toISOString() : (t ?? ""));
+  return JSON.stringify([
+    spec.holderIdentity ?? "",
+    spec.leaseDurationSeconds ?? 0,
+    time(spec.acquireTime),
+    time(spec.renewTime),
+    spec.leaseTransitions ?? 0,
+  ]);
 }
 
-type Lease = KubeObject & { spec?: LeaseSpec };
-
-function microTime(d: Date): string {
-  return d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+/** The Lease as written back: managedFields left out (the server keeps its own). */
+function withSpec(lease: V1Lease, spec: V1LeaseSpec): V1Lease {
+  return { ...lease, metadata: { ...lease.metadata, managedFields: undefined }, spec };
 }
 
 const JITTER = 1.2;
@@ -49,9 +59,11 @@ export class LeaderElector {
   private lastRenew = 0;
   private readonly gauge: Gauge<"name"> | undefined;
   private loop: Promise<void> | undefined;
+  private readonly leases: CoordinationV1Api;
 
   constructor(o: LeaderElectionOptions) {
     this.o = o;
+    this.leases = o.client.http.api(CoordinationV1Api);
     this.gauge = o.registry
       ? new Gauge({
           name: "leader_election_master_status",
@@ -123,75 +135,68 @@ export class LeaderElector {
     }
   }
 
-  private path(name?: string): string {
-    return resourcePath(LEASE, this.o.namespace, name);
-  }
-
   private async tryAcquireOrRenew(): Promise<boolean> {
-    const now = new Date();
-    const http = this.o.client.http;
-    const mine: LeaseSpec = {
+    const now = new V1MicroTime();
+    const call = this.o.client.http.options({ timeoutMs: this.o.renewDeadlineMs });
+    const ref = { name: this.o.name, namespace: this.o.namespace };
+    const mine: V1LeaseSpec = {
       holderIdentity: this.o.identity,
       leaseDurationSeconds: Math.round(this.o.leaseDurationMs / 1000),
-      acquireTime: microTime(now),
-      renewTime: microTime(now),
+      acquireTime: now,
+      renewTime: now,
       leaseTransitions: 0,
     };
-    let lease: Lease;
+    let lease: V1Lease;
     try {
-      lease = await http.json<Lease>(this.path(this.o.name), { timeoutMs: this.o.renewDeadlineMs });
+      lease = await this.leases.readNamespacedLease(ref, call);
     } catch (err) {
-      if (!isStatus(err, 404)) throw err;
-      await http.json(this.path(), {
-        method: "POST",
-        body: {
-          apiVersion: LEASE.apiVersion,
-          kind: LEASE.kind,
-          metadata: { name: this.o.name, namespace: this.o.namespace },
-          spec: mine,
-        },
-        timeoutMs: this.o.renewDeadlineMs,
-      });
-      this.observed = { record: JSON.stringify(mine), at: Date.now() };
+      if (!isStatus(err, 404)) throw conciseError(err);
+      try {
+        await this.leases.createNamespacedLease(
+          {
+            namespace: this.o.namespace,
+            body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: ref, spec: mine },
+          },
+          call,
+        );
+      } catch (err) {
+        if (isStatus(err, 409)) return false; // another candidate created it first
+        throw conciseError(err);
+      }
+      this.observed = { record: recordOf(mine), at: Date.now() };
       return true;
     }
     const spec = lease.spec ?? {};
-    const record = JSON.stringify(spec);
+    const record = recordOf(spec);
     if (!this.observed || this.observed.record !== record) this.observed = { record, at: Date.now() };
     const holder = spec.holderIdentity ?? "";
     const durationMs = (spec.leaseDurationSeconds ?? 0) * 1000;
     if (holder && holder !== this.o.identity && this.observed.at + durationMs > Date.now()) return false;
-    const next: LeaseSpec =
+    const next: V1LeaseSpec =
       holder === this.o.identity
-        ? { ...spec, renewTime: mine.renewTime, leaseDurationSeconds: mine.leaseDurationSeconds }
+        ? { ...spec, renewTime: now, leaseDurationSeconds: mine.leaseDurationSeconds }
         : { ...mine, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 };
     try {
-      await http.json(this.path(this.o.name), {
-        method: "PUT",
-        body: { ...lease, spec: next, metadata: { ...lease.metadata, managedFields: undefined } },
-        timeoutMs: this.o.renewDeadlineMs,
-      });
+      await this.leases.replaceNamespacedLease({ ...ref, body: withSpec(lease, next) }, call);
     } catch (err) {
       if (isStatus(err, 409)) return false; // someone else wrote first
-      throw err;
+      throw conciseError(err);
     }
-    this.observed = { record: JSON.stringify(next), at: Date.now() };
+    this.observed = { record: recordOf(next), at: Date.now() };
     return true;
   }
 
   private async release(): Promise<void> {
-    const http = this.o.client.http;
-    const lease = await http.json<Lease>(this.path(this.o.name), { timeoutMs: 5000 });
-    if (lease.spec?.holderIdentity !== this.o.identity) return;
-    const now = microTime(new Date());
-    await http.json(this.path(this.o.name), {
-      method: "PUT",
-      body: {
-        ...lease,
-        metadata: { ...lease.metadata, managedFields: undefined },
-        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
-      },
-      timeoutMs: 5000,
-    });
+    const call = this.o.client.http.options({ timeoutMs: 5000 });
+    const ref = { name: this.o.name, namespace: this.o.namespace };
+    try {
+      const lease = await this.leases.readNamespacedLease(ref, call);
+      if (lease.spec?.holderIdentity !== this.o.identity) return;
+      const now = new V1MicroTime();
+      const spec = { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now };
+      await this.leases.replaceNamespacedLease({ ...ref, body: withSpec(lease, spec) }, call);
+    } catch (err) {
+      throw conciseError(err);
+    }
   }
 }

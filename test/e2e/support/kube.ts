@@ -1,8 +1,8 @@
 // What the end-to-end tests ask of the node's API server: apply, read, wait for, delete. Thin
-// helpers over the shared KubeHttp, authenticated with the admin kubeconfig of the e2e cluster.
-import { collectionPath, KubeApiError, type KubeHttp } from "@capstan/shared/kube";
+// helpers over the shared TestKube, authenticated with the admin kubeconfig of the e2e cluster.
+import { collectionPath, KubeApiError } from "@capstan/shared/kube";
 import { inject } from "vitest";
-import { kubeHttpFrom } from "../../ground/kube-client.ts";
+import { kubeHttpFrom, type TestKube } from "../../ground/kube-client.ts";
 import type { Obj } from "../../operator/helpers.ts";
 
 /** The shape of an API object the tests read and write (shared with the operator's tests). */
@@ -27,7 +27,7 @@ const PLURALS: Record<string, string> = {
 };
 const CLUSTER_SCOPED = new Set(["Namespace", "PersistentVolume"]);
 
-export function e2eKube(): KubeHttp {
+export function e2eKube(): TestKube {
   const path = inject("e2eKubeconfig");
   if (!path) throw new Error("the e2e cluster is not running (see test/e2e/global-setup.ts)");
   return kubeHttpFrom(path);
@@ -41,7 +41,7 @@ export function pathOf(kind: string, apiVersion: string, name?: string, namespac
 }
 
 /** Server-side apply under the test's own field manager. */
-export async function apply(kube: KubeHttp, obj: Obj): Promise<Obj> {
+export async function apply(kube: TestKube, obj: Obj): Promise<Obj> {
   return kube.json<Obj>(pathOf(obj.kind, obj.apiVersion, obj.metadata.name, obj.metadata.namespace), {
     method: "PATCH",
     contentType: "application/apply-patch+yaml",
@@ -51,7 +51,7 @@ export async function apply(kube: KubeHttp, obj: Obj): Promise<Obj> {
 }
 
 /** A JSON merge patch (what `kubectl edit` amounts to for a field or two). */
-export async function mergePatch(kube: KubeHttp, ref: Obj, patch: unknown): Promise<Obj> {
+export async function mergePatch(kube: TestKube, ref: Obj, patch: unknown): Promise<Obj> {
   return kube.json<Obj>(pathOf(ref.kind, ref.apiVersion, ref.metadata.name, ref.metadata.namespace), {
     method: "PATCH",
     contentType: "application/merge-patch+json",
@@ -60,7 +60,7 @@ export async function mergePatch(kube: KubeHttp, ref: Obj, patch: unknown): Prom
 }
 
 export async function get(
-  kube: KubeHttp,
+  kube: TestKube,
   kind: string,
   apiVersion: string,
   name: string,
@@ -75,7 +75,7 @@ export async function get(
 }
 
 export async function list(
-  kube: KubeHttp,
+  kube: TestKube,
   kind: string,
   apiVersion: string,
   namespace?: string,
@@ -87,7 +87,7 @@ export async function list(
   return res.items;
 }
 
-export async function remove(kube: KubeHttp, kind: string, apiVersion: string, name: string, namespace?: string) {
+export async function remove(kube: TestKube, kind: string, apiVersion: string, name: string, namespace?: string) {
   try {
     await kube.json(pathOf(kind, apiVersion, name, namespace), {
       method: "DELETE",
@@ -122,7 +122,7 @@ export async function eventually<T>(
 }
 
 /** A Deployment whose every replica is updated and Ready by its readiness probe. */
-export async function deploymentReady(kube: KubeHttp, namespace: string, name: string, timeoutMs = 240_000) {
+export async function deploymentReady(kube: TestKube, namespace: string, name: string, timeoutMs = 240_000) {
   return eventually(
     `Deployment ${namespace}/${name} Ready`,
     async () => {
@@ -138,7 +138,7 @@ export async function deploymentReady(kube: KubeHttp, namespace: string, name: s
 }
 
 /** The value of one key of a Secret, decoded. */
-export async function secretValue(kube: KubeHttp, namespace: string, name: string, key: string): Promise<string> {
+export async function secretValue(kube: TestKube, namespace: string, name: string, key: string): Promise<string> {
   const secret = await get(kube, "Secret", "v1", name, namespace);
   const data = secret?.data?.[key];
   if (!data) throw new Error(`Secret ${namespace}/${name} has no key ${key}`);

@@ -6,11 +6,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { Agent } from "undici";
 import { inject } from "vitest";
 import { helm } from "../../ground/helm.ts";
-import { rawExamples } from "../../ground/kube-client.ts";
+import { rawExamples, type TestKube } from "../../ground/kube-client.ts";
 import { apply, deploymentReady, get, type Obj, secretValue } from "./kube.ts";
 
 export const RELEASE = "capstan";
@@ -144,7 +143,7 @@ export async function helmInstall(home: string, set: string[], timeoutMs = 240_0
 }
 
 /** What must exist before the chart goes in: the namespace, the ingress's TLS Secret, search's volume. */
-export async function prerequisites(kube: KubeHttp, tls: Tls, dataDir: string): Promise<void> {
+export async function prerequisites(kube: TestKube, tls: Tls, dataDir: string): Promise<void> {
   await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: SYSTEM_NS } });
   await apply(kube, {
     apiVersion: "v1",
@@ -191,7 +190,7 @@ export async function prerequisites(kube: KubeHttp, tls: Tls, dataDir: string): 
 }
 
 /** examples/ as a platform team applies them (kubectl apply -f examples/). */
-export async function applyExamples(kube: KubeHttp): Promise<void> {
+export async function applyExamples(kube: TestKube): Promise<void> {
   const objects = rawExamples() as Obj[];
   for (const o of objects.filter((o) => o.kind === "Namespace")) await apply(kube, o);
   for (const o of objects.filter((o) => o.kind !== "Namespace")) await apply(kube, o);
@@ -199,7 +198,7 @@ export async function applyExamples(kube: KubeHttp): Promise<void> {
 
 /** The whole platform: chart installed, operator Ready, examples applied, data plane Ready. */
 export async function ensurePlatform(
-  kube: KubeHttp,
+  kube: TestKube,
   home: string,
 ): Promise<{ tls: Tls; images: Record<string, string>; installStarted: number }> {
   const images = builtImages();
@@ -217,7 +216,7 @@ export async function ensurePlatform(
 }
 
 /** The plaintext key of an AccessChannel or SearchKey, read from the Secret its status names. */
-export async function keyOf(kube: KubeHttp, kind: "AccessChannel" | "SearchKey", name: string, ns = DEMO_NS) {
+export async function keyOf(kube: TestKube, kind: "AccessChannel" | "SearchKey", name: string, ns = DEMO_NS) {
   const obj = await get(kube, kind, "capstan.dev/v1alpha1", name, ns);
   const secret = obj?.status?.secretName as string | undefined;
   if (!secret) throw new Error(`${kind} ${ns}/${name} has no status.secretName yet`);

@@ -5,7 +5,7 @@
 // pods). A test that calls a Service right after its pods were replaced first waits for the
 // node's rules to name exactly the ready endpoints, as a client of a real cluster would retry.
 import { execFileSync } from "node:child_process";
-import type { KubeHttp } from "@capstan/shared/kube";
+import type { TestKube } from "../../ground/kube-client.ts";
 import { eventually, list } from "./kube.ts";
 
 interface Slice {
@@ -13,7 +13,7 @@ interface Slice {
 }
 
 /** The ready endpoint addresses of a Service, from its EndpointSlices. */
-export async function readyEndpoints(kube: KubeHttp, namespace: string, service: string): Promise<string[]> {
+export async function readyEndpoints(kube: TestKube, namespace: string, service: string): Promise<string[]> {
   const slices = (await list(
     kube,
     "EndpointSlice",
@@ -48,7 +48,7 @@ export function programmedEndpoints(namespace: string, service: string): string[
  * Waits until the node routes the Service to exactly its ready endpoints (at least one), and
  * returns them. The error names both sides when it does not converge.
  */
-export async function serviceRouted(kube: KubeHttp, namespace: string, service: string, timeoutMs = 120_000) {
+export async function serviceRouted(kube: TestKube, namespace: string, service: string, timeoutMs = 120_000) {
   let seen = "";
   const started = Date.now();
   try {

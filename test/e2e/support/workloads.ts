@@ -1,7 +1,7 @@
 // Objects the e2e tests add beside examples/: a page served inside the cluster (for the scraper
 // and a KnowledgeBase), extra channels and keys, and a look at the processes a pod really runs.
 import { readdirSync, readFileSync } from "node:fs";
-import type { KubeHttp } from "@capstan/shared/kube";
+import type { TestKube } from "../../ground/kube-client.ts";
 import { apply, deploymentReady, eventually, get, type Obj } from "./kube.ts";
 import { DEMO_NS } from "./platform.ts";
 
@@ -15,7 +15,7 @@ const PAGE_HTML = `<!doctype html><html><head><title>Cluster guide</title></head
 <p>Lighthouse keepers file their reports in the harbour ledger every evening.</p></main></body></html>`;
 
 /** A tiny web server pod (Node from the operator image) and its Service. */
-export async function servePage(kube: KubeHttp, nodeImage: string): Promise<void> {
+export async function servePage(kube: TestKube, nodeImage: string): Promise<void> {
   const script = `require("http").createServer((q, r) => { r.setHeader("content-type", "text/html; charset=utf-8"); r.end(${JSON.stringify(PAGE_HTML)}); }).listen(8080);`;
   const labels = { "app.kubernetes.io/name": PAGE_NAME };
   await apply(kube, {
@@ -55,7 +55,7 @@ export async function servePage(kube: KubeHttp, nodeImage: string): Promise<void
 }
 
 /** An AccessChannel (and the example Agent) with its own QPM; waits until its key is issued. */
-export async function channel(kube: KubeHttp, name: string, qpm: number): Promise<Obj> {
+export async function channel(kube: TestKube, name: string, qpm: number): Promise<Obj> {
   await apply(kube, {
     apiVersion: "capstan.dev/v1alpha1",
     kind: "AccessChannel",

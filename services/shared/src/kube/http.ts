@@ -1,33 +1,43 @@
-// The transport under client-node: every request, whether from client-node's typed APIs and
-// KubernetesObjectApi (through the HttpLibrary this class plugs into their Configuration) or from
-// json() here, is authenticated by client-node's KubeConfig (certificates, tokens, token files,
-// exec and OIDC plugins) and sent over one pooled undici agent built from client-node's dispatcher
-// options, with a timeout and controller-runtime's rest_client metrics. client-node's own library
-// builds a new agent (a new TLS connection) for every request; pooling is what this adds. Writes
-// are counted, which the steady-state tests and the benchmark use.
+// The transport under client-node: every request of client-node's typed APIs (CustomObjectsApi,
+// CoordinationV1Api, EventsV1Api, ...) and KubernetesObjectApi, through the HttpLibrary this class
+// plugs into their Configuration, is authenticated by client-node's KubeConfig (certificates,
+// tokens, token files, exec and OIDC plugins) and sent over one pooled undici agent built from
+// client-node's dispatcher options, with a timeout and controller-runtime's rest_client metrics.
+// client-node's own library builds a new agent (a new TLS connection) for every request; pooling is
+// what this adds. Per-call options (a timeout, a patch content type) are client-node middleware.
+// Writes are counted, which the steady-state tests and the benchmark use.
+//
+// One request is built here rather than by client-node: list(), the reflector's paginated list of
+// one collection as the API server's JSON. client-node's lists of the core kinds (CoreV1Api,
+// KubernetesObjectApi.list) return its model classes (timestamps as Date objects), while its Watch
+// delivers plain JSON: an informer fed by both would hold two shapes of the same kind. Its
+// CustomObjectsApi keeps the JSON but addresses /apis/<group>/... only, not the core group.
 import {
   ApiException,
   type Configuration,
   createConfiguration,
-  type HttpMethod,
+  HttpMethod,
   type KubeConfig,
   KubernetesObjectApi,
+  Observable,
   RequestContext,
   ResponseContext,
   type SecurityAuthentication,
   ServerConfiguration,
+  type setHeaderOptions,
   wrapHttpLibrary,
 } from "@kubernetes/client-node";
 import { Agent, type Dispatcher, fetch, ProxyAgent } from "undici";
 import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "../metrics.ts";
 import { contextNamespace } from "./config.ts";
 
-export interface JsonRequest {
-  method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-  query?: Record<string, string | number | boolean | undefined>;
-  body?: unknown;
-  contentType?: string;
-  timeoutMs?: number;
+/** client-node's per-call configuration options (middleware), as its API methods take them. */
+export type CallOptions = ReturnType<typeof setHeaderOptions>;
+
+/** A page of a collection as the API server sends it. */
+export interface ListPage<T> {
+  metadata: { resourceVersion: string; continue?: string };
+  items: T[];
 }
 
 interface StatusBody {
@@ -58,7 +68,7 @@ export function conciseError(err: unknown): unknown {
   try {
     body = (typeof err.body === "string" ? JSON.parse(err.body) : err.body) ?? {};
   } catch {
-    body = {};
+    body = { message: String(err.body).slice(0, 200) };
   }
   const reason = body.reason ?? `HTTP ${err.code}`;
   return new KubeApiError(err.code, reason, body.message ?? reason, body);
@@ -216,28 +226,40 @@ export class KubeHttp {
     this.requests.inc({ code, method: "WATCH" });
   }
 
-  async json<T = unknown>(path: string, req: JsonRequest = {}): Promise<T> {
-    const ctx = new RequestContext(this.server + path, (req.method ?? "GET") as HttpMethod);
-    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) ctx.setQueryParam(k, String(v));
+  /**
+   * Per-call options for a client-node API call over this transport: a timeout other than the
+   * default, and the Content-Type of a patch (client-node's generated patch methods send a JSON
+   * Patch unless told otherwise, e.g. PatchStrategy.ServerSideApply or MergePatch).
+   */
+  options(o: { timeoutMs?: number; contentType?: string }): CallOptions {
+    const pre = (ctx: RequestContext) => {
+      if (o.contentType) ctx.setHeaderParam("Content-Type", o.contentType);
+      if (o.timeoutMs) ctx.setSignal(AbortSignal.timeout(o.timeoutMs));
+      return new Observable(Promise.resolve(ctx));
+    };
+    const post = (res: ResponseContext) => new Observable(Promise.resolve(res));
+    return { middleware: [{ pre, post }], middlewareMergeStrategy: "append" };
+  }
+
+  /** A client-node API class (CustomObjectsApi, CoordinationV1Api, ...) over this transport. */
+  api<A>(Api: new (configuration: Configuration) => A): A {
+    return new Api(this.configuration);
+  }
+
+  /** One page of a collection as the API server's JSON (see the top of this file for why not client-node's lists). */
+  async list<T>(
+    path: string,
+    query: Record<string, string | number | undefined>,
+    timeoutMs?: number,
+  ): Promise<ListPage<T>> {
+    const ctx = new RequestContext(this.server + path, HttpMethod.GET);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) ctx.setQueryParam(k, String(v));
     ctx.setHeaderParam("Accept", "application/json");
-    if (req.body !== undefined) {
-      ctx.setHeaderParam("Content-Type", req.contentType ?? "application/json");
-      ctx.setBody(JSON.stringify(req.body));
-    }
     await this.authenticate(ctx);
-    const res = await this.send(ctx, req.timeoutMs);
+    const res = await this.send(ctx, timeoutMs);
     const text = await res.body.text();
-    let json: Record<string, unknown> = {};
-    try {
-      json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-    } catch {
-      json = { message: text.slice(0, 200) };
-    }
-    if (res.httpStatusCode >= 400) {
-      const reason = String(json.reason ?? `HTTP ${res.httpStatusCode}`);
-      throw new KubeApiError(res.httpStatusCode, reason, String(json.message ?? reason), json as StatusBody);
-    }
-    return json as T;
+    if (res.httpStatusCode >= 400) throw conciseError(new ApiException(res.httpStatusCode, text, text, res.headers));
+    return JSON.parse(text) as ListPage<T>;
   }
 
   async close(): Promise<void> {

@@ -42,8 +42,6 @@ export const SECRET: ResourceType = { apiVersion: "v1", kind: "Secret", plural: 
 export const SERVICE: ResourceType = { apiVersion: "v1", kind: "Service", plural: "services" };
 export const CONFIG_MAP: ResourceType = { apiVersion: "v1", kind: "ConfigMap", plural: "configmaps" };
 export const DEPLOYMENT: ResourceType = { apiVersion: "apps/v1", kind: "Deployment", plural: "deployments" };
-export const LEASE: ResourceType = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", plural: "leases" };
-export const EVENT: ResourceType = { apiVersion: "events.k8s.io/v1", kind: "Event", plural: "events" };
 
 /** The work-queue key of an object: "namespace/name". */
 export function objectKey(obj: { metadata: { name: string; namespace?: string } }): string {

@@ -1,5 +1,6 @@
 // List + watch of one collection, kept correct across disconnects, as client-go's Reflector, on
-// client-node's primitives (its Watch; lists through KubeHttp, client-node's request authentication):
+// client-node's primitives (its Watch; lists through KubeHttp.list, client-node's request
+// authentication, as plain JSON like the Watch's events):
 // paginated list, then a watch from the list's resourceVersion with bookmarks; a watch that
 // ends is resumed from the last resourceVersion seen; 410 Gone (an expired resourceVersion)
 // relists; failures back off exponentially with full jitter, and a watch that ends at once with
@@ -135,17 +136,15 @@ export class Reflector<T extends KubeObject> {
     let cont: string | undefined;
     let rv = "";
     do {
-      const page = await this.http.json<{ metadata: { resourceVersion: string; continue?: string }; items: T[] }>(
+      const page = await this.http.list<T>(
         this.path,
         {
-          query: {
-            labelSelector: this.opts.labelSelector,
-            fieldSelector: this.opts.fieldSelector,
-            limit: this.opts.pageSize ?? 500,
-            continue: cont,
-          },
-          timeoutMs: 60_000,
+          labelSelector: this.opts.labelSelector,
+          fieldSelector: this.opts.fieldSelector,
+          limit: this.opts.pageSize ?? 500,
+          continue: cont,
         },
+        60_000,
       );
       for (const item of page.items) items.push(item);
       rv = page.metadata.resourceVersion;
