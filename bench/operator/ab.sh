@@ -4,10 +4,12 @@
 # client-node (the files below, from LAYER_BASE, plus hand-written.patch: the replace() the
 # operator has called since). Everything else (reconcilers, informers' users, workqueue, bench
 # code, dependencies, Node flags, objects) is identical. Both trees share this tree's node_modules
-# (run `npm install` here first). Runs alternate (A B, then B A, ...) on the same machine in one
-# session, so both see the same load. Prints each run and a Markdown table of the RESULT lines.
-#   bash bench/operator/ab.sh     (NODE_FLAGS, CHANNELS, TOTAL, RUNS, HEAD, LAYER_BASE and the
-#                                  bench's *_TIMEOUT_S may be set)
+# (run `npm install` here first). Both arms run at the same time, each with its own etcd,
+# kube-apiserver and operator, so on a shared machine they see the same load (SEQUENTIAL=1: one
+# after the other, the order alternating between runs). Prints each run's lines, prefixed with its
+# arm, and a Markdown table of the RESULT lines.
+#   bash bench/operator/ab.sh     (NODE_FLAGS, CHANNELS, TOTAL, RUNS, SEQUENTIAL, HEAD, LAYER_BASE
+#                                  and the bench's *_TIMEOUT_S may be set)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_FLAGS="${NODE_FLAGS---max-old-space-size=192 --max-semi-space-size=2}"
@@ -44,16 +46,31 @@ without_dir="$(checkout)"
 (cd "$without_dir" && git checkout "$LAYER_BASE" -- "${LAYER_FILES[@]}" && git apply bench/operator/hand-written.patch)
 echo "[ab] HEAD $(git rev-parse --short "$HEAD"); hand-written layer from $(git rev-parse --short "$LAYER_BASE")" >&2
 results="$(mktemp)"
-for run in $(seq 1 "$RUNS"); do
-  order=("$without_dir" "$with_dir")
-  [ $((run % 2)) -eq 0 ] && order=("$with_dir" "$without_dir")
-  for tree in "${order[@]}"; do
-    echo "[ab] run $run: $tree (NODE_FLAGS=$NODE_FLAGS CHANNELS=$CHANNELS TOTAL=$TOTAL; load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M:%S) UTC)"
-    (cd "$tree" && node_modules/.bin/node bench/operator/bench.ts 2>&1) | while IFS= read -r line; do
-      echo "$line"
-      case "$line" in RESULT\ *) echo "${line#RESULT }" >>"$results" ;; esac
-    done
+run_arm() { # tree, label: the bench in tree, each line prefixed with label, RESULT lines collected
+  (cd "$1" && node_modules/.bin/node bench/operator/bench.ts 2>&1) | while IFS= read -r line; do
+    case "$line" in \{*) continue ;; esac # the operator's own warnings (retries under load)
+    echo "[$2] $line"
+    case "$line" in RESULT\ *) echo "${line#RESULT }" >>"$results" ;; esac
   done
+}
+for run in $(seq 1 "$RUNS"); do
+  echo "[ab] run $run (NODE_FLAGS=$NODE_FLAGS CHANNELS=$CHANNELS TOTAL=$TOTAL; load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M:%S) UTC)"
+  if [ "${SEQUENTIAL:-}" = "1" ]; then
+    # One after the other, the order alternating between runs.
+    if [ $((run % 2)) -eq 1 ]; then
+      run_arm "$without_dir" hand-written
+      run_arm "$with_dir" client-node
+    else
+      run_arm "$with_dir" client-node
+      run_arm "$without_dir" hand-written
+    fi
+  else
+    # Both at once (the default): each arm has its own etcd, kube-apiserver and operator, and both
+    # see the same machine load for the whole run.
+    run_arm "$without_dir" hand-written &
+    run_arm "$with_dir" client-node &
+    wait
+  fi
 done
 node -e '
 const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));

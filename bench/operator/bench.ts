@@ -228,7 +228,7 @@ try {
   const loadStart = load();
   let last: Stats | undefined;
   const readyProgress = (target: number) => () =>
-    `${last?.ready ?? 0}/${target} Ready, ${last?.cached ?? 0} cached, RSS ${mb(last?.rss ?? 0)}, heap ${mb(last?.heap ?? 0)}`;
+    `${last?.ready ?? 0}/${target} Ready, ${last?.cached ?? 0} cached, ${last?.reconciles ?? 0} reconciles`;
   const readyAtLeast = (n: number) => async () => {
     last = await op.stats();
     return last.ready >= n;
