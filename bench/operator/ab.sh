@@ -72,9 +72,9 @@ for run in $(seq 1 "$RUNS"); do
     wait
   fi
 done
-node -e '
+node_modules/.bin/node -e '
 const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
-const cols = ["layer", "complete", "readySeconds", "cpuPerEventReadyMicros", "cpuPerEventFillMicros", "resyncWrites", "fillSeconds", "cached", "rssMB", "heapMB", "idleRssMB", "idleHeapMB", "load"];
+const cols = ["layer", "complete", "readySeconds", "cpuPerEventReadyMicros", "cpuPerEventFillMicros", "resyncWrites", "fillSeconds", "ready", "cached", "rssMB", "heapMB", "idleRssMB", "idleHeapMB", "load"];
 console.log("| " + cols.join(" | ") + " |");
 console.log("|" + cols.map(() => "---").join("|") + "|");
 for (const r of rows) console.log("| " + cols.map((c) => r[c] ?? "").join(" | ") + " |");
