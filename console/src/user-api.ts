@@ -1,10 +1,21 @@
 // What a signed-in user does, done with THEIR token against the API server (pass-through): RBAC
-// decides every read and write, the console itself has no rights. One pooled connection per session.
+// decides every read and write, the console itself has no rights. One pooled connection per session;
+// the calls are client-node's (CustomObjectsApi for the capstan.dev kinds, whose JSON it keeps as the
+// server sent it, CoreV1Api for Secrets, the review APIs), their failures as KubeApiError.
 import { createRegistry } from "@capstan/shared";
-import { KubeConfig, KubeHttp, type Meta } from "@capstan/shared/kube";
+import { conciseError, KubeConfig, KubeHttp, type Meta } from "@capstan/shared/kube";
+import {
+  AuthenticationV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  type V1ConfigMap,
+} from "@kubernetes/client-node";
 import type { SessionUser } from "./sessions.ts";
 
-export const CAP = "/apis/capstan.dev/v1alpha1";
+const GROUP = "capstan.dev";
+const VERSION = "v1alpha1";
 
 /** An object as the console reads it: the shared metadata, and spec, status or data as JSON. */
 export interface KubeObject {
@@ -38,19 +49,35 @@ export function kubeAsUser(base: KubeConfig, token: string): KubeHttp {
   return new KubeHttp(kc, createRegistry({ defaultMetrics: false }), { timeoutMs: 15_000 });
 }
 
-const enc = encodeURIComponent;
+/** A client-node call's result as the JSON shape the console reads, its failure as a KubeApiError. */
+async function concise<T>(call: Promise<unknown>): Promise<T> {
+  try {
+    return (await call) as T;
+  } catch (err) {
+    throw conciseError(err);
+  }
+}
 
 export class UserApi {
   readonly kube: KubeHttp;
+  private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+  private readonly authn: AuthenticationV1Api;
+  private readonly authz: AuthorizationV1Api;
   constructor(kube: KubeHttp) {
     this.kube = kube;
+    this.custom = kube.api(CustomObjectsApi);
+    this.core = kube.api(CoreV1Api);
+    this.authn = kube.api(AuthenticationV1Api);
+    this.authz = kube.api(AuthorizationV1Api);
   }
 
   /** Who the token belongs to, as the API server authenticates it (SelfSubjectReview). */
   async whoAmI(): Promise<SessionUser> {
-    const r = await this.kube.json<{ status?: { userInfo?: { username?: string; groups?: string[] } } }>(
-      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-      { method: "POST", body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } },
+    const r = await concise<{ status?: { userInfo?: { username?: string; groups?: string[] } } }>(
+      this.authn.createSelfSubjectReview({
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      }),
     );
     const info = r.status?.userInfo ?? {};
     return { username: info.username ?? "(unknown)", groups: info.groups ?? [] };
@@ -58,55 +85,64 @@ export class UserApi {
 
   /** The user's rules in a namespace (SelfSubjectRulesReview), to hide what they may not do. */
   async rules(namespace: string): Promise<ResourceRule[]> {
-    const r = await this.kube.json<{ status?: { resourceRules?: ResourceRule[] } }>(
-      "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
-      {
-        method: "POST",
+    const r = await concise<{ status?: { resourceRules?: ResourceRule[] } }>(
+      this.authz.createSelfSubjectRulesReview({
         body: { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", spec: { namespace } },
-      },
+      }),
     );
     return r.status?.resourceRules ?? [];
   }
 
   list(plural: string, ns: string): Promise<{ items: KubeObject[] }> {
-    return this.kube.json(`${CAP}/namespaces/${enc(ns)}/${plural}`);
+    return concise(this.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural }));
   }
 
   get(plural: string, ns: string, name: string): Promise<KubeObject> {
-    return this.kube.json(`${CAP}/namespaces/${enc(ns)}/${plural}/${enc(name)}`);
+    return concise(
+      this.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name }),
+    );
   }
 
   create(plural: string, ns: string, body: KubeObject): Promise<KubeObject> {
-    return this.kube.json(`${CAP}/namespaces/${enc(ns)}/${plural}`, { method: "POST", body });
+    return concise(
+      this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, body }),
+    );
   }
 
   /** A JSON merge patch (RFC 7386): null removes a field. */
   patch(plural: string, ns: string, name: string, body: unknown): Promise<KubeObject> {
-    return this.kube.json(`${CAP}/namespaces/${enc(ns)}/${plural}/${enc(name)}`, {
-      method: "PATCH",
-      contentType: "application/merge-patch+json",
-      body,
-    });
+    return concise(
+      this.custom.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace: ns, plural, name, body },
+        this.kube.options({ contentType: PatchStrategy.MergePatch }),
+      ),
+    );
   }
 
   async remove(plural: string, ns: string, name: string): Promise<void> {
-    await this.kube.json(`${CAP}/namespaces/${enc(ns)}/${plural}/${enc(name)}`, { method: "DELETE" });
+    await concise(
+      this.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name }),
+    );
   }
 
-  getSecret(ns: string, name: string): Promise<KubeObject> {
-    return this.kube.json(`/api/v1/namespaces/${enc(ns)}/secrets/${enc(name)}`);
+  /** The Secret's data (what the console reads of it). */
+  async getSecret(ns: string, name: string): Promise<KubeObject> {
+    const secret = await concise<{ data?: Record<string, string> }>(
+      this.core.readNamespacedSecret({ namespace: ns, name }),
+    );
+    return { metadata: { name, namespace: ns }, ...(secret.data ? { data: secret.data } : {}) };
   }
 
   async deleteSecret(ns: string, name: string): Promise<void> {
-    await this.kube.json(`/api/v1/namespaces/${enc(ns)}/secrets/${enc(name)}`, { method: "DELETE" });
+    await concise(this.core.deleteNamespacedSecret({ namespace: ns, name }));
   }
 
-  createConfigMap(ns: string, body: KubeObject): Promise<KubeObject> {
-    return this.kube.json(`/api/v1/namespaces/${enc(ns)}/configmaps`, { method: "POST", body });
+  async createConfigMap(ns: string, body: KubeObject): Promise<void> {
+    await concise(this.core.createNamespacedConfigMap({ namespace: ns, body: body as V1ConfigMap }));
   }
 
-  replaceConfigMap(ns: string, name: string, body: KubeObject): Promise<KubeObject> {
-    return this.kube.json(`/api/v1/namespaces/${enc(ns)}/configmaps/${enc(name)}`, { method: "PUT", body });
+  async replaceConfigMap(ns: string, name: string, body: KubeObject): Promise<void> {
+    await concise(this.core.replaceNamespacedConfigMap({ namespace: ns, name, body: body as V1ConfigMap }));
   }
 
   close(): Promise<void> {

@@ -4,7 +4,6 @@
 // (issued by the operator, shown once) and the key works with the openai SDK; rotation retires it;
 // a read-only viewer sees no "Add key" and, forcing the requests, gets the API server's refusal.
 
-import type { KubeHttp } from "@capstan/shared/kube";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import OpenAI from "openai";
 import type { Browser } from "playwright-core";
@@ -13,12 +12,12 @@ import type { Operator } from "../../operator/src/manager.ts";
 import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
 import { type RunningGateway, startGateway } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { CAP, create, eventually, startOperatorFor, whenCondition } from "../operator/helpers.ts";
 import { forceFromPage, type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
 
 const ns = `console-${process.pid}-${Date.now().toString(36)}`;
-let admin: KubeHttp;
+let admin: TestKube;
 let operator: Operator;
 let fake: FakeOpenAI;
 let source: KubeSource;

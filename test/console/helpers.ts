@@ -7,17 +7,17 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildApp, buildFrontend, type ConsoleConfigInput, loadConsoleConfig } from "@capstan/console";
 import { createLogger, createRegistry } from "@capstan/shared";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { kubeConfigFromFile } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
 import type { Page } from "playwright-core";
 import { parse } from "yaml";
+import type { TestKube } from "../ground/kube-client.ts";
 import { create, type Obj } from "../operator/helpers.ts";
 
 const DOCS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
 
 /** A ServiceAccount bound in `ns` to the Roles of docs/console/rbac/<role>.yaml; returns its token. */
-export async function tokenWithRoles(admin: KubeHttp, ns: string, name: string, roles: string[]): Promise<string> {
+export async function tokenWithRoles(admin: TestKube, ns: string, name: string, roles: string[]): Promise<string> {
   await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } });
   for (const role of roles) {
     const roleObj = parse(readFileSync(join(DOCS, "rbac", `${role}.yaml`), "utf8")) as Obj;

@@ -3,14 +3,13 @@
 // form (scope one knowledge base, CIDRs checked) works on the search API for that base only; an
 // uploaded Markdown document is ingested by the operator and found with "try a search".
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { launchChromium } from "../ground/chromium.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import {
   CAP,
   create,
@@ -23,7 +22,7 @@ import { type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles }
 
 const ns = `console-kb-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "console-knowledge-test-internal-token-0123";
-let admin: KubeHttp;
+let admin: TestKube;
 let operator: Operator;
 let search: FastifyInstance;
 let source: KubeSource;
