@@ -2,17 +2,16 @@
 // own to a real Jaeger: a root span "reconcile <Kind>" naming the object (kind, namespace, name),
 // with the API server calls it made as its HTTP client children.
 import { fileURLToPath } from "node:url";
-import type { KubeHttp } from "@capstan/shared/kube";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type JaegerServer, type JaegerSpan, spanTree, startJaeger } from "../ground/jaeger.ts";
-import { ensureNamespace, harnessKubeClient, installCrds } from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
 import { CAP, create, whenCondition } from "../operator/helpers.ts";
 
 const OPERATOR = fileURLToPath(new URL("../../operator/src/main.ts", import.meta.url));
 const ns = `traces-${process.pid}-${Date.now().toString(36)}`;
-let admin: KubeHttp;
+let admin: TestKube;
 let jaeger: JaegerServer;
 let operator: ManagedProcess;
 

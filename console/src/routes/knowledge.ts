@@ -18,7 +18,7 @@ type Params = { ns: string; name: string };
 export const MAX_UPLOAD_BYTES = 900 * 1024;
 
 const knowledgeIdOf = (o: KubeObject) =>
-  ((o.spec ?? {}).knowledgeId as string | undefined) ?? `kb_${o.metadata.name.replaceAll("-", "_")}`;
+  (o.spec?.knowledgeId as string | undefined) ?? `kb_${o.metadata.name.replaceAll("-", "_")}`;
 
 export function knowledgeRow(o: KubeObject) {
   const spec = (o.spec ?? {}) as { sources?: Record<string, unknown>[]; description?: string };

@@ -2,7 +2,7 @@
 // sources, document upload (Markdown, text, HTML) and a "try a search" box on the real search API.
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, get, nsPath, type Permissions, post } from "../api.ts";
-import { ErrorText, Field, FilterBar, ReadyBadge, useItems } from "../ui.tsx";
+import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
 
 interface KnowledgeRow {
   name: string;
