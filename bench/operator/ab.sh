@@ -39,6 +39,10 @@ checkout() {
     [ "$(basename "$e")" = "@capstan" ] || ln -s "$e" "$d/node_modules/$(basename "$e")"
   done
   cp -a "$here/node_modules/@capstan" "$d/node_modules/"
+  # Packages npm nested under a workspace (a version the root does not hold) are linked too.
+  for e in "$here"/services/*/node_modules "$here"/operator/node_modules "$here"/console/node_modules; do
+    [ -d "$e" ] && ln -s "$e" "$d/${e#"$here"/}"
+  done
   echo "$d"
 }
 with_dir="$(checkout)"

@@ -4,7 +4,7 @@
 // Collections of files running in parallel (their own prefixes) are not this file's business.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, inject } from "vitest";
-import { listCollections, PREFIX_ENV } from "./qdrant.ts";
+import { listCollections, PREFIX_ENV, qdrantRequest } from "./qdrant.ts";
 
 process.env[PREFIX_ENV] = `capstan_t${randomBytes(4).toString("hex")}`;
 const mine = process.env[PREFIX_ENV];
@@ -22,6 +22,6 @@ afterAll(async () => {
   );
   if (left.length === 0) return;
   // Remove them so the next files start clean, then fail this one.
-  for (const c of left) await fetch(`${url}/collections/${c}`, { method: "DELETE" });
+  for (const c of left) await qdrantRequest(`${url}/collections/${c}`, "DELETE");
   throw new Error(`this test file left Qdrant collections behind: ${left.join(", ")}`);
 });

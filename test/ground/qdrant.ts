@@ -131,9 +131,28 @@ export function qdrantPrefix(name: string): string {
   return `${base}_${name}`;
 }
 
+/**
+ * An idempotent request to the test server (GET or DELETE), sent again once when the kept-alive
+ * socket it went out on had just been closed by the server: undici reuses a pooled connection, and
+ * a request that races Qdrant's keep-alive timeout fails with "other side closed" (UND_ERR_SOCKET)
+ * although the server is healthy. Any other failure is the test's business and is thrown.
+ */
+export async function qdrantRequest(url: string, method: "GET" | "DELETE" = "GET"): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(url, { method, signal: AbortSignal.timeout(10_000) });
+      if (method === "DELETE") await res.arrayBuffer();
+      return res;
+    } catch (err) {
+      const code = ((err as Error).cause as { code?: string } | undefined)?.code;
+      if (attempt >= 2 || (code !== "UND_ERR_SOCKET" && code !== "ECONNRESET")) throw err;
+    }
+  }
+}
+
 /** Names of every collection on a server (no API key). */
 export async function listCollections(url: string): Promise<string[]> {
-  const res = await fetch(`${url}/collections`, { signal: AbortSignal.timeout(10_000) });
+  const res = await qdrantRequest(`${url}/collections`);
   if (!res.ok) throw new Error(`GET ${url}/collections: ${res.status}`);
   const body = (await res.json()) as { result: { collections: { name: string }[] } };
   return body.result.collections.map((c) => c.name).sort();
@@ -142,6 +161,6 @@ export async function listCollections(url: string): Promise<string[]> {
 /** Deletes every collection whose name starts with prefix (test clean-up). */
 export async function dropCollections(url: string, prefix: string): Promise<void> {
   for (const c of await listCollections(url)) {
-    if (c.startsWith(prefix)) await fetch(`${url}/collections/${c}`, { method: "DELETE" });
+    if (c.startsWith(prefix)) await qdrantRequest(`${url}/collections/${c}`, "DELETE");
   }
 }
