@@ -2,6 +2,7 @@
 // (their route schemas) with inert dependencies: no server listens, no model loads, no Redis.
 // `npm run openapi` writes them to docs/openapi/; documents.test.ts fails when those drift.
 import { buildApp as buildGateway } from "@capstan/gateway";
+import { buildApp as buildScraper, type RenderClient, scraperConfig } from "@capstan/scraper";
 import { buildApp as buildSearch } from "@capstan/search";
 import { createLogger, openApiDocument } from "@capstan/shared";
 import { ResourceView } from "@capstan/shared/resource-view";
@@ -11,6 +12,7 @@ import type { FastifyInstance } from "fastify";
 export const DOCUMENT_FILES = {
   gateway: "docs/openapi/gateway.json",
   search: "docs/openapi/search.json",
+  scraper: "docs/openapi/scraper.json",
 } as const;
 
 export type Service = keyof typeof DOCUMENT_FILES;
@@ -38,5 +40,12 @@ export async function openApiDocuments(): Promise<Record<Service, string>> {
   const search = await documentOf(
     await buildSearch({}, { view: view("SearchKey", "KnowledgeBase"), embedders: [], logger: logger() }),
   );
-  return { gateway, search };
+  // No renderer: nothing is rendered, and the readiness probe must not dial one.
+  const renderClient: RenderClient = {
+    render: () => Promise.reject(new Error("no renderer while documenting")),
+    probe: async () => false,
+    close: async () => {},
+  };
+  const scraper = await documentOf(buildScraper(scraperConfig(), { renderClient, logger: logger() }));
+  return { gateway, search, scraper };
 }

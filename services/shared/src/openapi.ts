@@ -88,10 +88,27 @@ export function errorResponses<Schema, S extends number>(
   schema: Schema,
   ...statuses: S[]
 ): Record<S, { description: string; content: { "application/json": { schema: Schema } } }> {
+  return describedErrorResponses(
+    schema,
+    Object.fromEntries(statuses.map((s) => [s, undefined])) as Record<S, undefined>,
+  );
+}
+
+/**
+ * The same, with a service's own description of some statuses (e.g. what its 403 means, from
+ * its error registry); the others get the generic text.
+ */
+export function describedErrorResponses<Schema, S extends number>(
+  schema: Schema,
+  descriptions: Record<S, string | undefined>,
+): Record<S, { description: string; content: { "application/json": { schema: Schema } } }> {
   return Object.fromEntries(
-    statuses.map((s) => [
+    Object.entries<string | undefined>(descriptions).map(([s, text]) => [
       s,
-      { description: STATUS_TEXT[s] ?? `HTTP ${s}`, content: { "application/json": { schema } } },
+      {
+        description: text ?? STATUS_TEXT[Number(s)] ?? `HTTP ${s}`,
+        content: { "application/json": { schema } },
+      },
     ]),
   ) as Record<S, { description: string; content: { "application/json": { schema: Schema } } }>;
 }

@@ -1,0 +1,87 @@
+// The scraper API's plugin structure, with no browser: the key check belongs to the API plugin
+// (scrape, bulk, web search) and to nothing else, so /health, /openapi.json and the reference page
+// answer without a key and an unknown path is a 404 rather than a 401; bodies are validated by the
+// route schemas in the scraper's error shape. Nothing here reaches a renderer (its client refuses).
+import { afterEach, describe, expect, it } from "vitest";
+import { scraperConfig } from "../config.ts";
+import { buildApp } from "./app.ts";
+import type { RenderClient } from "./render-client.ts";
+
+const KEY = "cap_scr_unit-test-key";
+const renderClient: RenderClient = {
+  render: () => Promise.reject(new Error("no renderer in unit tests")),
+  probe: async () => false,
+  close: async () => {},
+};
+
+let app: ReturnType<typeof buildApp> | undefined;
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+function keyed() {
+  app = buildApp(scraperConfig({ logLevel: "silent", apiKey: KEY, authEnabled: true }), { renderClient });
+  return app;
+}
+
+describe("the scraper API's plugins", () => {
+  it("asks the key on the API's routes only: /health, /openapi.json and /docs answer without it", async () => {
+    const a = keyed();
+    for (const url of ["/scrape", "/scrape/bulk", "/search"]) {
+      const res = await a.inject({ method: "POST", url, payload: {} });
+      expect(res.statusCode, url).toBe(401);
+      expect(res.json()).toMatchObject({ success: false, code: "UNAUTHORIZED" });
+      expect(res.headers["www-authenticate"]).toContain("Bearer");
+    }
+    expect((await a.inject({ method: "GET", url: "/health" })).statusCode).toBe(200);
+    const doc = await a.inject({ method: "GET", url: "/openapi.json" });
+    expect(doc.statusCode).toBe(200);
+    expect(doc.json().openapi).toBe("3.1.0");
+    const page = await a.inject({ method: "GET", url: "/docs/" });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-type"]).toContain("text/html");
+  });
+
+  it("an unknown path is a 404 in the error shape, key or not (no hook filters by URL)", async () => {
+    const a = keyed();
+    const res = await a.inject({ method: "POST", url: "/crawl", payload: {} });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ success: false, code: "NOT_FOUND" });
+  });
+
+  it("validates bodies by the route schemas: 400 BAD_REQUEST naming the field", async () => {
+    const a = keyed();
+    const auth = { authorization: `Bearer ${KEY}` };
+    const bad = await a.inject({ method: "POST", url: "/scrape", headers: auth, payload: { url: 42 } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ success: false, code: "BAD_REQUEST" });
+    expect(bad.json().error).toContain("url:");
+    const empty = await a.inject({ method: "POST", url: "/scrape/bulk", headers: auth, payload: { urls: [] } });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json().error).toContain("at least one URL");
+    const tooMany = await a.inject({
+      method: "POST",
+      url: "/scrape/bulk",
+      headers: auth,
+      payload: { urls: Array.from({ length: 101 }, (_, i) => `https://example.org/${i}`) },
+    });
+    expect(tooMany.statusCode).toBe(400);
+    expect(tooMany.json().error).toContain("URLs per bulk request");
+  });
+
+  it("publishes scrape, bulk, web search and health, every error in the {success:false,error,code} shape", async () => {
+    const doc = (await keyed().inject({ method: "GET", url: "/openapi.json" })).json();
+    expect(Object.keys(doc.paths).sort()).toEqual(["/health", "/scrape", "/scrape/bulk", "/search"]);
+    const scrape = doc.paths["/scrape"].post;
+    expect(scrape.security).toEqual([{ scraperKey: [] }]);
+    expect(doc.paths["/health"].get.security).toEqual([]);
+    for (const status of ["400", "401", "403", "502", "503", "504"]) {
+      expect(scrape.responses[status].content["application/json"].schema.$ref).toBe(
+        "#/components/schemas/ScraperError",
+      );
+    }
+    expect(scrape.responses["403"].description).toContain("BLOCKED_TARGET");
+    expect(doc.components.schemas.ScraperError.required).toEqual(["success", "error", "code"]);
+  });
+});

@@ -1,0 +1,29 @@
+// The scraper's API as one encapsulated plugin: the key check (AUTH_ENABLED with API_KEY, reference
+// 5) is an onRequest hook of this plugin's own context, so it runs for the routes registered here
+// (scrape, bulk, web search) and no others: GET /health, /openapi.json and the reference page stay
+// outside it, without a key, and no path is compared by string. The reference gives the scraper no
+// version prefix, so the plugin has none.
+
+import { onInternalPort } from "@capstan/shared";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { apiKeyCheck } from "../../api-key.ts";
+import { ScraperError } from "../../errors.ts";
+import { type ScrapeRoutesOptions, scrapeRoutes } from "./scrape.ts";
+
+export type ApiOptions = ScrapeRoutesOptions;
+
+export const scraperApi: FastifyPluginAsync<ApiOptions> = async (app, options) => {
+  const { config } = options;
+  const keyOk = apiKeyCheck(config.apiKey);
+  if (config.authEnabled) {
+    app.addHook("onRequest", async function requireScraperKey(req: FastifyRequest, reply: FastifyReply) {
+      // The admin port (listenInternal) stays inside the cluster: no key asked there.
+      if (onInternalPort(req.raw)) return;
+      if (!keyOk?.(req.headers.authorization)) {
+        reply.header("www-authenticate", 'Bearer realm="scraper"');
+        throw new ScraperError("UNAUTHORIZED");
+      }
+    });
+  }
+  await app.register(scrapeRoutes, options);
+};
