@@ -10,7 +10,7 @@ import fastifyCookie from "@fastify/cookie";
 import fastifyHelmet from "@fastify/helmet";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
-import type { ConsoleConfig } from "./config.ts";
+import { type ConsoleConfig, standaloneOf } from "./config.ts";
 import type { ConsoleContext } from "./context.ts";
 import { ConsoleError, toConsoleError } from "./errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
@@ -20,12 +20,16 @@ import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { SessionStore } from "./sessions.ts";
+import { clusterSignIn, localSignIn } from "./sign-in.ts";
 import { UsageRecorder } from "./usage.ts";
-import type { UserApi } from "./user-api.ts";
+import type { ConsoleApi } from "./user-api.ts";
 
 export interface ConsoleDeps {
-  /** The cluster the users' tokens are sent to (server and CA; its own user is not used). */
-  cluster: KubeConfig;
+  /**
+   * The cluster the users' tokens are sent to (server and CA; its own user is not used). Not
+   * needed in standalone mode (config.standalone…), where the YAML folder is the API.
+   */
+  cluster?: KubeConfig;
   logger: Logger;
   registry: Registry;
 }
@@ -39,12 +43,15 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     logger: deps.logger,
     bodyLimit: 8 * 1024 * 1024,
   });
-  const sessions = new SessionStore<UserApi>({
+  const sessions = new SessionStore<ConsoleApi>({
     idleMs: config.idleTimeoutSeconds * 1000,
     maxMs: config.maxSessionSeconds * 1000,
   });
   app.addHook("onClose", async () => sessions.close());
-  const ctx: ConsoleContext = { config, sessions, cluster: deps.cluster };
+  const local = standaloneOf(config);
+  if (!local && !deps.cluster) throw new Error("the console needs a cluster (KUBECONFIG) or standalone mode");
+  const signIn = local ? localSignIn(local, local.adminTokenFile) : clusterSignIn(deps.cluster as KubeConfig);
+  const ctx: ConsoleContext = { config, sessions, signIn };
 
   await app.register(fastifyCookie);
   await app.register(fastifyHelmet, {

@@ -24,10 +24,22 @@ export const consoleConfigSchema = z.object({
   gatewayUrl: z.string().min(1).optional(),
   /** The search service the "try a search" box calls, and its public URL for snippets. */
   searchUrl: z.string().min(1).optional(),
+  /**
+   * The scraper "try a scrape" calls for every Scraper (standalone: the launcher's one scraper);
+   * unset, each Scraper's spec.client.url or status.endpoint (its Service).
+   */
+  scraperUrl: z.string().min(1).optional(),
   /** Prometheus-text metrics endpoints of the gateway replicas, scraped for the usage page. */
   gatewayMetricsUrls: z.array(z.string().min(1)).default([]),
   /** How long the console waits for the operator to issue a key before telling the user so. */
   keyWaitSeconds: z.int().min(1).max(300).default(30),
+  /**
+   * Standalone mode (`npm start`, no cluster): the YAML folder and state folder of the launcher,
+   * and the file holding the local admin token. All three set, or none.
+   */
+  standaloneResourcesDir: z.string().min(1).optional(),
+  standaloneStateDir: z.string().min(1).optional(),
+  adminTokenFile: z.string().min(1).optional(),
 });
 
 export type ConsoleConfig = z.infer<typeof consoleConfigSchema>;
@@ -44,9 +56,25 @@ const ENV: EnvMap = {
   CAPSTAN_CONSOLE_ASSETS_DIR: "assetsDir",
   CAPSTAN_GATEWAY_URL: "gatewayUrl",
   CAPSTAN_SEARCH_URL: "searchUrl",
+  CAPSTAN_SCRAPER_URL: "scraperUrl",
   CAPSTAN_GATEWAY_METRICS_URLS: { path: "gatewayMetricsUrls", parse: envParsers.list },
   CAPSTAN_CONSOLE_KEY_WAIT_SECONDS: { path: "keyWaitSeconds", parse: envParsers.int },
+  CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR: "standaloneResourcesDir",
+  CAPSTAN_CONSOLE_STANDALONE_STATE_DIR: "standaloneStateDir",
+  CAPSTAN_CONSOLE_ADMIN_TOKEN_FILE: "adminTokenFile",
 };
+
+/** Standalone mode's folders and admin token file, or undefined when the console serves a cluster. */
+export function standaloneOf(c: ConsoleConfig) {
+  const { standaloneResourcesDir: resourcesDir, standaloneStateDir: stateDir, adminTokenFile } = c;
+  if (!resourcesDir && !stateDir && !adminTokenFile) return undefined;
+  if (!resourcesDir || !stateDir || !adminTokenFile) {
+    throw new Error(
+      "standalone mode needs CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR, CAPSTAN_CONSOLE_STANDALONE_STATE_DIR and CAPSTAN_CONSOLE_ADMIN_TOKEN_FILE together",
+    );
+  }
+  return { resourcesDir, stateDir, adminTokenFile };
+}
 
 export function loadConsoleConfig(
   overrides: Record<string, unknown> = {},

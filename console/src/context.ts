@@ -1,23 +1,22 @@
-// What every route of the console needs: its config, the session store, and the cluster every
-// user's token is sent to; plus the session lookup and CSRF check each API route begins with.
-import type { KubeConfig } from "@capstan/shared/kube";
+// What every route of the console needs: its config, the session store, and how a token signs in
+// (against the cluster, or standalone mode's local admin token); plus the session lookup and CSRF check each API route begins with.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ConsoleConfig } from "./config.ts";
 import { errors } from "./errors.ts";
-import { csrfMatches, type Session, type SessionStore } from "./sessions.ts";
-import type { UserApi } from "./user-api.ts";
+import { csrfMatches, type Session, type SessionStore, type SessionUser } from "./sessions.ts";
+import type { ConsoleApi } from "./user-api.ts";
 
 export const SESSION_COOKIE = "capstan_console_session";
 
 export interface ConsoleContext {
   config: ConsoleConfig;
-  sessions: SessionStore<UserApi>;
-  /** The cluster and its CA; its user is never used: every call carries the signed-in user's token. */
-  cluster: KubeConfig;
+  sessions: SessionStore<ConsoleApi>;
+  /** Who a token belongs to and the API acting with its authority (sign-in.ts); throws when refused. */
+  signIn: (token: string) => Promise<{ user: SessionUser; api: ConsoleApi }>;
 }
 
 /** The signed-in user's session; changes (anything but GET) must also carry the session's CSRF token. */
-export function sessionOf(ctx: ConsoleContext, req: FastifyRequest): Session<UserApi> {
+export function sessionOf(ctx: ConsoleContext, req: FastifyRequest): Session<ConsoleApi> {
   const session = ctx.sessions.get(req.cookies[SESSION_COOKIE]);
   if (!session) throw errors.notSignedIn();
   if (req.method !== "GET" && req.method !== "HEAD" && !csrfMatches(session, req.headers["x-csrf-token"])) {

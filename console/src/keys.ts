@@ -8,7 +8,7 @@
 import { hashKey } from "@capstan/shared";
 import { isStatus } from "@capstan/shared/kube";
 import { errors } from "./errors.ts";
-import type { KubeObject, UserApi } from "./user-api.ts";
+import type { ConsoleApi, KubeObject } from "./user-api.ts";
 
 /** The hash of the key the console last showed (never the key). */
 export const REVEALED_ANNOTATION = "console.capstan.dev/revealed-key-hash";
@@ -50,7 +50,7 @@ async function until<T>(what: () => Promise<T | undefined>, deadline: number): P
  * needs `get` on Secrets, issuing needs `delete` on Secrets and `patch` on the resource.
  */
 export async function issueOrReveal(
-  api: UserApi,
+  api: ConsoleApi,
   plural: "accesschannels" | "searchkeys",
   ns: string,
   name: string,

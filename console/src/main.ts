@@ -1,15 +1,17 @@
 // The console process: config from env, the cluster from KUBECONFIG or the in-cluster
-// ServiceAccount (only its server and CA are used: users act with their own tokens), then listen.
+// ServiceAccount (only its server and CA are used: users act with their own tokens), or standalone
+// mode's YAML folder (started so by `npm start`), then listen.
 import { createLogger, createRegistry, loadConfigOrExit, stopOnSignals } from "@capstan/shared";
 import { loadKubeConfig } from "@capstan/shared/kube";
 import { buildApp } from "./app.ts";
-import { loadConsoleConfig } from "./config.ts";
+import { loadConsoleConfig, standaloneOf } from "./config.ts";
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit(() => loadConsoleConfig(), "console: ");
   const logger = createLogger({ name: "console", level: config.logLevel });
   const registry = createRegistry();
-  const app = await buildApp(config, { cluster: loadKubeConfig(), logger, registry });
+  const cluster = standaloneOf(config) ? undefined : loadKubeConfig();
+  const app = await buildApp(config, { cluster, logger, registry });
   await app.listen({ port: config.port, host: config.host });
   stopOnSignals(() => app.close(), { logger });
 }

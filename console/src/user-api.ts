@@ -58,7 +58,28 @@ async function concise<T>(call: Promise<unknown>): Promise<T> {
   }
 }
 
-export class UserApi {
+/**
+ * What the routes do with a signed-in user's authority: UserApi against the API server with their
+ * token, or LocalApi (local-api.ts) on standalone mode's YAML folder. Failures are KubeApiErrors
+ * (404, 409 … as the API server gives them), so the routes treat both alike.
+ */
+export interface ConsoleApi {
+  whoAmI(): Promise<SessionUser>;
+  rules(namespace: string): Promise<ResourceRule[]>;
+  list(plural: string, ns: string): Promise<{ items: KubeObject[] }>;
+  get(plural: string, ns: string, name: string): Promise<KubeObject>;
+  create(plural: string, ns: string, body: KubeObject): Promise<KubeObject>;
+  /** A JSON merge patch (RFC 7386): null removes a field. */
+  patch(plural: string, ns: string, name: string, body: unknown): Promise<KubeObject>;
+  remove(plural: string, ns: string, name: string): Promise<void>;
+  getSecret(ns: string, name: string): Promise<KubeObject>;
+  deleteSecret(ns: string, name: string): Promise<void>;
+  createConfigMap(ns: string, body: KubeObject): Promise<void>;
+  replaceConfigMap(ns: string, name: string, body: KubeObject): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class UserApi implements ConsoleApi {
   readonly kube: KubeHttp;
   private readonly custom: CustomObjectsApi;
   private readonly core: CoreV1Api;

@@ -5,7 +5,7 @@
 #   scripts/images/build.sh
 #
 # 1. the local base (scripts/images/base.sh), rebuilt only when its recipe or Node version changes;
-# 2. the four Capstan images (Dockerfile targets) and two development images (dev.Dockerfile),
+# 2. the five Capstan images (Dockerfile targets, the console included) and two development images (dev.Dockerfile),
 #    tagged localhost/capstan/<name>:<tag>, <tag> being a hash of every input;
 # 3. ~/.cache/capstan/images/<tag>/<name>.tar (docker-archive), tags.env there, and the folder's
 #    path in ~/.cache/capstan/images/current. An unchanged tree finds the folder complete and
@@ -19,7 +19,7 @@ source scripts/images/lib.sh
 
 images_dir=$capstan_cache/images
 keep=${CAPSTAN_IMAGES_KEEP:-2}
-apps=(gateway search scraper operator)
+apps=(gateway search scraper operator console)
 devs=(redis qdrant)
 log() { printf '[images] %s\n' "$*"; }
 hash_files() { sha256sum "$@" | sha256sum | cut -c1-12; }
@@ -42,11 +42,12 @@ if ! bah inspect --type image "$base_image" >/dev/null 2>&1; then
 fi
 
 # The images' tag: the base, the build files and every file of the build context (what
-# .dockerignore lets through: manifests, lock, the processes' sources without tests).
+# .dockerignore lets through: manifests, lock, the processes' sources without tests, the console's
+# page sources).
 # The development Qdrant image carries the server setup installs into the cache (45-qdrant.sh,
 # idempotent; it finds the vendored server).
 qdrant_bin=$(bash scripts/setup.d/45-qdrant.sh | tail -n 1)
-mapfile -t context < <(git ls-files -co --exclude-standard -- package.json package-lock.json console/package.json services operator |
+mapfile -t context < <(git ls-files -co --exclude-standard -- package.json package-lock.json console services operator |
   grep -v -e '\.test\.ts$' -e '/node_modules/' | sort -u | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 tag=$( (echo "$base_tag"; hash_files Dockerfile .dockerignore scripts/images/{build.sh,lib.sh,runtime-os.sh} \
   scripts/images/{model-requirements.txt,dev.Dockerfile} "$qdrant_bin" "${context[@]}") | sha256sum | cut -c1-12)

@@ -4,7 +4,9 @@
 // without a provider answer extractively, and the gateway uses a local Redis when one answers
 // (an in-process limiter otherwise, said at start). While it runs, the folder is watched and
 // changes are applied; keys that expired or expire soon are called out; a service that exits is
-// reported and started again. One Ctrl-C stops everything, one line per service.
+// reported and started again. The administration console (console/) runs on the same folder and
+// signs in with a local admin token printed at start (console.ts). One Ctrl-C stops everything,
+// one line per service.
 import { Socket } from "node:net";
 import { resolve } from "node:path";
 import { docsIdFor } from "@capstan/operator/translate";
@@ -14,6 +16,7 @@ import { knowledgeIdOf } from "@capstan/shared/api";
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
 import { SearchClient } from "@capstan/shared/clients/search-client";
 import { readResources } from "@capstan/shared/resource-view";
+import { CONSOLE_ENTRY, consoleAdminToken, consoleEnv, ensureConsoleBuilt } from "./console.ts";
 import { DEFAULT_WARN_DAYS, keyValidity, keyWarning, nextBoundaryMs } from "./expiry.ts";
 import { ingestKnowledgeBase } from "./ingest.ts";
 import { loadPlatformConfig, scrapingPlan } from "./platform-config.ts";
@@ -37,6 +40,8 @@ const cfg = {
   /** The scraper's metrics and health (its admin port). */
   scraperAdminPort: Number(env.SCRAPER_ADMIN_PORT ?? 3003),
   renderPort: Number(env.RENDER_PORT ?? 3000),
+  consolePort: Number(env.CONSOLE_PORT ?? 8097),
+  console: env.CAPSTAN_CONSOLE !== "off",
   redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
   scraper: env.CAPSTAN_SCRAPER !== "off",
   warnDays: Number(env.CAPSTAN_KEY_WARN_DAYS ?? DEFAULT_WARN_DAYS),
@@ -75,6 +80,7 @@ const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
 const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
 const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
 const scraperAdminUrl = `http://${cfg.host}:${cfg.scraperAdminPort}`;
+const consoleUrl = `http://${cfg.host}:${cfg.consolePort}`;
 const scraping = scrapingPlan(platform, { url: scraperUrl, off: !cfg.scraper });
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
@@ -204,11 +210,37 @@ async function main(): Promise<void> {
       })
     : undefined;
 
+  const admin = cfg.console ? consoleAdminToken(cfg.stateDir) : undefined;
+  const consoleBuild = admin ? ensureConsoleBuilt() : Promise.resolve(undefined);
+  const startConsole = async () => {
+    const unbuilt = await consoleBuild;
+    if (unbuilt) say(`the console's page could not be built (${unbuilt}); it answers 503 until it is`);
+    return supervisor.start({
+      name: "console",
+      entry: CONSOLE_ENTRY,
+      url: consoleUrl,
+      readyPath: "/readyz",
+      env: consoleEnv({
+        host: cfg.host,
+        port: cfg.consolePort,
+        resourcesDir: cfg.resourcesDir,
+        stateDir: cfg.stateDir,
+        tokenFile: (admin as { file: string }).file,
+        namespace: resources[0]?.metadata.namespace ?? "default",
+        gatewayUrl,
+        gatewayInternalUrl,
+        searchUrl,
+      }),
+    });
+  };
+  const consoleService = admin ? startConsole() : undefined;
+
   const ready = await Promise.all([
     // Generous: on a busy machine loading the model and Chromium takes minutes.
     waitReady(search, 300_000),
     waitReady(gateway, 300_000),
     scraper ? waitReady(scraper, 300_000) : Promise.resolve(false),
+    consoleService ? consoleService.then((c) => waitReady(c, 300_000)) : Promise.resolve(false),
   ]);
   if (!ready[0] || !ready[1]) {
     say("search or gateway did not become ready; see their output above");
@@ -256,6 +288,10 @@ async function main(): Promise<void> {
   say(
     `Metrics:                   ${gatewayInternalUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperAdminUrl}/metrics` : ""}`,
   );
+  if (admin && ready[3]) {
+    say(`Console:                   ${consoleUrl}   (writes into ${cfg.resourcesDir})`);
+    say(`  admin token: ${admin.token}   (kept in ${admin.file})`);
+  } else if (admin) say(`the console did not become ready at ${consoleUrl}; see its output above`);
   say();
   if (cfg.once) return stop(0);
 

@@ -106,6 +106,55 @@ describe("charts/capstan with helm", () => {
     expect(comparable(fromChart)).toEqual(comparable(defaults));
   });
 
+  it("renders the console only when enabled: a Deployment, a Service and a ServiceAccount bound to no Role", async () => {
+    const name = `${release}-capstan-console`;
+    expect(rendered.filter((o) => o.metadata.name === name)).toEqual([]);
+    const objects = await template(
+      "console.enabled=true",
+      "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs",
+    );
+    const ours = objects.filter((o) => o.metadata.name === name);
+    expect(ours.map((o) => o.kind).sort()).toEqual(["Deployment", "NetworkPolicy", "Service", "ServiceAccount"]);
+    for (const obj of ours) await dryRunApply(admin, obj, ns);
+    // No rights of its own: no binding names its ServiceAccount (users act with their own tokens).
+    const bindings = objects.filter((o) => o.kind === "RoleBinding" || o.kind === "ClusterRoleBinding");
+    for (const b of bindings) expect(JSON.stringify(b)).not.toContain(name);
+    const deployment = one(ours, "Deployment", name) as Rendered & {
+      spec: { template: { spec: { serviceAccountName: string; containers: Record<string, unknown>[] } } };
+    };
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe(name);
+    const container = pod.containers[0] as {
+      image: string;
+      env: { name: string; value?: string }[];
+      ports: { containerPort: number }[];
+      readinessProbe: { httpGet: { path: string } };
+    };
+    expect(container.image).toMatch(/\/console:/);
+    expect(container.ports[0]?.containerPort).toBe(8097);
+    expect(container.readinessProbe.httpGet.path).toBe("/readyz");
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({
+      PORT: "8097",
+      CAPSTAN_CONSOLE_SECURE_COOKIES: "true",
+      CAPSTAN_CONSOLE_DEFAULT_NAMESPACE: ns,
+      CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
+      CAPSTAN_GATEWAY_URL: `http://capstan-gateway.${ns}.svc:80`,
+      CAPSTAN_GATEWAY_METRICS_URLS: `http://capstan-gateway.${ns}.svc:8090/metrics`,
+    });
+    // With the gateway's metrics port limited to metricsFrom, the console is let in too.
+    const gatewayPolicy = one(objects, "NetworkPolicy", "capstan-gateway");
+    expect(JSON.stringify(gatewayPolicy.spec)).toContain("capstan-console");
+    // The schema refuses what the console would refuse at start.
+    const bad = await helmTemplate(home, release, ns, [
+      ...MINIMAL,
+      "console.enabled=true",
+      "console.idleTimeoutSeconds=5",
+    ]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/idleTimeoutSeconds/);
+  });
+
   it("installs, upgrades and uninstalls a release on the API server", async () => {
     const kc = ["--kubeconfig", kubeconfig, "-n", ns];
     const set = MINIMAL.flatMap((v) => ["--set", v]);

@@ -3,20 +3,26 @@
 // document is searchable, a new channel's key answers); a folder that does not parse is reported
 // with the reason and the previous resources keep serving; a service that exits (status 0 or
 // killed) is reported and comes back; one Ctrl-C to the process group stops every service, one
-// line each (npm forwards the SIGINT too: the launcher takes the two as one Ctrl-C). The unit tests
+// line each (npm forwards the SIGINT too: the launcher takes the two as one Ctrl-C). The console it
+// starts, at the address it prints, signs in with the admin token it prints and writes a channel
+// into the folder, whose key the gateway then accepts. The unit tests
 // beside scripts/standalone/ cover the same pieces in isolation.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signIn } from "../console/helpers.ts";
+import { launchChromium } from "../ground/chromium.ts";
 import { freePort } from "../ground/ports.ts";
 
 let child: ChildProcess;
 let output = "";
 let gateway: string;
 let search: string;
+let browser: Browser | undefined;
 const dir = mkdtempSync(join(tmpdir(), "capstan-launcher-"));
 const resources = join(dir, "resources");
 const soon = new Date(Date.now() + 3 * 86_400_000 + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
@@ -93,6 +99,7 @@ beforeAll(async () => {
       SEARCH_INTERNAL_PORT: String(searchInternalPort),
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`, // none: the in-process limiter
       CAPSTAN_SCRAPER: "off",
+      CONSOLE_PORT: String(await freePort()),
       CAPSTAN_RESTART_BACKOFF_MS: "200",
       OTEL_SDK_DISABLED: "true",
     },
@@ -104,7 +111,8 @@ beforeAll(async () => {
   await waitFor(/Running\. Ctrl-C stops every service\./, 360_000);
 }, 400_000);
 
-afterAll(() => {
+afterAll(async () => {
+  await browser?.close();
   if (child?.pid && child.exitCode === null && child.signalCode === null) {
     try {
       process.kill(-child.pid, "SIGKILL");
@@ -160,6 +168,42 @@ describe("npm start, running", () => {
     expect(answered).toMatchObject({ object: "chat.completion" });
   });
 
+  it("prints the console's address and admin token; the console writes a new channel into the folder", async () => {
+    const url = output.match(/Console: +(http:\/\/127\.0\.0\.1:\d+) +\(writes into /)?.[1] as string;
+    const token = output.match(/ {2}admin token: (cap_adm_\S+)/)?.[1] as string;
+    expect(url).toBeDefined();
+    expect(token).toBeDefined();
+    browser = await launchChromium();
+    const page = await browser.newPage();
+    await page.goto(url);
+    await page.getByLabel("Token").fill("not-the-admin-token");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("not the admin token");
+    await signIn(page, url, token);
+    await page.getByRole("button", { name: "New channel" }).click();
+    await page.getByLabel("Resource name").fill("from-console");
+    await page.getByLabel("Channel name").fill("Made in the console");
+    await page.getByLabel("Agent").selectOption("support-assistant");
+    await page.getByRole("button", { name: "Create channel" }).click();
+    await page.getByRole("heading", { name: "Made in the console" }).waitFor();
+    const written = readFileSync(join(resources, "accesschannel-capstan-demo-from-console.yaml"), "utf8");
+    expect(written).toContain("kind: AccessChannel");
+    expect(written).toContain("channelName: Made in the console");
+    // The launcher issues its key, as the operator would; Add key shows it once and the gateway takes it.
+    await page.getByRole("button", { name: "Add key" }).click();
+    const shown = page.getByTestId("key-value");
+    await shown.waitFor({ timeout: 60_000 });
+    const key = (await shown.textContent()) ?? "";
+    expect(key).toMatch(/^cap_chat_/);
+    let answered: unknown;
+    for (let i = 0; i < 50 && !answered; i++) {
+      answered = await chat(key, "What is the default rate limit?").catch(() => undefined);
+      if (!answered) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answered).toMatchObject({ object: "chat.completion" });
+    await page.close();
+  }, 180_000);
+
   it("says why a folder that does not parse is not applied, and keeps serving", async () => {
     const from = output.length;
     writeFileSync(
@@ -205,7 +249,7 @@ describe("npm start, running", () => {
     const after = output.slice(from);
     expect(after).not.toMatch(/exited/);
     const lines = after.split("\n").filter((l) => / stopped \(/.test(l));
-    expect(lines.map((l) => l.split(" ")[0]).sort()).toEqual(["gateway", "search"]);
+    expect(lines.map((l) => l.split(" ")[0]).sort()).toEqual(["console", "gateway", "search"]);
     for (const l of lines) expect(l).toMatch(/stopped \(status 0, /);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
   });

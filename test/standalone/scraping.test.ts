@@ -56,6 +56,7 @@ async function startOnce(scraping: Record<string, unknown>): Promise<{ code: num
       CAPSTAN_RESOURCES_DIR: resources,
       CAPSTAN_STATE_DIR: join(dir, "state"),
       CAPSTAN_STANDALONE_ONCE: "1",
+      CAPSTAN_CONSOLE: "off",
       GATEWAY_PORT: String(ports[0]),
       GATEWAY_INTERNAL_PORT: String(ports[1]),
       SEARCH_PORT: String(ports[2]),

@@ -55,6 +55,7 @@ beforeAll(async () => {
       GATEWAY_INTERNAL_PORT: String(gatewayInternalPort),
       REDIS_URL: inject("redisUrl"),
       CAPSTAN_SCRAPER: "off", // the example's URL source is on the internet, which this machine cannot reach
+      CAPSTAN_CONSOLE: "off", // launcher.test.ts drives the console
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

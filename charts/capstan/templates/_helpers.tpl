@@ -164,3 +164,9 @@ common characters: %, space, comma, equals sign). */}}
 {{- end }}
 {{- end -}}
 {{- end -}}
+
+{{/* Pod labels of the console. */}}
+{{- define "capstan.consoleSelector" -}}
+app.kubernetes.io/name: {{ include "capstan.name" . }}-console
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}

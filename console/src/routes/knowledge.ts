@@ -10,7 +10,7 @@ import { z } from "zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { ConsoleError, errors } from "../errors.ts";
 import { readyOf } from "../ready.ts";
-import type { KubeObject, UserApi } from "../user-api.ts";
+import type { ConsoleApi, KubeObject } from "../user-api.ts";
 
 const PLURAL = "knowledgebases";
 type Params = { ns: string; name: string };
@@ -61,7 +61,7 @@ export function documentText(contentType: string, content: string): string {
 }
 
 /** A Ready search key of the namespace whose scope holds `knowledgeId`, and its key (read with the user's token). */
-async function searchKeyFor(api: UserApi, ns: string, knowledgeId: string): Promise<string> {
+async function searchKeyFor(api: ConsoleApi, ns: string, knowledgeId: string): Promise<string> {
   const keys = await api.list("searchkeys", ns);
   const usable = keys.items.find(
     (k) =>

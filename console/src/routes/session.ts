@@ -1,6 +1,5 @@
 // Sign-in with a Kubernetes bearer token (a ServiceAccount token or an OIDC id token the API server
 // accepts), checked by asking the API server who it belongs to; sign-out; the session's state.
-import { isStatus } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import {
@@ -12,7 +11,7 @@ import {
   setSessionCookie,
 } from "../context.ts";
 import { errors } from "../errors.ts";
-import { allows, kubeAsUser, UserApi } from "../user-api.ts";
+import { allows } from "../user-api.ts";
 
 const signIn = z.object({ token: z.string().trim().min(1, "paste a token").max(16_384) });
 
@@ -32,15 +31,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.post("/api/session", async (req, reply) => {
     const parsed = signIn.safeParse(req.body);
     if (!parsed.success) throw errors.invalid(parsed.error.issues.map((i) => i.message).join("; "));
-    const api = new UserApi(kubeAsUser(ctx.cluster, parsed.data.token));
-    let user: Awaited<ReturnType<UserApi["whoAmI"]>>;
-    try {
-      user = await api.whoAmI();
-    } catch (err) {
-      await api.close();
-      if (isStatus(err, 401)) throw errors.tokenRejected("it is unknown, expired or revoked");
-      throw err;
-    }
+    const { user, api } = await ctx.signIn(parsed.data.token);
     const old = req.cookies[SESSION_COOKIE];
     if (old) ctx.sessions.end(old);
     const session = ctx.sessions.create(user, api);
