@@ -1,6 +1,7 @@
 // The gateway's HTTP details, one test each: 415 naming the accepted media type (and telling a
 // JSON body sent as a form that only its header is wrong), a __proto__ key named as such rather
-// than called invalid JSON, 405 with Allow for a known path with the wrong method, and `created`
+// than called invalid JSON, 405 with Allow for a known path with the wrong method, the request id on
+// a 404 or 405 under /api/v1, and `created`
 // of GET /api/v1/models a real timestamp also for an Agent read from a file.
 import { generateKey, hashKey } from "@capstan/shared";
 import { parseResource } from "@capstan/shared/api";
@@ -93,6 +94,23 @@ describe("gateway HTTP semantics", () => {
     expect(post.status).toBe(405);
     expect(post.headers.get("allow")).toBe("GET, HEAD");
     expect((await send("GET", "/api/v1/nothing")).status).toBe(404);
+  });
+
+  it("a 404 or 405 under /api/v1 carries the request id, like every answer of the prefix", async () => {
+    for (const [method, path, status] of [
+      ["GET", "/api/v1/nothing", 404],
+      ["POST", "/api/v1/chat/nothing/deeper", 404],
+      ["GET", "/api/v1/chat/completions", 405],
+    ] as const) {
+      const res = await send(method, path);
+      expect(res.status, `${method} ${path}`).toBe(status);
+      expect(res.headers.get("x-request-id"), `${method} ${path}`).toMatch(/^req_[0-9a-f-]{36}$/);
+      expect((await res.json()).error.code).toBe(status === 404 ? "not_found" : "method_not_allowed");
+    }
+    // The caller's own id, when sane, is echoed as on any other answer.
+    const given = await fetch(`${gw.url}/api/v1/nothing`, { headers: { "x-request-id": "client-id-42" } });
+    expect(given.status).toBe(404);
+    expect(given.headers.get("x-request-id")).toBe("client-id-42");
   });
 
   it("GET /api/v1/models gives a real `created`, also for an Agent read from a file", async () => {

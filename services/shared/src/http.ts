@@ -93,13 +93,23 @@ function routePattern(url: string): RegExp {
 
 /**
  * The methods an app built by buildBaseApp answers on a path (for 405 with `Allow` when only the
- * method is wrong); empty when no route matches the path at all (a 404).
+ * method is wrong); empty when no route matches the path at all (a 404). `app` may be the app or
+ * any plugin context inside it.
  */
 export function allowedMethods(app: FastifyInstance, url: string): string[] {
   const path = url.split("?")[0] ?? url;
   const methods = new Set<string>();
-  for (const r of routeTables.get(app) ?? []) if (r.pattern.test(path)) methods.add(r.method);
+  for (const r of routeTable(app)) if (r.pattern.test(path)) methods.add(r.method);
   return [...methods].sort();
+}
+
+/** The app's routes; a plugin's context (which Fastify derives from its parent's) finds its root's. */
+function routeTable(app: FastifyInstance): RouteMethod[] {
+  for (let ctx: object | null = app; ctx !== null; ctx = Object.getPrototypeOf(ctx)) {
+    const table = routeTables.get(ctx as FastifyInstance);
+    if (table) return table;
+  }
+  return [];
 }
 
 /**

@@ -115,7 +115,16 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
     return sendError(reply, new GatewayError("internal_error"));
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  app.setNotFoundHandler(notFound(app));
+}
+
+/**
+ * The not-found handler of the context `app`: 405 with Allow for a known path and the wrong method,
+ * else 404. Set on the root and again inside the /api/v1 plugin, whose hooks (the request id)
+ * then run for the paths under its prefix that no route serves.
+ */
+export function notFound(app: FastifyInstance): (req: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  return (req, reply) => {
     const url = req.url.split("?")[0] ?? "";
     // An internal path (metrics, health) on the public port is unknown there: 404, never a 405.
     const allow = hiddenOnPublicPort(req.raw) ? [] : allowedMethods(app, url);
@@ -127,5 +136,5 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
       );
     }
     return sendError(reply, new GatewayError("not_found", { method: req.method, url }));
-  });
+  };
 }
