@@ -18,6 +18,7 @@ import { channelRoutes } from "./routes/channels.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
+import { tryRoutes } from "./routes/try.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { SessionStore } from "./sessions.ts";
 import { clusterSignIn, localSignIn } from "./sign-in.ts";
@@ -92,6 +93,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   agentRoutes(app, ctx);
   searchKeyRoutes(app, ctx);
   knowledgeRoutes(app, ctx);
+  tryRoutes(app, ctx, deps.registry);
   const usage = new UsageRecorder(config.gatewayMetricsUrls);
   app.addHook("onClose", async () => usage.close());
   usageRoutes(app, ctx, usage);

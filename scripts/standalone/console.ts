@@ -48,7 +48,9 @@ export function consoleEnv(o: {
   gatewayUrl: string;
   gatewayInternalUrl: string;
   searchUrl: string;
-}): Record<string, string> {
+  /** The launcher's scraper, when it runs one: "try a scrape" uses it for every Scraper. */
+  scraperUrl: string | undefined;
+}): Record<string, string | undefined> {
   return {
     HOST: o.host,
     PORT: String(o.port),
@@ -59,5 +61,6 @@ export function consoleEnv(o: {
     CAPSTAN_GATEWAY_URL: o.gatewayUrl,
     CAPSTAN_SEARCH_URL: o.searchUrl,
     CAPSTAN_GATEWAY_METRICS_URLS: `${o.gatewayInternalUrl}/metrics`,
+    CAPSTAN_SCRAPER_URL: o.scraperUrl,
   };
 }

@@ -230,6 +230,7 @@ async function main(): Promise<void> {
         gatewayUrl,
         gatewayInternalUrl,
         searchUrl,
+        scraperUrl: scraper ? scraperUrl : undefined,
       }),
     });
   };

@@ -1,7 +1,9 @@
-// Agents and Scrapers: their settings and health (the Ready condition the operator writes).
+// Agents and Scrapers: their settings and health (the Ready condition the operator writes), with
+// "try a chat" on each agent and "try a scrape" on each scraper (try.tsx).
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, get, nsPath } from "../api.ts";
 import { ErrorText, ReadyBadge } from "../ui.tsx";
+import { TryChat, TryScrape } from "./try.tsx";
 
 interface Row {
   name: string;
@@ -38,6 +40,7 @@ function Table({ ns, plural, title }: { ns: string; plural: string; title: strin
           <pre>
             <code>{settings(a.spec)}</code>
           </pre>
+          {plural === "agents" ? <TryChat ns={ns} agent={a.name} /> : <TryScrape ns={ns} scraper={a.name} />}
         </details>
       ))}
     </section>

@@ -1,0 +1,153 @@
+// "Try a chat" (Agents page) and "try a scrape" (Scrapers page): one real call through the
+// platform's own data plane, with the user's authority checked first. The console has no key of
+// its own: a chat uses the key of an access channel the user picks (read from the channel's
+// Secret with the user's token, as Add key does, so RBAC decides), sent to the gateway as any
+// client would; a scrape goes to the Scraper the user may read, with its API key (when its auth
+// is on) read from its Secret with the user's token. Both calls: a timeout, bounded retries with
+// jitter, and the console's outbound metrics; a refusal comes back in the service's own words.
+import { metricsPrefix, type OutboundMetrics, outboundMetrics, type Registry } from "@capstan/shared";
+import { ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
+import { isStatus } from "@capstan/shared/kube";
+import { OutboundPolicy } from "@capstan/shared/resilience";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
+import { ConsoleError, errors } from "../errors.ts";
+import type { ConsoleApi, KubeObject } from "../user-api.ts";
+
+type Params = { ns: string; name: string };
+
+const chatBody = z.object({
+  channel: z.string().min(1, "pick a channel"),
+  message: z.string().trim().min(1, "type a message").max(8000),
+});
+const scrapeBody = z.object({
+  url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }),
+  onlyMainContent: z.boolean().default(true),
+});
+
+/** A refusal by the gateway (its OpenAI error object), kept for the user in its own words. */
+class GatewayAnswer extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** The value of a Secret's key, read with the user's token; undefined when absent. */
+async function secretValue(api: ConsoleApi, ns: string, name: string, key: string): Promise<string | undefined> {
+  try {
+    const s = await api.getSecret(ns, name);
+    const value = Buffer.from(s.data?.[key] ?? "", "base64")
+      .toString("utf8")
+      .trim();
+    return value || undefined;
+  } catch (err) {
+    if (isStatus(err, 404)) return undefined;
+    throw err;
+  }
+}
+
+/** The key of a channel: its own Secret (`keySecretRef`) or the one the operator issued. */
+export async function channelKey(api: ConsoleApi, ns: string, channel: KubeObject): Promise<string> {
+  const ref = channel.spec?.keySecretRef as { name: string; key?: string } | undefined;
+  const secret = ref?.name ?? (channel.status?.secretName as string | undefined) ?? `${channel.metadata.name}-chat-key`;
+  const key = await secretValue(api, ns, secret, ref?.key ?? "key");
+  if (!key) throw new ConsoleError(409, "NoKey", `channel ${channel.metadata.name} has no key yet (Secret ${secret})`);
+  return key;
+}
+
+export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, registry: Registry): void {
+  const metrics: OutboundMetrics = outboundMetrics(registry, metricsPrefix("console"));
+  const gatewayPolicy = new OutboundPolicy({
+    target: "gateway",
+    timeoutMs: 60_000,
+    maxAttempts: 2,
+    baseDelayMs: 300,
+    metrics,
+  });
+
+  app.post<{ Params: Params }>("/api/namespaces/:ns/agents/:name/chat", async (req) => {
+    const { api } = sessionOf(ctx, req);
+    const ns = checkName("namespace", req.params.ns);
+    if (!ctx.config.gatewayUrl) throw errors.notConfigured("the gateway's URL (CAPSTAN_GATEWAY_URL)");
+    const body = chatBody.safeParse(req.body);
+    if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
+    const channel = await api.get("accesschannels", ns, checkName("channel", body.data.channel));
+    const agent = (channel.spec?.agentRef as { name?: string } | undefined)?.name;
+    if (agent !== req.params.name) {
+      throw errors.invalid(`channel ${body.data.channel} serves agent ${agent}, not ${req.params.name}`);
+    }
+    const key = await channelKey(api, ns, channel);
+    const url = `${ctx.config.gatewayUrl}/api/v1/chat/completions`;
+    const started = Date.now();
+    try {
+      const answer = await gatewayPolicy.execute(async ({ signal }) => {
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "console", messages: [{ role: "user", content: body.data.message }] }),
+          signal,
+        });
+        const json = (await res.json().catch(() => ({}))) as {
+          error?: { message?: string };
+          model?: string;
+          choices?: { message?: { content?: string } }[];
+          usage?: Record<string, number>;
+        };
+        if (!res.ok) throw new GatewayAnswer(res.status, json.error?.message ?? `HTTP ${res.status}`);
+        return json;
+      });
+      return {
+        answer: answer.choices?.[0]?.message?.content ?? "",
+        model: answer.model ?? null,
+        usage: answer.usage ?? null,
+        ms: Date.now() - started,
+      };
+    } catch (err) {
+      if (err instanceof GatewayAnswer) throw errors.upstream(`the gateway answered ${err.status}`, err.message);
+      throw errors.upstream("the gateway", (err as Error).message);
+    }
+  });
+
+  app.post<{ Params: Params }>("/api/namespaces/:ns/scrapers/:name/scrape", async (req) => {
+    const { api } = sessionOf(ctx, req);
+    const ns = checkName("namespace", req.params.ns);
+    const body = scrapeBody.safeParse(req.body);
+    if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
+    // Reading the Scraper with the user's token is the authority check: no `get`, no scrape.
+    const scraper = await api.get("scrapers", ns, req.params.name);
+    const spec = (scraper.spec ?? {}) as {
+      client?: { url?: string; timeoutSeconds?: number };
+      auth?: { enabled?: boolean; apiKeySecretRef?: { name: string; key: string } };
+    };
+    const url = ctx.config.scraperUrl ?? spec.client?.url ?? (scraper.status?.endpoint as string | undefined);
+    if (!url) throw new ConsoleError(409, "NoEndpoint", `Scraper ${req.params.name} has no endpoint yet (not Ready?)`);
+    let apiKey: string | undefined;
+    if (spec.auth?.enabled) {
+      // The operator's own default when auth is on without a reference (translate/scraper.ts).
+      const ref = spec.auth.apiKeySecretRef ?? { name: `${req.params.name}-scraper-key`, key: "key" };
+      apiKey = await secretValue(api, ns, ref.name, ref.key);
+    }
+    const client = new ScraperClient(
+      { url, timeout: spec.client?.timeoutSeconds ?? 30, max_retries: 1, ...(apiKey ? { api_key: apiKey } : {}) },
+      { metrics },
+    );
+    const started = Date.now();
+    try {
+      const page = await client.scrape(body.data.url, { pageOptions: { onlyMainContent: body.data.onlyMainContent } });
+      return {
+        markdown: page.markdown,
+        title: page.metadata.title,
+        statusCode: page.metadata.statusCode,
+        ms: Date.now() - started,
+      };
+    } catch (err) {
+      if (err instanceof ScraperClientError) throw errors.upstream("the scraper", err.message);
+      throw err;
+    } finally {
+      await client.close();
+    }
+  });
+}

@@ -1,0 +1,132 @@
+// "Try a chat" (an Agent, through the real gateway with the key of a channel you pick) and "try a
+// scrape" (a Scraper, on a URL you give): one real call each, the answer shown. The console reads
+// the channel's or scraper's key with your token, so what RBAC lets you read decides.
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, type Channel, get, nsPath, post } from "../api.ts";
+import { ErrorText, Field } from "../ui.tsx";
+
+export function TryChat({ ns, agent }: { ns: string; agent: string }) {
+  const [channels, setChannels] = useState<Channel[]>();
+  const [channel, setChannel] = useState("");
+  const [message, setMessage] = useState("");
+  const [answer, setAnswer] = useState<{ answer: string; model: string | null }>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    get<{ items: Channel[] }>(nsPath(ns, "accesschannels")).then(
+      (r) => {
+        const mine = r.items.filter((c) => c.agent === agent);
+        setChannels(mine);
+        setChannel(mine[0]?.name ?? "");
+      },
+      (e: ApiError) => setError(e.message),
+    );
+  }, [ns, agent]);
+  const id = `chat-${agent}`;
+  return (
+    <form
+      aria-labelledby={`${id}-title`}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(undefined);
+        setAnswer(undefined);
+        setBusy(true);
+        try {
+          setAnswer(await post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), { channel, message }));
+        } catch (err) {
+          setError((err as ApiError).message);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <h3 id={`${id}-title`}>Try a chat</h3>
+      {channels && channels.length === 0 ? <p>No access channel serves this agent: create one first.</p> : null}
+      <Field label="Channel" id={`${id}-channel`} hint="Its key is used, as a client of the channel would.">
+        <select
+          id={`${id}-channel`}
+          aria-describedby={`${id}-channel-hint`}
+          value={channel}
+          onChange={(e) => setChannel(e.currentTarget.value)}
+        >
+          {(channels ?? []).map((c) => (
+            <option key={c.name} value={c.name}>
+              {c.channelName} ({c.name})
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field label="Message" id={`${id}-message`}>
+        <textarea
+          id={`${id}-message`}
+          required
+          rows={3}
+          value={message}
+          onInput={(e) => setMessage(e.currentTarget.value)}
+        />
+      </Field>
+      <button type="submit" disabled={busy || !channel}>
+        {busy ? "Sending…" : "Send"}
+      </button>
+      <ErrorText error={error} />
+      {answer ? (
+        <blockquote aria-label="Answer" data-testid="chat-answer">
+          {answer.answer}
+          {answer.model ? <small> — {answer.model}</small> : null}
+        </blockquote>
+      ) : null}
+    </form>
+  );
+}
+
+export function TryScrape({ ns, scraper }: { ns: string; scraper: string }) {
+  const [url, setUrl] = useState("");
+  const [page, setPage] = useState<{ markdown: string; title: string; statusCode: number }>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const id = `scrape-${scraper}`;
+  return (
+    <form
+      aria-labelledby={`${id}-title`}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(undefined);
+        setPage(undefined);
+        setBusy(true);
+        try {
+          setPage(await post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), { url }));
+        } catch (err) {
+          setError((err as ApiError).message);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <h3 id={`${id}-title`}>Try a scrape</h3>
+      <Field label="URL" id={`${id}-url`} hint="Scraped by this scraper; its Markdown is shown below.">
+        <input
+          id={`${id}-url`}
+          type="url"
+          required
+          aria-describedby={`${id}-url-hint`}
+          value={url}
+          onInput={(e) => setUrl(e.currentTarget.value)}
+        />
+      </Field>
+      <button type="submit" disabled={busy}>
+        {busy ? "Scraping…" : "Scrape"}
+      </button>
+      <ErrorText error={error} />
+      {page ? (
+        <section aria-label="Scraped page">
+          <p>
+            <strong>{page.title || "(no title)"}</strong> <small>HTTP {page.statusCode}</small>
+          </p>
+          <pre data-testid="scrape-markdown">
+            <code>{page.markdown}</code>
+          </pre>
+        </section>
+      ) : null}
+    </form>
+  );
+}
