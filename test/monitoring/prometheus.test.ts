@@ -5,10 +5,14 @@
 // failure as 502, a stream), searches, a scrape, reconciles of an Agent and an AccessChannel that
 // expires in 10 days. Then: every rule and panel expression is valid; every dashboard panel
 // returns data; every metric an alert or rule names exists; every process's histograms carry only
-// bounded labels; and CapstanKeyExpiringSoon fires for the AccessChannel.
-import { readdirSync, readFileSync } from "node:fs";
+// bounded labels; CapstanKeyExpiringSoon fires for the AccessChannel; and the overview dashboard,
+// drawn in Chromium from the range Prometheus holds (dashboard-render.ts), has data in every panel.
+// CAPSTAN_WRITE_DOCS=1 (`npm run docs:dashboards`) drives traffic for longer and writes that
+// picture to docs/observability/overview.png.
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createRegistry, generateKey } from "@capstan/shared";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parse } from "yaml";
@@ -23,6 +27,7 @@ import { create, startOperatorFor } from "../operator/helpers.ts";
 import { post, type Scraper, type Site, startScraper, startSite } from "../scraper/helpers.ts";
 import { HANDBOOK } from "../search/corpus.ts";
 import { call, ingest, knowledgeBase, type Running, searchKey, startSearch } from "../search/helpers.ts";
+import { queryDashboard, readDashboard, renderDashboard } from "./dashboard-render.ts";
 import { DASHBOARDS_DIR, RULES_FILE, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
 
 interface Rule {
@@ -50,6 +55,8 @@ function metricsOf(expr: string): string[] {
   return [...new Set(names ?? [])];
 }
 
+const WRITE_DOCS = process.env.CAPSTAN_WRITE_DOCS === "1";
+const OVERVIEW_PNG = fileURLToPath(new URL("../../docs/observability/overview.png", import.meta.url));
 const ns = uniqueNamespace("prom");
 let fake: FakeOpenAI;
 let gw: RunningGateway;
@@ -143,11 +150,14 @@ beforeAll(async () => {
     { job: "capstan-operator", address: operatorAddress },
   ]);
   await prom.waitForTargets();
-  // More traffic while Prometheus watches, so rates over the first samples are not empty.
-  for (let i = 0; i < 3; i++) {
+  // More traffic while Prometheus watches, so rates over the first samples are not empty; for the
+  // docs' picture, two minutes of it with a varying load and an occasional provider failure.
+  const rounds = WRITE_DOCS ? 60 : 3;
+  for (let i = 0; i < rounds; i++) {
     await new Promise((r) => setTimeout(r, 1500));
-    await chat(keys.main as string);
-    await chat(keys.broken as string);
+    for (let j = 0; j <= (WRITE_DOCS ? i % 4 : 0); j++) await chat(keys.main as string, j % 2 === 1);
+    if (!WRITE_DOCS || i % 5 === 0) await chat(keys.broken as string);
+    if (WRITE_DOCS && i % 7 === 0) await chat(keys.tight as string);
     await call(search.url, "/v1/rag/search", { token: searchToken, body });
   }
   // Recording rules and the key-expiry gauge need a few evaluations.
@@ -156,7 +166,7 @@ beforeAll(async () => {
     async () => ((await prom.query("capstan_gateway:chat_errors:ratio_rate5m")).data?.result.length ?? 0) > 0,
     { timeoutMs: 60_000 },
   );
-}, 300_000);
+}, 480_000);
 
 afterAll(async () => {
   await prom?.stop();
@@ -197,6 +207,21 @@ describe("alerts and dashboards on a real Prometheus", () => {
     const rule = rules.find((r) => r.alert === "CapstanKeyExpiringSoon") as Rule;
     const res = await prom.query(rule.expr);
     expect(res.data?.result.map((s) => s.metric.kind)).toEqual(["AccessChannel"]);
+  });
+
+  it("draws every panel of the overview dashboard from the range Prometheus holds", async () => {
+    const data = await queryDashboard(prom.url, readDashboard(join(DASHBOARDS_DIR, "overview.json")), {
+      start: prom.startedAt,
+      end: Date.now() / 1000,
+      source: "Prometheus scraping gateway, search, scraper and operator in test/monitoring/prometheus.test.ts",
+    });
+    const { png, drawn } = await renderDashboard(data);
+    expect(drawn.map((p) => p.title)).toEqual(data.panels.map((p) => p.title));
+    expect(drawn.filter((p) => p.series === 0 || p.points === 0).map((p) => p.title)).toEqual([]);
+    if (WRITE_DOCS) {
+      mkdirSync(dirname(OVERVIEW_PNG), { recursive: true });
+      writeFileSync(OVERVIEW_PNG, png);
+    }
   });
 
   it("finds only bounded labels on every process's histograms", async () => {

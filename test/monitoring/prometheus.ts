@@ -36,6 +36,8 @@ export interface QueryResult {
 
 export interface RunningPrometheus {
   url: string;
+  /** Unix seconds when it became ready: its data starts here. */
+  startedAt: number;
   query(expr: string): Promise<QueryResult>;
   /** Waits until every target has been scraped successfully at least once. */
   waitForTargets(): Promise<void>;
@@ -74,6 +76,7 @@ export async function startPrometheus(targets: ScrapeTarget[]): Promise<RunningP
   };
   return {
     url,
+    startedAt: Date.now() / 1000,
     query,
     async waitForTargets() {
       await waitFor(

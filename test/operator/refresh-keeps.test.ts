@@ -2,8 +2,6 @@
 // through a real scraper (Chromium) is ingested, then the scraper is stopped and a refresh runs.
 // Every previous document stays searchable, the status names the failed source (Degraded), and
 // the source is retried with backoff; only a source removed from the spec loses its documents.
-import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
-import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
@@ -16,10 +14,10 @@ import {
   get,
   type Obj,
   patch,
-  serveSearchToOperator,
   startOperatorFor,
   whenCondition,
 } from "./helpers.ts";
+import { type ServedSearch, startSearchForOperator } from "./served-search.ts";
 
 const ns = `refresh-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "refresh-keeps-test-token-0123456789";
@@ -28,8 +26,7 @@ const INLINE = "Inline note: the mission patch is blue with three stars.";
 
 let client: TestKube;
 let operator: Operator;
-let search: Awaited<ReturnType<typeof buildSearch>>;
-let source: KubeSource;
+let search: ServedSearch;
 let site: Site;
 let scraper: Scraper | undefined;
 let url: string;
@@ -54,15 +51,10 @@ beforeAll(async () => {
     `<html><head><title>Checklist</title></head><body><main><p>${PAGE}</p></main></body></html>`,
   );
   scraper = await startScraper({ allowedHosts: [`127.0.0.1:${site.port}`] });
-  const view = new ResourceView();
-  source = new KubeSource(view, client, { namespace: ns, kinds: ["SearchKey", "KnowledgeBase"] });
-  await source.start();
-  const embedder = await loadLocalEmbedder(loadSearchConfig({}));
-  search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
-  const served = await serveSearchToOperator(client, ns, search, TOKEN, 60_000);
-  url = served.url;
+  search = await startSearchForOperator(client, ns, TOKEN);
+  url = search.url;
   operator = startOperatorFor(inject("kubeconfig"), ns, {
-    search: { internalUrl: served.internalUrl },
+    search: { internalUrl: search.internalUrl },
     scraping: { url: scraper.url, timeout: 20, max_retries: 0 },
   });
   await operator.start();
@@ -70,7 +62,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await operator?.stop();
-  source?.stop();
   await search?.close();
   await scraper?.close();
   await site?.close();

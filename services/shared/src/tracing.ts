@@ -111,6 +111,23 @@ export function requestTraceContext(req: FastifyRequest): Context {
   return otel?.context ?? context.active();
 }
 
+/** A trace context captured with `activeTraceContext()`, to run later work in. */
+export type TraceContext = Context;
+
+/** The trace context of the code running now. */
+export function activeTraceContext(): TraceContext {
+  return context.active();
+}
+
+/**
+ * Runs fn in a captured trace context: for callbacks that some other connection's events invoke
+ * (Playwright's request routing, for one), which run in no request's context, so their spans and
+ * outgoing `traceparent` would otherwise start new traces.
+ */
+export function inTraceContext<T>(ctx: TraceContext, fn: () => T): T {
+  return context.with(ctx, fn);
+}
+
 export function tracer(name: string): Tracer {
   return trace.getTracer(name);
 }

@@ -3,6 +3,7 @@
 // Chromium with route.fulfill. Chromium itself never opens a connection (its proxy is a
 // black hole), so the guard sees every request and connects to the address it checked.
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { inTraceContext, type TraceContext } from "@capstan/shared";
 import type { BrowserContext, Route } from "playwright-core";
 import { type Dispatcher, fetch } from "undici";
 import { isScraperError, ScraperError } from "../errors.ts";
@@ -40,6 +41,12 @@ export interface TaskState {
   /** Called when the main document failed or redirected (the renderer waits on it). */
   wake?: () => void;
   blockedRequests: number;
+  /**
+   * The render request's trace context. Playwright calls the route handler from its connection to
+   * Chromium, outside any request; the page's fetches run in this context so that they are spans
+   * of the render request's trace and send its `traceparent`.
+   */
+  traceContext: TraceContext;
 }
 
 export interface FetchedResource {
@@ -162,11 +169,13 @@ async function handle(route: Route, state: TaskState | undefined, onRequest: (o:
     if (!name.startsWith(":") && !DROP_REQUEST_HEADERS.has(name)) headers[name] = value;
   }
   try {
-    const res = await guardedFetch(
-      state,
-      url,
-      { method: request.method(), headers, body: request.postDataBuffer() ?? undefined },
-      !isMain,
+    const res = await inTraceContext(state.traceContext, () =>
+      guardedFetch(
+        state,
+        url,
+        { method: request.method(), headers, body: request.postDataBuffer() ?? undefined },
+        !isMain,
+      ),
     );
     if (isMain && res.location) {
       state.redirect = res.location;

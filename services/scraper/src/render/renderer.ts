@@ -1,6 +1,6 @@
 // Renders one URL on a pooled page: guarded navigation (redirects followed hop by hop, each
 // checked by the guard), the load event, an optional wait, a screenshot, the serialised DOM.
-import type { Logger } from "@capstan/shared";
+import { activeTraceContext, type Logger } from "@capstan/shared";
 import type { BrowserContext, CDPSession, Page } from "playwright-core";
 import type { Dispatcher } from "undici";
 import type { ScraperConfig } from "../config.ts";
@@ -137,6 +137,7 @@ export class Renderer {
       signal: controller.signal,
       maxBytes: this.config.maxResourceBytes,
       blockedRequests: 0,
+      traceContext: activeTraceContext(),
     };
     const context = page.context();
     state.wake = () => watch.poke();
