@@ -4,6 +4,7 @@
 // whatever the route, is {success: false, error, code} with the status of the registry in errors.ts.
 import { describedErrorResponses, schemaRegistry } from "@capstan/shared";
 import { z } from "zod";
+import { pageMetadataSchema } from "../content/metadata.ts";
 import { ERRORS, type ErrorCode } from "../errors.ts";
 
 /** The scraper's named schemas (components.schemas of its document). */
@@ -36,33 +37,6 @@ export function errorResponses<S extends number>(...statuses: S[]) {
   );
 }
 
-const optionalText = z.string().optional();
-
-export const pageMetadataSchema = z.object({
-  title: z.string(),
-  description: z.string(),
-  language: z.string().nullable(),
-  keywords: optionalText,
-  robots: optionalText,
-  canonical: optionalText,
-  favicon: optionalText,
-  ogTitle: optionalText,
-  ogDescription: optionalText,
-  ogUrl: optionalText,
-  ogImage: optionalText,
-  ogType: optionalText,
-  ogSiteName: optionalText,
-  ogLocale: optionalText,
-  twitterCard: optionalText,
-  twitterTitle: optionalText,
-  twitterDescription: optionalText,
-  twitterImage: optionalText,
-  sourceURL: z.string().describe("The URL asked for"),
-  url: z.string().describe("The URL rendered, after redirects"),
-  statusCode: z.int().describe("The target's HTTP status"),
-  contentType: z.string().nullable(),
-  error: optionalText.describe("The target's error text when statusCode >= 400"),
-});
 scraperSchemas.add(pageMetadataSchema, { id: "PageMetadata", description: "Metadata of the rendered page" });
 
 export const scrapeDataSchema = z.object({

@@ -1,35 +1,37 @@
 // Page metadata from the document head: title, description, language, keywords, robots,
 // canonical URL, favicon, Open Graph and Twitter card fields (Firecrawl's names).
 import type { CheerioAPI } from "cheerio";
+import { z } from "zod";
 
-export interface PageMetadata {
-  title: string;
-  description: string;
-  language: string | null;
-  keywords?: string;
-  robots?: string;
-  canonical?: string;
-  favicon?: string;
-  ogTitle?: string;
-  ogDescription?: string;
-  ogUrl?: string;
-  ogImage?: string;
-  ogType?: string;
-  ogSiteName?: string;
-  ogLocale?: string;
-  twitterCard?: string;
-  twitterTitle?: string;
-  twitterDescription?: string;
-  twitterImage?: string;
-  /** The URL asked for. */
-  sourceURL: string;
-  /** The URL rendered, after redirects. */
-  url: string;
-  statusCode: number;
-  contentType: string | null;
-  /** The target's error text when statusCode >= 400. */
-  error?: string;
-}
+const optionalText = z.string().optional();
+
+/** The metadata of a scraped page; the API's answers are serialised (and documented) through it. */
+export const pageMetadataSchema = z.object({
+  title: z.string(),
+  description: z.string(),
+  language: z.string().nullable(),
+  keywords: optionalText,
+  robots: optionalText,
+  canonical: optionalText,
+  favicon: optionalText,
+  ogTitle: optionalText,
+  ogDescription: optionalText,
+  ogUrl: optionalText,
+  ogImage: optionalText,
+  ogType: optionalText,
+  ogSiteName: optionalText,
+  ogLocale: optionalText,
+  twitterCard: optionalText,
+  twitterTitle: optionalText,
+  twitterDescription: optionalText,
+  twitterImage: optionalText,
+  sourceURL: z.string().describe("The URL asked for"),
+  url: z.string().describe("The URL rendered, after redirects"),
+  statusCode: z.int().describe("The target's HTTP status"),
+  contentType: z.string().nullable(),
+  error: optionalText.describe("The target's error text when statusCode >= 400"),
+});
+export type PageMetadata = z.output<typeof pageMetadataSchema>;
 
 const OPEN_GRAPH: Record<string, keyof PageMetadata> = {
   "og:title": "ogTitle",
