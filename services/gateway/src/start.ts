@@ -8,8 +8,7 @@ import {
   shutdownTracing,
   stopOnSignals,
 } from "@capstan/shared";
-import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
-import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import { ResourceView, startResourceSource } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { drainAndClose, drainTimes } from "./shutdown.ts";
@@ -19,31 +18,13 @@ async function main(): Promise<void> {
   const logger = createLogger({ name: "gateway", level: config.logLevel });
   const view = new ResourceView();
   const registry = createRegistry();
-  let stopSource: () => void;
-  if (config.resourcesDirs.length > 0) {
-    const source = new FileSource(view, {
-      dirs: config.resourcesDirs,
-      onError: (err) => logger.error({ err: err.message }, "resource files not reloaded; keeping the last good state"),
-    });
-    source.start();
-    stopSource = () => source.stop();
-    logger.info({ dirs: config.resourcesDirs }, "resources read from files");
-  } else {
-    const kube = new KubeHttp(loadKubeConfig(), registry);
-    const source = new KubeSource(view, kube, {
-      ...(config.namespace ? { namespace: config.namespace } : {}),
-      kinds: ["AccessChannel", "Agent"],
-      onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch error; serving the last state"),
-    });
-    stopSource = () => {
-      source.stop();
-      void kube.close();
-    };
-    source.start().then(
-      () => logger.info({ namespace: config.namespace ?? "(all)" }, "resources synced from the API server"),
-      (err: Error) => logger.error({ err: err.message }, "resource watch failed to start"),
-    );
-  }
+  const stopSource = startResourceSource(view, {
+    dirs: config.resourcesDirs,
+    kinds: ["AccessChannel", "Agent"],
+    namespace: config.namespace,
+    registry,
+    logger,
+  });
   logger.info(
     config.redisUrl ? { limiter: "redis", policy: config.limiter.redisDownPolicy } : { limiter: "in-process" },
     config.redisUrl

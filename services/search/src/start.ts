@@ -9,8 +9,7 @@ import {
   shutdownTracing,
   stopOnSignals,
 } from "@capstan/shared";
-import { KubeHttp, loadKubeConfig } from "@capstan/shared/kube";
-import { FileSource, KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import { ResourceView, startResourceSource } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadSearchConfig } from "./config.ts";
 
@@ -19,28 +18,14 @@ async function main(): Promise<void> {
   const logger = createLogger({ name: "search", level: config.logLevel });
   const view = new ResourceView();
   const registry = createRegistry();
-  let stopSource: () => void = () => {};
-  if (config.resourcesDirs.length > 0) {
-    const source = new FileSource(view, {
-      dirs: config.resourcesDirs,
-      onError: (err) => logger.error({ err: err.message }, "resource files"),
-    });
-    source.start();
-    stopSource = () => source.stop();
-    logger.info({ dirs: config.resourcesDirs }, "resources from files");
-  } else {
-    const kube = new KubeHttp(loadKubeConfig({ kubeconfig: config.kubeconfig }), registry);
-    const source = new KubeSource(view, kube, {
-      ...(config.namespace ? { namespace: config.namespace } : {}),
-      kinds: ["SearchKey", "KnowledgeBase"],
-      onError: (err, kind) => logger.warn({ err: err.message, kind }, "resource watch"),
-    });
-    void source.start().then(() => logger.info("resource view synced"));
-    stopSource = () => {
-      source.stop();
-      void kube.close();
-    };
-  }
+  const stopSource = startResourceSource(view, {
+    dirs: config.resourcesDirs,
+    kinds: ["SearchKey", "KnowledgeBase"],
+    namespace: config.namespace,
+    kubeconfig: config.kubeconfig,
+    registry,
+    logger,
+  });
   if (!config.internalToken) logger.warn("CAPSTAN_INTERNAL_TOKEN not set: the internal documents API is disabled");
 
   const app = await buildApp(config, { view, logger, registry });
