@@ -54,12 +54,25 @@ export const chatCompletion = z.looseObject({
 });
 gatewaySchemas.add(chatCompletion, { id: "ChatCompletion" });
 
-/** Documentation only (streams are written as they come): the events of a stream: true answer. */
-export const chatCompletionStream = z.string();
+/**
+ * Documentation only (streams are written as they come): one event of a stream: true answer.
+ * OpenAPI 3.1 reads the schema of a text/event-stream as the schema of each event, with the
+ * event's fields as properties (the shape server-sent event parsers give).
+ */
+export const chatCompletionStream = z.object({
+  data: z
+    .string()
+    .describe(
+      "a chat.completion.chunk as JSON; `[DONE]` ends the stream; an error after the first byte is sent as the OpenAI error object as JSON and the stream ends without [DONE]",
+    ),
+  event: z.string().optional().describe("never set by the gateway: parsers report `message`"),
+  id: z.string().optional(),
+  retry: z.int().optional(),
+});
 gatewaySchemas.add(chatCompletionStream, {
-  id: "ChatCompletionStream",
+  id: "ChatCompletionStreamEvent",
   description:
-    "Server-sent events: `data: <chat.completion.chunk JSON>` lines separated by blank lines, ending with `data: [DONE]`; an error after the first byte is sent as `data: <OpenAI error object>` and the stream ends without [DONE].",
+    "One server-sent event of a streamed answer: `data: <chat.completion.chunk JSON>` lines separated by blank lines, the last one `data: [DONE]`",
 });
 
 export const model = z.object({ id: z.string(), object: z.literal("model"), created: z.int(), owned_by: z.string() });
