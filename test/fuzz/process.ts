@@ -16,6 +16,8 @@ export async function startService(
   service: "gateway" | "search" | "scraper",
   env: Record<string, string>,
   ready: (s: Omit<ServiceProcess, "proc">) => Promise<boolean>,
+  /** The variable naming the service's internal (metrics, health) port: the scraper's is ADMIN_PORT. */
+  internalPortVar = "CAPSTAN_INTERNAL_PORT",
 ): Promise<ServiceProcess> {
   const main = fileURLToPath(new URL(`../../services/${service}/src/main.ts`, import.meta.url));
   const [port, internalPort] = [await freePort(), await freePort()];
@@ -25,7 +27,7 @@ export async function startService(
   const proc = startProcess(service, process.execPath, [main], {
     ...clean,
     PORT: String(port),
-    CAPSTAN_INTERNAL_PORT: String(internalPort),
+    [internalPortVar]: String(internalPort),
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     OTEL_SDK_DISABLED: "true",

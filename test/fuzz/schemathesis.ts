@@ -40,6 +40,8 @@ export interface FuzzOptions {
    * budget it keeps fuzzing until the budget is spent, so every run would last that long.
    */
   hardTimeoutS: number;
+  /** Extra environment of schemathesis, e.g. SCHEMATHESIS_HOOKS (a Python file of hooks). */
+  env?: Record<string, string>;
   /** Per-request timeout: a request without an answer by then fails the run. */
   requestTimeoutS: number;
 }
@@ -61,14 +63,20 @@ export function schemathesisBin(name: "st" | "openapi-spec-validator"): string {
 }
 
 /** Runs a command with a hard timeout (SIGKILL to its process group); output is stdout + stderr. */
-function run(cmd: string, args: string[], cwd: string, hardTimeoutMs: number): Promise<RunResult> {
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  hardTimeoutMs: number,
+  env: Record<string, string> = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       cwd,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
       // No proxy may take loopback traffic elsewhere; no colour codes in the captured summary.
-      env: { ...process.env, NO_COLOR: "1", NO_PROXY: "*", HTTP_PROXY: "", HTTPS_PROXY: "", COLUMNS: "160" },
+      env: { ...process.env, NO_COLOR: "1", NO_PROXY: "*", HTTP_PROXY: "", HTTPS_PROXY: "", COLUMNS: "160", ...env },
     });
     let output = "";
     child.stdout.on("data", (c: Buffer) => {
@@ -122,7 +130,7 @@ export async function fuzz(opts: FuzzOptions): Promise<RunResult> {
     ...Object.entries(opts.headers ?? {}).flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
   ];
   try {
-    return await run(st, args, cwd, opts.hardTimeoutS * 1000);
+    return await run(st, args, cwd, opts.hardTimeoutS * 1000, opts.env);
   } finally {
     rmSync(cwd, { recursive: true, force: true });
   }

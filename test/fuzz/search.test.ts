@@ -7,12 +7,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashKey } from "@capstan/shared";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import type { ManagedProcess } from "../ground/process.ts";
 import { HANDBOOK } from "../search/corpus.ts";
 import { INTERNAL_TOKEN, ingest } from "../search/helpers.ts";
 import { startService } from "./process.ts";
-import { fuzz, validateDocument } from "./schemathesis.ts";
+import { fuzzTests } from "./suite.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "capstan-fuzz-search-"));
 const key = `fuzz-search-key-${process.pid}`;
@@ -57,25 +57,13 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe("search under schemathesis", () => {
-  it("publishes a valid OpenAPI 3.1 document (openapi-spec-validator)", async () => {
-    const result = await validateDocument(origin);
-    expect(result.code, result.output).toBe(0);
-  }, 90_000);
-
-  it("answers every generated request without a 5xx, a hang or a response the document does not declare", async () => {
-    const result = await fuzz({
-      origin,
-      headers: { authorization: `Bearer ${key}` },
-      maxExamples: 25,
-      hardTimeoutS: 150,
-      requestTimeoutS: 15,
-    });
-    if (result.code !== 0) console.error(result.output);
-    expect(result.code, "schemathesis found failures (summary above)").toBe(0);
+fuzzTests(
+  "search",
+  () => ({ origin, key, proc }),
+  { maxExamples: 25, hardTimeoutS: 150, requestTimeoutS: 15 },
+  async () => {
     // The cases reached the search pipeline (not all refused before it): queries were embedded.
     const metrics = await (await fetch(`${internalOrigin}/metrics`)).text();
     expect(metrics).toMatch(/capstan_search_stage_duration_seconds_count\{stage="embed"\} [1-9]/);
-    expect(proc.output()).not.toContain(key);
-  }, 180_000);
-});
+  },
+);
