@@ -1,11 +1,13 @@
 // schemathesis against the search process (src/main.ts) as deployed in standalone mode: resources
 // from YAML files, the embedded store and the local embedding model, a real SearchKey scoped to a
-// knowledge base holding a few documents (so searches find passages). Every case generated from
+// knowledge base holding a few documents (so searches find passages); search_hooks.py scopes
+// half of the generated queries to it, so they run the whole pipeline. Every case generated from
 // the published /openapi.json must answer without a 5xx, within the request timeout, with a
 // status, content type and body the document declares.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { hashKey } from "@capstan/shared";
 import { afterAll, beforeAll, expect } from "vitest";
 import type { ManagedProcess } from "../ground/process.ts";
@@ -14,6 +16,7 @@ import { INTERNAL_TOKEN, ingest } from "../search/helpers.ts";
 import { startService } from "./process.ts";
 import { fuzzTests } from "./suite.ts";
 
+const HOOKS = fileURLToPath(new URL("./search_hooks.py", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "capstan-fuzz-search-"));
 const key = `fuzz-search-key-${process.pid}`;
 let proc: ManagedProcess;
@@ -59,7 +62,7 @@ afterAll(async () => {
 
 fuzzTests(
   "search",
-  () => ({ origin, key, proc }),
+  () => ({ origin, key, proc, env: { SCHEMATHESIS_HOOKS: HOOKS, CAPSTAN_FUZZ_KB: "kb_handbook" } }),
   { maxExamples: 25, hardTimeoutS: 150, requestTimeoutS: 15 },
   async () => {
     // The cases reached the search pipeline (not all refused before it): queries were embedded.
