@@ -13,6 +13,11 @@ if "$venv/bin/st" --version 2>/dev/null | grep -q "$version" &&
   "$venv/bin/python" -c "import openapi_spec_validator" 2>/dev/null; then
   exit 0
 fi
+# schemathesis 4 needs Python 3.11 or later (Debian 12 ships 3.11).
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "[setup] schemathesis: needs python3 >= 3.11, found $(python3 --version 2>&1)" >&2
+  exit 1
+fi
 # Debian splits venv/ensurepip out of python3 itself.
 if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
   apt_install_missing python3-venv

@@ -100,7 +100,7 @@ function run(
 /**
  * schemathesis against `<origin>/openapi.json`, every phase but the stateful one (no links between
  * operations are declared), one worker (a 2-core machine), a fixed seed so CI replays the same
- * cases (CAPSTAN_FUZZ_SEED picks another). Exit code 0 means every check held on every case.
+ * cases (CAPSTAN_FUZZ_SEED picks another, CAPSTAN_FUZZ_MAX_EXAMPLES a deeper run). Exit code 0 means every check held on every case.
  */
 export async function fuzz(opts: FuzzOptions): Promise<RunResult> {
   const st = schemathesisBin("st");
@@ -115,7 +115,7 @@ export async function fuzz(opts: FuzzOptions): Promise<RunResult> {
     "--phases",
     "examples,coverage,fuzzing",
     "--max-examples",
-    String(opts.maxExamples),
+    process.env.CAPSTAN_FUZZ_MAX_EXAMPLES ?? String(opts.maxExamples),
     "--request-timeout",
     String(opts.requestTimeoutS),
     "--workers",

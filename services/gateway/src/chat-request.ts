@@ -3,6 +3,7 @@
 // ("messages.[0].role"). Unknown top-level fields are ignored (forward-compatible with newer SDKs).
 import { z } from "zod";
 import { GatewayError } from "./errors.ts";
+import { gatewaySchemas } from "./http/schemas.ts";
 
 const textPart = z.object({ type: z.literal("text"), text: z.string() });
 const imagePart = z.object({
@@ -28,22 +29,31 @@ const toolCall = z.object({
 
 const name = z.string().min(1).max(256).optional();
 
+const assistantMessage = z
+  .object({
+    role: z.literal("assistant"),
+    content: content.nullable().optional(),
+    name,
+    refusal: z.string().nullable().optional(),
+    tool_calls: z.array(toolCall).optional(),
+  })
+  .refine((m) => (m.content !== undefined && m.content !== null) || (m.tool_calls?.length ?? 0) > 0, {
+    message: "an assistant message needs content or tool_calls",
+    path: ["content"],
+  });
+// The refinement as JSON Schema in the published document (it cannot be derived from a function).
+gatewaySchemas.add(assistantMessage, {
+  anyOf: [
+    { required: ["content"], properties: { content: { not: { type: "null" } } } },
+    { required: ["tool_calls"], properties: { tool_calls: { minItems: 1 } } },
+  ],
+});
+
 export const chatMessage = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content, name }),
   z.object({ role: z.literal("developer"), content, name }),
   z.object({ role: z.literal("user"), content, name }),
-  z
-    .object({
-      role: z.literal("assistant"),
-      content: content.nullable().optional(),
-      name,
-      refusal: z.string().nullable().optional(),
-      tool_calls: z.array(toolCall).optional(),
-    })
-    .refine((m) => (m.content !== undefined && m.content !== null) || (m.tool_calls?.length ?? 0) > 0, {
-      message: "an assistant message needs content or tool_calls",
-      path: ["content"],
-    }),
+  assistantMessage,
   z.object({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) }),
 ]);
 export type ChatMessage = z.infer<typeof chatMessage>;

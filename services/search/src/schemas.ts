@@ -14,7 +14,9 @@ export function searchRequestSchema(cfg: SearchConfig["search"]) {
     text: z
       .string()
       .max(cfg.maxTextLength, `must be at most ${cfg.maxTextLength} characters`)
-      .refine((s) => s.trim().length > 0, "must be a non-empty string"),
+      // Some character trim() keeps (\S in JavaScript), written so the published document says it
+      // too: a JSON Schema pattern read by other regex engines (\uFEFF is not \s to all of them).
+      .regex(/[^\s\uFEFF]/, "must be a non-empty string"),
     maxResults: z
       .int("must be an integer")
       .min(1, "must be at least 1")
