@@ -4,23 +4,19 @@
 // (issued by the operator, shown once) and the key works with the openai SDK; rotation retires it;
 // a read-only viewer sees no "Add key" and, forcing the requests, gets the API server's refusal.
 
-import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import OpenAI from "openai";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { Operator } from "../../operator/src/manager.ts";
-import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
-import { type RunningGateway, startGateway } from "../gateway/helpers.ts";
+import type { RunningGateway } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
-import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
-import { CAP, create, eventually, startOperatorFor, whenCondition } from "../operator/helpers.ts";
+import type { TestKube } from "../ground/kube-client.ts";
+import { eventually } from "../operator/helpers.ts";
+import { type ChatPlane, startChatPlane } from "./chat-plane.ts";
 import { forceFromPage, type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
 
 const ns = `console-${process.pid}-${Date.now().toString(36)}`;
+let plane: ChatPlane;
 let admin: TestKube;
-let operator: Operator;
-let fake: FakeOpenAI;
-let source: KubeSource;
 let gateway: RunningGateway;
 let consoleApp: RunningConsole;
 let browser: Browser;
@@ -45,24 +41,9 @@ const gatewayAccepts = (apiKey: string) =>
   });
 
 beforeAll(async () => {
-  admin = harnessKubeClient();
-  await installCrds(admin);
-  await ensureNamespace(admin, ns);
-  fake = await startFakeOpenAI();
-  const view = new ResourceView();
-  source = new KubeSource(view, admin, { namespace: ns, kinds: ["AccessChannel", "Agent"] });
-  await source.start();
-  gateway = await startGateway({}, { view });
   // The channels' status.endpoint (shown in the snippets) is this gateway.
-  operator = startOperatorFor(inject("kubeconfig"), ns, { gateway: { publicUrl: gateway.url } });
-  await operator.start();
-  await create(admin, {
-    apiVersion: CAP,
-    kind: "Agent",
-    metadata: { name: "echo", namespace: ns },
-    spec: { provider: { baseURL: fake.baseURL, model: "echo", maxRetries: 0 } },
-  });
-  await whenCondition(admin, "Agent", ns, "echo", "Ready", "True");
+  plane = await startChatPlane(ns);
+  ({ admin, gateway } = plane);
   tokens.owner = await tokenWithRoles(admin, ns, "owner", ["channel-owner"]);
   tokens.viewer = await tokenWithRoles(admin, ns, "viewer", ["viewer"]);
   consoleApp = await startConsole(inject("kubeconfig"), {
@@ -76,10 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await consoleApp?.close();
-  await gateway?.close();
-  source?.stop();
-  await operator?.stop();
-  await fake?.close();
+  await plane?.close();
 });
 
 describe("access channels in the console", () => {

@@ -3,24 +3,22 @@
 // real gateway (a fake provider speaking the OpenAI protocol behind it) and a real scraper with
 // its rendering service. A channel owner chats through a channel they pick and scrapes a page of
 // a loopback site; a viewer, who may not read Secrets, gets the API server's refusal in words.
-import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { Operator } from "../../operator/src/manager.ts";
-import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
-import { type RunningGateway, startGateway } from "../gateway/helpers.ts";
+import type { FakeOpenAI } from "../gateway/fake-openai.ts";
+import type { RunningGateway } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
-import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
-import { CAP, create, startOperatorFor, whenCondition } from "../operator/helpers.ts";
+import type { TestKube } from "../ground/kube-client.ts";
+import { CAP, create, whenCondition } from "../operator/helpers.ts";
 import { type Scraper, type Site, startScraper, startSite } from "../scraper/helpers.ts";
+import { type ChatPlane, startChatPlane } from "./chat-plane.ts";
 import { type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
 
 const ns = `console-try-${process.pid}-${Date.now().toString(36)}`;
 const SCRAPER_KEY = "scraper-test-key-0123456789";
+let plane: ChatPlane;
 let admin: TestKube;
-let operator: Operator;
 let fake: FakeOpenAI;
-let source: KubeSource;
 let gateway: RunningGateway;
 let scraper: Scraper;
 let site: Site;
@@ -29,16 +27,8 @@ let browser: Browser;
 const tokens: Record<string, string> = {};
 
 beforeAll(async () => {
-  admin = harnessKubeClient();
-  await installCrds(admin);
-  await ensureNamespace(admin, ns);
-  fake = await startFakeOpenAI();
-  const view = new ResourceView();
-  source = new KubeSource(view, admin, { namespace: ns, kinds: ["AccessChannel", "Agent"] });
-  await source.start();
-  gateway = await startGateway({}, { view });
-  operator = startOperatorFor(inject("kubeconfig"), ns, { gateway: { publicUrl: gateway.url } });
-  await operator.start();
+  plane = await startChatPlane(ns);
+  ({ admin, fake, gateway } = plane);
   site = await startSite();
   site.route(
     "/release-notes",
@@ -46,12 +36,6 @@ beforeAll(async () => {
       "<p>Channels now rotate their keys from the console.</p></main></body></html>",
   );
   scraper = await startScraper({ allowedHosts: [`127.0.0.1:${site.port}`], authEnabled: true, apiKey: SCRAPER_KEY });
-  await create(admin, {
-    apiVersion: CAP,
-    kind: "Agent",
-    metadata: { name: "echo", namespace: ns },
-    spec: { provider: { baseURL: fake.baseURL, model: "echo", maxRetries: 0 } },
-  });
   await create(admin, {
     apiVersion: CAP,
     kind: "AccessChannel",
@@ -86,10 +70,7 @@ afterAll(async () => {
   await consoleApp?.close();
   await scraper?.close();
   await site?.close();
-  await gateway?.close();
-  source?.stop();
-  await operator?.stop();
-  await fake?.close();
+  await plane?.close();
 });
 
 describe("try a chat and try a scrape", () => {

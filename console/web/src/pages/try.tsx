@@ -5,13 +5,32 @@ import { useEffect, useState } from "preact/hooks";
 import { type ApiError, type Channel, get, nsPath, post } from "../api.ts";
 import { ErrorText, Field } from "../ui.tsx";
 
+/** A form's one call: its result, whether it runs, and its error in words. */
+function useCall<T>() {
+  const [result, setResult] = useState<T>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const run = async (e: Event, call: () => Promise<T>) => {
+    e.preventDefault();
+    setError(undefined);
+    setResult(undefined);
+    setBusy(true);
+    try {
+      setResult(await call());
+    } catch (err) {
+      setError((err as ApiError).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { result, busy, error, setError, run };
+}
+
 export function TryChat({ ns, agent }: { ns: string; agent: string }) {
   const [channels, setChannels] = useState<Channel[]>();
   const [channel, setChannel] = useState("");
   const [message, setMessage] = useState("");
-  const [answer, setAnswer] = useState<{ answer: string; model: string | null }>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { result: answer, busy, error, setError, run } = useCall<{ answer: string; model: string | null }>();
   useEffect(() => {
     get<{ items: Channel[] }>(nsPath(ns, "accesschannels")).then(
       (r) => {
@@ -26,19 +45,7 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
   return (
     <form
       aria-labelledby={`${id}-title`}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(undefined);
-        setAnswer(undefined);
-        setBusy(true);
-        try {
-          setAnswer(await post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), { channel, message }));
-        } catch (err) {
-          setError((err as ApiError).message);
-        } finally {
-          setBusy(false);
-        }
-      }}
+      onSubmit={(e) => run(e, () => post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), { channel, message }))}
     >
       <h3 id={`${id}-title`}>Try a chat</h3>
       {channels && channels.length === 0 ? <p>No access channel serves this agent: create one first.</p> : null}
@@ -81,26 +88,12 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
 
 export function TryScrape({ ns, scraper }: { ns: string; scraper: string }) {
   const [url, setUrl] = useState("");
-  const [page, setPage] = useState<{ markdown: string; title: string; statusCode: number }>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { result: page, busy, error, run } = useCall<{ markdown: string; title: string; statusCode: number }>();
   const id = `scrape-${scraper}`;
   return (
     <form
       aria-labelledby={`${id}-title`}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(undefined);
-        setPage(undefined);
-        setBusy(true);
-        try {
-          setPage(await post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), { url }));
-        } catch (err) {
-          setError((err as ApiError).message);
-        } finally {
-          setBusy(false);
-        }
-      }}
+      onSubmit={(e) => run(e, () => post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), { url }))}
     >
       <h3 id={`${id}-title`}>Try a scrape</h3>
       <Field label="URL" id={`${id}-url`} hint="Scraped by this scraper; its Markdown is shown below.">
