@@ -69,6 +69,7 @@ function writeAtomic(path: string, text: string): void {
 }
 
 export class LocalApi implements ConsoleApi {
+  readonly inlineDocuments = true;
   private readonly store: LocalStore;
   constructor(store: LocalStore) {
     this.store = store;
@@ -260,7 +261,7 @@ export class LocalApi implements ConsoleApi {
     throw new KubeApiError(
       501,
       "NotImplemented",
-      "standalone mode takes documents as sources in the YAML folder (text or url), not as ConfigMaps",
+      "standalone mode keeps documents as inline text sources in the YAML folder, not as ConfigMaps",
       {},
     );
   }

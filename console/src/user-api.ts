@@ -64,6 +64,8 @@ async function concise<T>(call: Promise<unknown>): Promise<T> {
  * (404, 409 … as the API server gives them), so the routes treat both alike.
  */
 export interface ConsoleApi {
+  /** Uploaded documents become inline text sources (standalone mode), not ConfigMaps. */
+  readonly inlineDocuments?: boolean;
   whoAmI(): Promise<SessionUser>;
   rules(namespace: string): Promise<ResourceRule[]>;
   list(plural: string, ns: string): Promise<{ items: KubeObject[] }>;

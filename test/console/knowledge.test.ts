@@ -1,7 +1,8 @@
 // Search keys and knowledge bases in the console, in Chromium, against the real API server (RBAC
 // on), a real operator and a real search service (local embedding model): a search key made in the
 // form (scope one knowledge base, CIDRs checked) works on the search API for that base only; an
-// uploaded Markdown document is ingested by the operator and found with "try a search".
+// uploaded Markdown document is ingested by the operator and found with "try a search"; a knowledge
+// base made in the form (its id checked with the CRD's schema) takes an HTML upload, found too.
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -43,6 +44,19 @@ const searchWith = async (apiKey: string, knowledgeIds: string[], text: string) 
     body: (await res.json()) as { code: number; message: string; data: { text: string }[] | null },
   };
 };
+
+/** Waits until the operator reports at least `documents` ingested documents of the knowledge base. */
+const ingested = (name: string, documents: number) =>
+  eventually(
+    `${name}: ${documents} documents ingested`,
+    async () => {
+      const kb = await admin.json<{ status?: { documents?: number } }>(
+        `/apis/capstan.dev/v1alpha1/namespaces/${ns}/knowledgebases/${name}`,
+      );
+      return (kb.status?.documents ?? 0) >= documents ? true : undefined;
+    },
+    120_000,
+  );
 
 beforeAll(async () => {
   admin = harnessKubeClient();
@@ -136,16 +150,7 @@ describe("search keys and knowledge bases in the console", () => {
     });
     await page.getByRole("button", { name: "Upload" }).click();
     await expect.poll(() => page.getByText("visitors.md added").count()).toBe(1);
-    await eventually(
-      "the upload ingested",
-      async () => {
-        const kb = await admin.json<{ status?: { documents?: number } }>(
-          `/apis/capstan.dev/v1alpha1/namespaces/${ns}/knowledgebases/handbook`,
-        );
-        return (kb.status?.documents ?? 0) >= 2 ? true : undefined;
-      },
-      120_000,
-    );
+    await ingested("handbook", 2);
     await page.getByRole("button", { name: "Refresh" }).click();
     await page.getByLabel("Search text").fill("Where do visitors park and what is the gate code?");
     await page.getByRole("button", { name: "Search", exact: true }).click();
@@ -153,6 +158,51 @@ describe("search keys and knowledge bases in the console", () => {
       .poll(() => page.getByTestId("search-hit").first().textContent(), { timeout: 30_000 })
       .toContain("ZEBRA-42");
     await screenshot(page, "knowledge-base");
+    await page.close();
+  });
+
+  it("a knowledge base made in the form takes an HTML upload that try a search finds", async () => {
+    const page = await browser.newPage();
+    await signIn(page, consoleApp.url, token);
+    await page.goto(`${consoleApp.url}/#/knowledge`);
+    await page.getByRole("button", { name: "New knowledge base" }).click();
+    await page.getByLabel("Resource name").fill("faq");
+    await page.getByLabel("Knowledge id (empty: kb_ and the name)").fill("FAQ!");
+    await page.getByLabel("Description").fill("Questions customers ask");
+    await page.getByRole("button", { name: "Create knowledge base" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("knowledgeId");
+    await page.getByLabel("Knowledge id (empty: kb_ and the name)").fill("kb_faq");
+    await screenshot(page, "knowledge-base-new");
+    await page.getByRole("button", { name: "Create knowledge base" }).click();
+    await page.waitForURL(/#\/knowledge\/faq$/);
+    const kb = await admin.json<{ spec: { knowledgeId?: string; description?: string } }>(
+      `/apis/capstan.dev/v1alpha1/namespaces/${ns}/knowledgebases/faq`,
+    );
+    expect(kb.spec).toMatchObject({ knowledgeId: "kb_faq", description: "Questions customers ask" });
+    // Try a search needs a search key covering the new base (made here by the platform team).
+    await create(admin, {
+      apiVersion: CAP,
+      kind: "SearchKey",
+      metadata: { name: "faq-reader", namespace: ns },
+      spec: { keyName: "FAQ reader", knowledgeIds: ["kb_faq"] },
+    });
+    await whenCondition(admin, "SearchKey", ns, "faq-reader", "Ready", "True");
+    await page.getByLabel("Document (Markdown, text or HTML)").setInputFiles({
+      name: "returns.html",
+      mimeType: "text/html",
+      buffer: Buffer.from(
+        "<html><body><h1>Returns</h1><p>Returns are accepted within 45 days with the receipt.</p>" +
+          "<script>alert(1)</script></body></html>",
+      ),
+    });
+    await page.getByRole("button", { name: "Upload" }).click();
+    await expect.poll(() => page.getByText("returns.html added").count()).toBe(1);
+    await ingested("faq", 1);
+    await page.getByLabel("Search text").fill("How long do I have to return an item?");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    const hit = page.getByTestId("search-hit").first();
+    await expect.poll(() => hit.textContent(), { timeout: 30_000 }).toContain("45 days");
+    expect(await hit.textContent()).not.toContain("alert(1)");
     await page.close();
   });
 

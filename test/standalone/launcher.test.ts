@@ -5,7 +5,7 @@
 // killed) is reported and comes back; one Ctrl-C to the process group stops every service, one
 // line each (npm forwards the SIGINT too: the launcher takes the two as one Ctrl-C). The console it
 // starts, at the address it prints, signs in with the admin token it prints and writes a channel
-// into the folder, whose key the gateway then accepts. The unit tests
+// into the folder, whose key the gateway then accepts, and an uploaded document, found by try a search. The unit tests
 // beside scripts/standalone/ cover the same pieces in isolation.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -168,7 +168,7 @@ describe("npm start, running", () => {
     expect(answered).toMatchObject({ object: "chat.completion" });
   });
 
-  it("prints the console's address and admin token; the console writes a new channel into the folder", async () => {
+  it("prints the console's address and admin token; the console writes a channel, a search key and an upload into the folder", async () => {
     const url = output.match(/Console: +(http:\/\/127\.0\.0\.1:\d+) +\(writes into /)?.[1] as string;
     const token = output.match(/ {2}admin token: (cap_adm_\S+)/)?.[1] as string;
     expect(url).toBeDefined();
@@ -201,8 +201,39 @@ describe("npm start, running", () => {
       if (!answered) await new Promise((r) => setTimeout(r, 100));
     }
     expect(answered).toMatchObject({ object: "chat.completion" });
+
+    // A search key made in the console (the example's is IP-restricted, which try a search does
+    // not use) is issued by the launcher; an upload becomes an inline source in the folder's YAML,
+    // which the launcher ingests; the console's try a search finds it.
+    let from = output.length;
+    await page.goto(`${url}/#/search-keys`);
+    await page.getByRole("button", { name: "New search key" }).click();
+    await page.getByLabel("Resource name").fill("console-search");
+    await page.getByLabel("Key name").fill("Console search");
+    await page.getByLabel("Scope: knowledge bases").selectOption(["kb_product_docs"]);
+    await page.getByRole("button", { name: "Create search key" }).click();
+    await waitFor(
+      /new key SearchKey\s+capstan-demo\/console-search [\s\S]*Applied: the gateway and search/,
+      60_000,
+      from,
+    );
+    from = output.length;
+    await page.goto(`${url}/#/knowledge/product-docs`);
+    await page.getByLabel("Document (Markdown, text or HTML)").setInputFiles({
+      name: "office.md",
+      mimeType: "text/markdown",
+      buffer: Buffer.from("# The office\n\nThe office dog is called Biscuit and sleeps under the stairs.\n"),
+    });
+    await page.getByRole("button", { name: "Upload" }).click();
+    await waitFor(/Knowledge base kb_product_docs: \d+ documents[\s\S]*Applied: the gateway and search/, 120_000, from);
+    expect(readFileSync(join(resources, "knowledge-base.yaml"), "utf8")).toContain("Biscuit");
+    await page.getByLabel("Search text").fill("What is the office dog called?");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await expect
+      .poll(() => page.getByTestId("search-hit").first().textContent(), { timeout: 30_000 })
+      .toContain("Biscuit");
     await page.close();
-  }, 180_000);
+  }, 300_000);
 
   it("says why a folder that does not parse is not applied, and keeps serving", async () => {
     const from = output.length;

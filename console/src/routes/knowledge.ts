@@ -1,7 +1,8 @@
-// Knowledge bases: the list with ingestion counts and failed sources, one knowledge base with its
-// sources, document upload (Markdown, plain text, HTML turned into Markdown) as a ConfigMap source
+// Knowledge bases: the list with ingestion counts and failed sources, create (the CRD's zod
+// schema), one knowledge base with its sources, document upload (Markdown, plain text, HTML turned into Markdown) as a ConfigMap source
 // the operator ingests like any other, and "try a search" through the real search API with a
 // search key of the user's (read with their token: no key of the console's own).
+import { knowledgeBaseSpec } from "@capstan/shared/api";
 import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-client";
 import { isStatus } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
@@ -83,7 +84,29 @@ async function searchKeyFor(api: ConsoleApi, ns: string, knowledgeId: string): P
     .trim();
 }
 
+const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unknown()) });
+
 export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
+  app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/knowledgebases", async (req, reply) => {
+    const { api } = sessionOf(ctx, req);
+    const ns = checkName("namespace", req.params.ns);
+    const body = createBody.safeParse(req.body);
+    if (!body.success) throw errors.invalid("send { name, spec }");
+    const spec = knowledgeBaseSpec.safeParse(body.data.spec);
+    if (!spec.success) {
+      throw errors.invalid(spec.error.issues.map((i) => `${i.path.join(".") || "spec"}: ${i.message}`).join("; "));
+    }
+    const created = await api.create(PLURAL, ns, {
+      apiVersion: "capstan.dev/v1alpha1",
+      kind: "KnowledgeBase",
+      metadata: { name: checkName("knowledge base name", body.data.name), namespace: ns },
+      // What the user gave, not the defaults zod filled in: the API server applies the CRD's own.
+      spec: body.data.spec,
+    });
+    reply.code(201);
+    return knowledgeRow(created);
+  });
+
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/knowledgebases", async (req) => {
     const { api } = sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
@@ -123,16 +146,21 @@ export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void
       metadata: { name: cmName, namespace: ns, labels: { "capstan.dev/knowledge-base": req.params.name } },
       data: { [key]: text },
     };
-    try {
-      await api.createConfigMap(ns, cm);
-    } catch (err) {
-      if (!isStatus(err, 409)) throw err;
-      await api.replaceConfigMap(ns, cmName, cm);
-    }
     const sources = ((kb.spec?.sources as Record<string, unknown>[] | undefined) ?? []).filter(
-      (s) => (s.configMap as { name?: string } | undefined)?.name !== cmName,
+      (s) => (s.configMap as { name?: string } | undefined)?.name !== cmName && s.name !== body.data.fileName,
     );
-    sources.push({ name: body.data.fileName, configMap: { name: cmName, keys: [key] } });
+    if (api.inlineDocuments) {
+      // Standalone mode: the document goes into the YAML as an inline text source.
+      sources.push({ name: body.data.fileName, text });
+    } else {
+      try {
+        await api.createConfigMap(ns, cm);
+      } catch (err) {
+        if (!isStatus(err, 409)) throw err;
+        await api.replaceConfigMap(ns, cmName, cm);
+      }
+      sources.push({ name: body.data.fileName, configMap: { name: cmName, keys: [key] } });
+    }
     // resourceVersion: a concurrent edit of the sources makes this fail (409) instead of losing it.
     const updated = await api.patch(PLURAL, ns, req.params.name, {
       metadata: { resourceVersion: kb.metadata.resourceVersion },

@@ -45,7 +45,7 @@ function Page({ route, ns, can }: { route: string; ns: string; can: Permissions 
   if (page === "channels") return <ChannelsPage ns={ns} can={can} />;
   if (page === "search-keys") return <SearchKeysPage ns={ns} can={can} />;
   if (page === "knowledge" && name) return <KnowledgePage ns={ns} name={decodeURIComponent(name)} can={can} />;
-  if (page === "knowledge") return <KnowledgeList ns={ns} />;
+  if (page === "knowledge") return <KnowledgeList ns={ns} can={can} />;
   if (page === "agents") return <AgentsPage ns={ns} />;
   if (page === "usage") return <UsagePage ns={ns} />;
   const lazy = PAGES.find(([p]) => p === page);

@@ -1,8 +1,10 @@
-// Knowledge bases: the list (documents, chunks, failed sources), and one knowledge base with its
+// Knowledge bases: the list (documents, chunks, failed sources) with "New knowledge base"
+// (knowledge-new.tsx), and one knowledge base with its
 // sources, document upload (Markdown, text, HTML) and a "try a search" box on the real search API.
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, get, nsPath, type Permissions, post } from "../api.ts";
 import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
+import { CreateKnowledgeBase } from "./knowledge-new.tsx";
 
 interface KnowledgeRow {
   name: string;
@@ -166,9 +168,10 @@ export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can
   );
 }
 
-export function KnowledgeList({ ns }: { ns: string }) {
+export function KnowledgeList({ ns, can }: { ns: string; can: Permissions }) {
   const [items, setItems] = useState<KnowledgeRow[]>();
   const [filter, setFilter] = useState("");
+  const [creating, setCreating] = useState(false);
   const [error, setError] = useState<string>();
   useEffect(() => {
     get<{ items: KnowledgeRow[] }>(nsPath(ns, "knowledgebases")).then(
@@ -181,7 +184,21 @@ export function KnowledgeList({ ns }: { ns: string }) {
     <section aria-labelledby="kbs-title">
       <h1 id="kbs-title">Knowledge bases in {ns}</h1>
       <ErrorText error={error} />
-      <FilterBar id="kb-filter" value={filter} onChange={setFilter} />
+      <FilterBar id="kb-filter" value={filter} onChange={setFilter}>
+        {can.knowledgebases?.create ? (
+          <button type="button" onClick={() => setCreating(!creating)} aria-expanded={creating}>
+            New knowledge base
+          </button>
+        ) : null}
+      </FilterBar>
+      {creating ? (
+        <CreateKnowledgeBase
+          ns={ns}
+          onCreated={(name) => {
+            location.hash = `#/knowledge/${encodeURIComponent(name)}`;
+          }}
+        />
+      ) : null}
       {items && items.length === 0 ? <p>No knowledge bases in this namespace.</p> : null}
       <table>
         <caption class="sr-only">Knowledge bases</caption>
