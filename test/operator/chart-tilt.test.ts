@@ -62,7 +62,7 @@ describe("Tiltfile", () => {
     const envValues = new Set(containers.flatMap((c) => (c.env ?? []).map((e) => repo(e.value ?? ""))));
     const builds = tiltBuilds();
     expect(builds.map((b) => b.image).sort()).toEqual(
-      ["operator", "gateway", "search", "scraper"].map((t) => `ghcr.io/capstan-dev/${t}`).sort(),
+      ["operator", "console", "gateway", "search", "scraper"].map((t) => `ghcr.io/capstan-dev/${t}`).sort(),
     );
     for (const b of builds) {
       if (b.inEnv) expect(envValues, `${b.image} as an env value`).toContain(b.image);
