@@ -1,7 +1,7 @@
 // A KnowledgeBase ingest as one trace, across processes started as deployed (`node …/main.ts`):
 // the operator reconciles the KnowledgeBase and calls the scraper (`node services/scraper/src/
 // main.ts`, API and rendering service in one process, real Chromium), which renders a page of a
-// loopback site; both export to a real Jaeger. Jaeger must then hold ONE trace going from the
+// loopback site; both export to a real OpenTelemetry Collector (test/ground/trace-receiver.ts). It must then hold ONE trace going from the
 // operator's `reconcile KnowledgeBase` root span through its client call to the scraper, the
 // scraper's server span, its `scrape` span, the call to the rendering service and the render's
 // server span, down to the page fetch made for Chromium, and the site must have received that
@@ -11,10 +11,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type JaegerServer, type JaegerSpan, type JaegerTrace, spanTree, startJaeger } from "../ground/jaeger.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
+import {
+  spanTree,
+  startTraceReceiver,
+  type Trace,
+  type TraceReceiver,
+  type TraceSpan,
+} from "../ground/trace-receiver.ts";
 import { CAP, create, whenCondition } from "../operator/helpers.ts";
 import { type ServedSearch, startSearchForOperator } from "../operator/served-search.ts";
 import { type Site, startSite } from "../scraper/helpers.ts";
@@ -25,13 +31,13 @@ const TOKEN = "ingest-trace-test-token-0123456789";
 const dir = mkdtempSync(join(tmpdir(), "capstan-ingest-trace-"));
 const running: ManagedProcess[] = [];
 let admin: TestKube;
-let jaeger: JaegerServer;
+let receiver: TraceReceiver;
 let site: Site;
 let search: ServedSearch;
 /** The `traceparent` headers the site received for its page. */
 const traceparents: string[] = [];
 
-/** The environment of each process: OTEL_* to Jaeger, nothing of the test runner's own. */
+/** The environment of each process: OTEL_* to the trace receiver, nothing of the test runner's own. */
 function env(vars: Record<string, string>): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(
@@ -41,7 +47,7 @@ function env(vars: Record<string, string>): NodeJS.ProcessEnv {
   return {
     ...clean,
     LOG_LEVEL: "warn",
-    OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.otlpEndpoint,
     OTEL_BSP_SCHEDULE_DELAY: "100",
     ...vars,
   };
@@ -51,7 +57,7 @@ beforeAll(async () => {
   admin = harnessKubeClient();
   await installCrds(admin);
   await ensureNamespace(admin, ns);
-  jaeger = await startJaeger();
+  receiver = await startTraceReceiver();
   site = await startSite();
   site.route("/runbook", (req, res) => {
     traceparents.push(String(req.headers.traceparent ?? ""));
@@ -112,21 +118,21 @@ afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()));
   await search?.close();
   await site?.close();
-  await jaeger?.stop();
+  await receiver?.stop();
   await admin?.json(`/api/v1/namespaces/${ns}`, { method: "DELETE" }).catch(() => {});
   rmSync(dir, { recursive: true, force: true });
 });
 
-const tag = (s: JaegerSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
-const parentOf = (s: JaegerSpan) => s.references.find((r) => r.refType === "CHILD_OF")?.spanID;
-const clientTo = (s: JaegerSpan, url: string) =>
+const tag = (s: TraceSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
+const parentOf = (s: TraceSpan) => s.references.find((r) => r.refType === "CHILD_OF")?.spanID;
+const clientTo = (s: TraceSpan, url: string) =>
   tag(s, "span.kind") === "client" && String(tag(s, "url.full")).startsWith(url);
-const serviceOf = (t: JaegerTrace, s: JaegerSpan) => t.processes[s.processID]?.serviceName;
+const serviceOf = (t: Trace, s: TraceSpan) => t.processes[s.processID]?.serviceName;
 
 /** True when `ancestor` is `s` or above it in the trace. */
-function below(t: JaegerTrace, s: JaegerSpan, ancestor: JaegerSpan): boolean {
+function below(t: Trace, s: TraceSpan, ancestor: TraceSpan): boolean {
   const byId = new Map(t.spans.map((x) => [x.spanID, x]));
-  for (let cur: JaegerSpan | undefined = s; cur; cur = byId.get(parentOf(cur) ?? "")) {
+  for (let cur: TraceSpan | undefined = s; cur; cur = byId.get(parentOf(cur) ?? "")) {
     if (cur.spanID === ancestor.spanID) return true;
   }
   return false;
@@ -144,12 +150,12 @@ describe("a KnowledgeBase ingest as one trace", () => {
 
     // The reconcile that scraped: the trace holding the scraper's `scrape` span (spans arrive
     // from two processes, so wait until the page fetch is there too).
-    let trace: JaegerTrace | undefined;
+    let trace: Trace | undefined;
     await waitFor(
       "a reconcile KnowledgeBase trace down to the page fetch",
       async () => {
-        for (const t of await jaeger.traces("capstan-operator", "reconcile KnowledgeBase")) {
-          const full = await jaeger.trace(t.traceID);
+        for (const t of await receiver.traces("capstan-operator", "reconcile KnowledgeBase")) {
+          const full = await receiver.trace(t.traceID);
           const fetched = full?.spans.some((s) => clientTo(s, `${site.origin}/runbook`));
           if (full?.spans.some((s) => s.operationName === "scrape") && fetched) {
             trace = full;
@@ -160,13 +166,13 @@ describe("a KnowledgeBase ingest as one trace", () => {
       },
       { timeoutMs: 60_000 },
     );
-    const t = trace as JaegerTrace;
+    const t = trace as Trace;
     const tree = spanTree(t);
     console.log(`[ingest trace]\n${tree}`);
-    const one = (what: string, pick: (s: JaegerSpan) => boolean): JaegerSpan => {
+    const one = (what: string, pick: (s: TraceSpan) => boolean): TraceSpan => {
       const found = t.spans.filter(pick);
       expect(found.length, `${what}\n${tree}`).toBe(1);
-      return found[0] as JaegerSpan;
+      return found[0] as TraceSpan;
     };
 
     const reconcile = one("reconcile root", (s) => s.operationName === "reconcile KnowledgeBase");
@@ -195,8 +201,8 @@ describe("a KnowledgeBase ingest as one trace", () => {
     // fetch below that.
     const renders = t.spans.filter((s) => tag(s, "span.kind") === "server" && below(t, s, scrape));
     expect(renders.length, tree).toBe(1);
-    const render = renders[0] as JaegerSpan;
-    const callRender = t.spans.find((s) => s.spanID === parentOf(render)) as JaegerSpan;
+    const render = renders[0] as TraceSpan;
+    const callRender = t.spans.find((s) => s.spanID === parentOf(render)) as TraceSpan;
     expect(tag(callRender, "span.kind"), tree).toBe("client");
     expect(below(t, callRender, scrape), tree).toBe(true);
     const page = one("page fetch", (s) => clientTo(s, `${site.origin}/runbook`));

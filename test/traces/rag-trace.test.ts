@@ -1,7 +1,7 @@
 // One RAG chat request through the real processes (`node services/*/src/main.ts`, as deployed):
 // the gateway (Redis limiter), search (the real embedding model, Qdrant from the ground) and a
-// fake LLM provider speaking the OpenAI wire protocol, every process exporting to a real Jaeger
-// through the standard OTEL_* variables. Jaeger must then hold ONE trace with the gateway's server
+// fake LLM provider speaking the OpenAI wire protocol, every process exporting to a real OpenTelemetry
+// Collector through the standard OTEL_* variables. It must then hold ONE trace with the gateway's server
 // span, the retrieval span and its HTTP client span, search's server span with its embed, vector
 // (and Qdrant's HTTP calls) and rerank children, and the provider call, each under the right parent.
 import { randomBytes } from "node:crypto";
@@ -12,10 +12,16 @@ import { fileURLToPath } from "node:url";
 import { generateKey, hashKey } from "@capstan/shared";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
-import { type JaegerServer, type JaegerSpan, type JaegerTrace, spanTree, startJaeger } from "../ground/jaeger.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
 import { listCollections, qdrantPrefix } from "../ground/qdrant.ts";
+import {
+  spanTree,
+  startTraceReceiver,
+  type Trace,
+  type TraceReceiver,
+  type TraceSpan,
+} from "../ground/trace-receiver.ts";
 import { INTERNAL_TOKEN } from "../search/helpers.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -23,13 +29,13 @@ const NS = "traces";
 const KB = "kb_handbook";
 const dir = mkdtempSync(join(tmpdir(), "capstan-rag-trace-"));
 const running: ManagedProcess[] = [];
-let jaeger: JaegerServer;
+let receiver: TraceReceiver;
 let fake: FakeOpenAI;
 let gatewayUrl: string;
 let searchInternal: string;
 const key = generateKey("chat");
 
-/** The environment every process gets: OTEL_* to Jaeger, nothing of the test runner's CAPSTAN_*. */
+/** The environment every process gets: OTEL_* to the trace receiver, nothing of the test runner's CAPSTAN_*. */
 function env(service: Record<string, string>): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && !k.startsWith("OTEL_")),
@@ -38,7 +44,7 @@ function env(service: Record<string, string>): NodeJS.ProcessEnv {
     ...clean,
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
-    OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.otlpEndpoint,
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
     // Export within a fraction of a second instead of the default 5 s.
     OTEL_BSP_SCHEDULE_DELAY: "100",
@@ -53,7 +59,7 @@ async function ok(url: string): Promise<boolean> {
 }
 
 beforeAll(async () => {
-  jaeger = await startJaeger();
+  receiver = await startTraceReceiver();
   fake = await startFakeOpenAI();
   const resources = join(dir, "resources");
   mkdirSync(resources);
@@ -147,20 +153,20 @@ afterAll(async () => {
     if (c.startsWith(qdrantPrefix("rag_trace"))) await fetch(`${qdrant}/collections/${c}`, { method: "DELETE" });
   }
   await fake?.close();
-  await jaeger?.stop();
+  await receiver?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
-const tag = (s: JaegerSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
-const parentOf = (s: JaegerSpan) => s.references.find((r) => r.refType === "CHILD_OF")?.spanID;
+const tag = (s: TraceSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
+const parentOf = (s: TraceSpan) => s.references.find((r) => r.refType === "CHILD_OF")?.spanID;
 
-/** Polls Jaeger until the trace holds every span named (spans arrive per process, in batches). */
-async function traceWith(traceId: string, names: string[]): Promise<JaegerTrace> {
-  let last: JaegerTrace | undefined;
+/** Polls the receiver until the trace holds every span named (spans arrive per process, in batches). */
+async function traceWith(traceId: string, names: string[]): Promise<Trace> {
+  let last: Trace | undefined;
   await waitFor(
     `trace ${traceId} with ${names.join(", ")}`,
     async () => {
-      last = await jaeger.trace(traceId);
+      last = await receiver.trace(traceId);
       const have = new Set(last?.spans.map((s) => s.operationName));
       return names.every((n) => have.has(n));
     },
@@ -168,7 +174,7 @@ async function traceWith(traceId: string, names: string[]): Promise<JaegerTrace>
   ).catch((err: Error) => {
     throw new Error(`${err.message}\n${last ? spanTree(last) : "(no trace)"}`);
   });
-  return last as JaegerTrace;
+  return last as Trace;
 }
 
 describe("one trace per RAG chat request, across processes", () => {
@@ -188,12 +194,12 @@ describe("one trace per RAG chat request, across processes", () => {
     await res.json();
 
     const t = await traceWith(traceId, ["retrieval", "search.embed", "search.vector", "search.rerank", "chat echo"]);
-    const service = (s: JaegerSpan) => t.processes[s.processID]?.serviceName;
+    const service = (s: TraceSpan) => t.processes[s.processID]?.serviceName;
     const byId = new Map(t.spans.map((s) => [s.spanID, s]));
     const one = (name: string, svc: string) => {
       const found = t.spans.filter((s) => s.operationName === name && service(s) === svc);
       expect(found.length, `${svc}: ${name}\n${spanTree(t)}`).toBe(1);
-      return found[0] as JaegerSpan;
+      return found[0] as TraceSpan;
     };
     const server = (svc: string) =>
       t.spans.filter(
@@ -203,9 +209,9 @@ describe("one trace per RAG chat request, across processes", () => {
     // The gateway's HTTP server span is the caller's child.
     const [gatewayServer] = server("capstan-gateway");
     expect(gatewayServer, spanTree(t)).toBeDefined();
-    expect(parentOf(gatewayServer as JaegerSpan)).toBe(callerSpan);
-    const isUnder = (s: JaegerSpan, ancestor: JaegerSpan): boolean => {
-      for (let p = parentOf(s); p; p = byId.get(p) ? parentOf(byId.get(p) as JaegerSpan) : undefined) {
+    expect(parentOf(gatewayServer as TraceSpan)).toBe(callerSpan);
+    const isUnder = (s: TraceSpan, ancestor: TraceSpan): boolean => {
+      for (let p = parentOf(s); p; p = byId.get(p) ? parentOf(byId.get(p) as TraceSpan) : undefined) {
         if (p === ancestor.spanID) return true;
       }
       return false;
@@ -213,17 +219,17 @@ describe("one trace per RAG chat request, across processes", () => {
 
     // retrieval → its HTTP client span → search's server span.
     const retrieval = one("retrieval", "capstan-gateway");
-    expect(isUnder(retrieval, gatewayServer as JaegerSpan), spanTree(t)).toBe(true);
+    expect(isUnder(retrieval, gatewayServer as TraceSpan), spanTree(t)).toBe(true);
     const [searchServer] = server("capstan-search");
     expect(searchServer, spanTree(t)).toBeDefined();
-    const client = byId.get(parentOf(searchServer as JaegerSpan) ?? "");
+    const client = byId.get(parentOf(searchServer as TraceSpan) ?? "");
     expect(client && tag(client, "span.kind"), spanTree(t)).toBe("client");
     expect(client && service(client)).toBe("capstan-gateway");
     expect(client && parentOf(client)).toBe(retrieval.spanID);
 
     // search's stages under its server span; Qdrant's HTTP calls under the vector stage.
     for (const stage of ["search.embed", "search.vector", "search.rerank"]) {
-      expect(isUnder(one(stage, "capstan-search"), searchServer as JaegerSpan), `${stage}\n${spanTree(t)}`).toBe(true);
+      expect(isUnder(one(stage, "capstan-search"), searchServer as TraceSpan), `${stage}\n${spanTree(t)}`).toBe(true);
     }
     const vector = one("search.vector", "capstan-search");
     expect(
@@ -233,7 +239,7 @@ describe("one trace per RAG chat request, across processes", () => {
 
     // The GenAI chat span and the provider call, whose HTTP client span the provider saw.
     const chat = one("chat helper", "capstan-gateway");
-    expect(isUnder(chat, gatewayServer as JaegerSpan)).toBe(true);
+    expect(isUnder(chat, gatewayServer as TraceSpan)).toBe(true);
     expect(tag(chat, "gen_ai.operation.name")).toBe("chat");
     expect(tag(chat, "gen_ai.usage.output_tokens")).toEqual(expect.any(Number));
     const provider = one("chat echo", "capstan-gateway");
@@ -241,7 +247,7 @@ describe("one trace per RAG chat request, across processes", () => {
     expect(tag(provider, "gen_ai.request.model")).toBe("echo");
     const seen = String(fake.calls.at(-1)?.headers.traceparent ?? "").split("-");
     expect(seen[1]).toBe(traceId);
-    expect(parentOf(byId.get(seen[2] ?? "") as JaegerSpan)).toBe(provider.spanID);
+    expect(parentOf(byId.get(seen[2] ?? "") as TraceSpan)).toBe(provider.spanID);
 
     // The limiter's Redis command (ioredis instrumentation) under the limiter's hook span.
     const limiter = one("onRequest - limitChannelRate", "capstan-gateway");

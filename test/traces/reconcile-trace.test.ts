@@ -1,25 +1,25 @@
 // The operator (`node operator/src/main.ts`, as deployed) exports each reconcile as a trace of its
-// own to a real Jaeger: a root span "reconcile <Kind>" naming the object (kind, namespace, name),
+// own to a real OpenTelemetry Collector: a root span "reconcile <Kind>" naming the object (kind, namespace, name),
 // with the API server calls it made as its HTTP client children.
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type JaegerServer, type JaegerSpan, spanTree, startJaeger } from "../ground/jaeger.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
+import { spanTree, startTraceReceiver, type TraceReceiver, type TraceSpan } from "../ground/trace-receiver.ts";
 import { CAP, create, whenCondition } from "../operator/helpers.ts";
 
 const OPERATOR = fileURLToPath(new URL("../../operator/src/main.ts", import.meta.url));
 const ns = `traces-${process.pid}-${Date.now().toString(36)}`;
 let admin: TestKube;
-let jaeger: JaegerServer;
+let receiver: TraceReceiver;
 let operator: ManagedProcess;
 
 beforeAll(async () => {
   admin = harnessKubeClient();
   await installCrds(admin);
   await ensureNamespace(admin, ns);
-  jaeger = await startJaeger();
+  receiver = await startTraceReceiver();
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(
       ([k]) => !k.startsWith("CAPSTAN_") && !k.startsWith("OTEL_") && k !== "KUBECONFIG" && k !== "REDIS_URL",
@@ -35,7 +35,7 @@ beforeAll(async () => {
     HEALTH_PORT: String(health),
     METRICS_PORT: String(await freePort()),
     LOG_LEVEL: "warn",
-    OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.otlpEndpoint,
     OTEL_BSP_SCHEDULE_DELAY: "100",
   });
   await waitFor("operator ready", async () => (await fetch(`http://127.0.0.1:${health}/readyz`)).status === 200, {
@@ -46,11 +46,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await operator?.stop();
-  await jaeger?.stop();
+  await receiver?.stop();
   await admin?.json(`/api/v1/namespaces/${ns}`, { method: "DELETE" }).catch(() => {});
 });
 
-const tag = (s: JaegerSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
+const tag = (s: TraceSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
 
 describe("operator reconciles as traces", () => {
   it("traces an AccessChannel's reconcile as its own root span with the API calls below it", async () => {
@@ -70,11 +70,11 @@ describe("operator reconciles as traces", () => {
 
     // The reconcile that issued the key: a root span naming the object, with the Secret's
     // creation among its HTTP client children (undici instrumentation of the kube client).
-    let found: { root: JaegerSpan; calls: JaegerSpan[]; tree: string } | undefined;
+    let found: { root: TraceSpan; calls: TraceSpan[]; tree: string } | undefined;
     await waitFor(
       "a reconcile AccessChannel trace that created the key's Secret",
       async () => {
-        for (const t of await jaeger.traces("capstan-operator", "reconcile AccessChannel")) {
+        for (const t of await receiver.traces("capstan-operator", "reconcile AccessChannel")) {
           const root = t.spans.find(
             (s) =>
               s.operationName === "reconcile AccessChannel" &&
