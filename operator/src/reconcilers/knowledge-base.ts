@@ -8,7 +8,7 @@
 // knowledge base is its namespace and id: a second KnowledgeBase of the namespace claiming the
 // same id is refused (DuplicateKnowledgeId) and never touches the owner's vectors.
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
-import { knowledgeIdOf, olderFirst } from "@capstan/shared/api";
+import { knowledgeIdOf, ownerFirst } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
 import { platformScraperUrl } from "../config.ts";
 import { findCondition, kubeTime } from "../controller/conditions.ts";
@@ -119,13 +119,13 @@ async function documentsOf(
   ];
 }
 
-/** The KnowledgeBase of this namespace that owns kb's knowledgeId (the oldest claiming it). */
+/** The KnowledgeBase of this namespace that owns kb's knowledgeId (ownerFirst: the one holding it, else the oldest). */
 export function ownerOf(ctx: OperatorContext, kb: KB): KB | undefined {
   const claimants = ctx.informers.knowledgeBases.byIndex(
     KB_BY_ID,
     kbIndexKey(kb.metadata.namespace, knowledgeIdOf(kb)),
   ) as KB[];
-  return [...claimants].filter((k) => !k.metadata.deletionTimestamp || k === kb).sort(olderFirst)[0];
+  return [...claimants].filter((k) => !k.metadata.deletionTimestamp || k === kb).sort(ownerFirst)[0];
 }
 
 async function finalize(ctx: OperatorContext, kb: KB): Promise<void> {

@@ -3,7 +3,7 @@
 // away). A knowledge base is `<namespace>.<kb_id>` everywhere below this (storeKey): the same id
 // in two namespaces is two knowledge bases. Two KnowledgeBases of one namespace claiming the same
 // id: the oldest owns it (the operator reports the other one DuplicateKnowledgeId).
-import { type KnowledgeBase, knowledgeIdOf, olderFirst } from "@capstan/shared/api";
+import { type KnowledgeBase, knowledgeIdOf, ownerFirst } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import { type CollectionInfo, storeKey, type VectorStore } from "./store/types.ts";
 
@@ -38,7 +38,7 @@ export class KnowledgeBases {
     if (this.ids) return this.ids;
     const byKey = new Map<string, KnowledgeBase>();
     const namespacesOf = new Map<string, Set<string>>();
-    for (const kb of [...this.view.list("KnowledgeBase")].sort(olderFirst)) {
+    for (const kb of [...this.view.list("KnowledgeBase")].sort(ownerFirst)) {
       const id = knowledgeIdOf(kb);
       const key = storeKey(namespaceOf(kb), id);
       if (!byKey.has(key)) byKey.set(key, kb);

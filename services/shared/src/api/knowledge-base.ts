@@ -134,15 +134,33 @@ export const knowledgeBaseStatus = z.object({
 export type KnowledgeBaseSpec = z.infer<typeof knowledgeBaseSpec>;
 export type KnowledgeBaseStatus = z.infer<typeof knowledgeBaseStatus>;
 
+/** What ownerFirst reads of a KnowledgeBase. */
+interface Claimant {
+  metadata: { name: string; creationTimestamp?: string | undefined };
+  spec: { knowledgeId?: string | undefined };
+  status?: { knowledgeId?: string | undefined; conditions?: readonly { reason?: string | undefined }[] } | undefined;
+}
+
 /**
- * Which of several KnowledgeBases of one namespace claiming the same knowledgeId owns it: the
- * oldest (then the first by name). The operator reports the others DuplicateKnowledgeId and
- * search reads only the owner's settings.
+ * True when the operator has already reconciled kb as the owner of its current id: its status names
+ * that id and it was not refused as a duplicate.
  */
-export function olderFirst(
-  a: { metadata: { name: string; creationTimestamp?: string | undefined } },
-  b: { metadata: { name: string; creationTimestamp?: string | undefined } },
-): number {
+function holdsId(kb: Claimant): boolean {
+  const status = kb.status;
+  if (!status?.knowledgeId || status.knowledgeId !== knowledgeIdOf(kb)) return false;
+  return !(status.conditions ?? []).some((c) => c.reason === "DuplicateKnowledgeId");
+}
+
+/**
+ * Which of several KnowledgeBases of one namespace claiming the same knowledgeId owns it: the one
+ * that already holds it, then the oldest, then the first by name. Holding comes first because
+ * creation times have one-second resolution: without it, a KnowledgeBase created in the same second
+ * as the owner with a name that sorts first would take over the owner's vectors. The operator
+ * reports the others DuplicateKnowledgeId and search reads only the owner's settings.
+ */
+export function ownerFirst(a: Claimant, b: Claimant): number {
+  const ha = holdsId(a);
+  if (ha !== holdsId(b)) return ha ? -1 : 1;
   const ta = a.metadata.creationTimestamp ?? "";
   const tb = b.metadata.creationTimestamp ?? "";
   return ta < tb ? -1 : ta > tb ? 1 : a.metadata.name.localeCompare(b.metadata.name);
