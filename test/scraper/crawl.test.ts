@@ -3,9 +3,12 @@
 // and a limit; robots.txt; sitemap discovery (a sitemap index, gzipped and plain sitemaps); links
 // to another site or to a refused target never fetched unless allowed, and then only through
 // the guard. Every assertion on "never fetched" reads the loopback servers' request counters.
+
+import { apiMetrics, SiteFiles, SsrfGuard } from "@capstan/scraper";
+import { createRegistry } from "@capstan/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCrawlSite, type CrawlSite, finishedJob, hitsUnder, resultPaths } from "./crawl-site.ts";
-import { post, type Scraper, type Site, startScraper, startSite } from "./helpers.ts";
+import { metricValue, post, type Scraper, type Site, startScraper, startSite } from "./helpers.ts";
 
 let site: Site;
 let offsite: Site;
@@ -91,6 +94,12 @@ describe("POST /crawl", () => {
     expect(errors.robotsBlocked).toContain(`${site.origin}/private/x3`);
     expect(hitsUnder(site, "/private/")).toEqual([]);
     expect(hitsUnder(site, "/robots.txt").length).toBeGreaterThan(0);
+    const pages = (outcome: string) =>
+      metricValue(scraper.registry, "capstan_scraper_job_pages_total", { kind: "crawl", outcome });
+    expect(await pages("robots_blocked")).toBeGreaterThanOrEqual(11);
+    expect(
+      await metricValue(scraper.registry, "capstan_scraper_outbound_requests_total", { target: "site" }),
+    ).toBeGreaterThan(0);
   });
 
   it("finds pages only the sitemap lists, and not with ignoreSitemap", async () => {
@@ -116,6 +125,38 @@ describe("POST /crawl", () => {
     expect(blocked.hits).toEqual([]);
     const errors = await fetch(`${scraper.url}/crawl/${external.id}/errors`).then((r) => r.json());
     expect(errors.errors).toEqual([expect.objectContaining({ url: `${blocked.origin}/`, code: "BLOCKED_TARGET" })]);
+  });
+
+  it("reads robots.txt and sitemaps through the guard, redirects included", async () => {
+    site.route("/to-blocked", (_req, res) => {
+      res.writeHead(302, { location: `${blocked.origin}/robots.txt` });
+      res.end();
+    });
+    site.route("/to-ftp", (_req, res) => {
+      res.writeHead(301, { location: "ftp://127.0.0.1/robots.txt" });
+      res.end();
+    });
+    site.route("/to-robots", (_req, res) => {
+      res.writeHead(307, { location: "/robots.txt" });
+      res.end();
+    });
+    const guard = new SsrfGuard({ allowedHosts: [`127.0.0.1:${site.port}`] });
+    const dispatcher = guard.dispatcher();
+    const files = new SiteFiles({ guard, dispatcher, metrics: apiMetrics(createRegistry()), maxBytes: 1 << 20 });
+    const signal = new AbortController().signal;
+    try {
+      const followed = await files.get(`${site.origin}/to-robots`, 1 << 20, signal);
+      expect(followed.body.toString()).toContain("Disallow: /private/");
+      for (const path of ["/to-blocked", "/to-ftp"]) {
+        await expect(files.get(`${site.origin}${path}`, 1 << 20, signal)).rejects.toMatchObject({
+          code: "BLOCKED_TARGET",
+        });
+      }
+      await expect(files.robots(blocked.origin, signal)).rejects.toMatchObject({ code: "BLOCKED_TARGET" });
+      expect(blocked.hits).toEqual([]);
+    } finally {
+      await dispatcher.close();
+    }
   });
 
   it("refuses a bad body, a bad pattern and a refused start URL at once", async () => {

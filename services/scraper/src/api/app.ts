@@ -60,6 +60,13 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     ...config.jobs,
     ...(deps.now ? { now: deps.now } : {}),
     onError: (job, err) => logger.error({ err, job: job.id, kind: job.kind }, "job failed unexpectedly"),
+    onStart: (job) => metrics.jobsRunning.inc({ kind: job.kind }),
+    onFinish: (job, ms) => {
+      metrics.jobsRunning.dec({ kind: job.kind });
+      const { id, kind, status, completed, failed } = job;
+      logger.info({ job: id, kind, status, completed, failed, ms: Math.round(ms) }, "job finished");
+    },
+    onPage: (kind, outcome) => metrics.jobPages.inc({ kind, outcome }),
   });
   const sweepTimer = setInterval(() => store.sweep(), 60_000);
   sweepTimer.unref();

@@ -103,13 +103,13 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
     try {
       const rules = await robotsOf(url.origin);
       if (!rules.allowed(url.href)) {
-        job.robotsBlocked.push(url.href);
+        job.addRobotsBlocked(url.href);
         dispatched--;
         return;
       }
     } catch (err) {
       // The origin is refused by the guard (its robots.txt was never fetched): nothing is sent to it.
-      job.addError(url.href, err);
+      if (!signal.aborted) job.addError(url.href, err);
       dispatched--;
       return;
     } finally {

@@ -14,6 +14,7 @@ export type JobStatus = "scraping" | "completed" | "failed" | "cancelled";
 
 /** A result page: what /scrape would answer as `data` (shaped by the job's formats). */
 export type JobPage = ScrapeData;
+export type PageOutcome = "ok" | "error" | "robots_blocked";
 
 export interface JobError {
   id: string;
@@ -50,12 +51,20 @@ export class Job {
   done: Promise<void> = Promise.resolve();
   private bytes = 0;
   private readonly maxBytes: number;
+  private readonly onPage: ((kind: JobKind, outcome: PageOutcome) => void) | undefined;
 
-  constructor(kind: JobKind, now: number, ttlMs: number, maxBytes: number) {
+  constructor(
+    kind: JobKind,
+    now: number,
+    ttlMs: number,
+    maxBytes: number,
+    onPage?: (kind: JobKind, outcome: PageOutcome) => void,
+  ) {
     this.kind = kind;
     this.createdAt = now;
     this.expiresAt = now + ttlMs;
     this.maxBytes = maxBytes;
+    this.onPage = onPage;
   }
 
   get signal(): AbortSignal {
@@ -68,6 +77,7 @@ export class Job {
 
   /** Keeps a page, or stops the job once its results would pass the byte budget. */
   addPage(page: JobPage): void {
+    this.onPage?.(this.kind, "ok");
     const size = Buffer.byteLength(JSON.stringify(page));
     if (this.bytes + size > this.maxBytes) {
       this.warning = `results reached SCRAPER_JOB_MAX_BYTES (${this.maxBytes} bytes): the job stopped early`;
@@ -79,10 +89,17 @@ export class Job {
   }
 
   addError(url: string, err: unknown): void {
+    this.onPage?.(this.kind, "error");
     this.failed++;
     if (this.errors.length >= MAX_ERRORS) return;
     const e = isScraperError(err) ? err : new ScraperError("INTERNAL");
     this.errors.push({ id: randomUUID(), timestamp: new Date().toISOString(), url, error: e.message, code: e.code });
+  }
+
+  /** A URL robots.txt disallows: listed, never fetched. */
+  addRobotsBlocked(url: string): void {
+    this.onPage?.(this.kind, "robots_blocked");
+    if (this.robotsBlocked.length < MAX_ERRORS) this.robotsBlocked.push(url);
   }
 }
 
@@ -92,7 +109,12 @@ export interface JobStoreOptions {
   ttlMs: number;
   maxBytes: number;
   now?: () => number;
+  /** A job's run threw (it is marked failed). */
   onError?: (job: Job, err: unknown) => void;
+  onStart?: (job: Job) => void;
+  /** The job stopped (completed, failed or cancelled), after `ms`. */
+  onFinish?: (job: Job, ms: number) => void;
+  onPage?: (kind: JobKind, outcome: PageOutcome) => void;
 }
 
 export class JobStore {
@@ -124,19 +146,23 @@ export class JobStore {
       if (!oldest) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 5 });
       this.jobs.delete(oldest.id);
     }
-    const job = new Job(kind, this.now(), this.o.ttlMs, this.o.maxBytes);
+    const job = new Job(kind, this.now(), this.o.ttlMs, this.o.maxBytes, this.o.onPage);
     this.jobs.set(job.id, job);
-    job.done = run(job).then(
-      () => {
-        if (job.status === "scraping") job.status = "completed";
-      },
-      (err: unknown) => {
-        if (job.status !== "scraping") return;
-        job.status = "failed";
-        job.warning = isScraperError(err) ? err.message : "the job failed unexpectedly";
-        this.o.onError?.(job, err);
-      },
-    );
+    this.o.onStart?.(job);
+    const started = performance.now();
+    job.done = run(job)
+      .then(
+        () => {
+          if (job.status === "scraping") job.status = "completed";
+        },
+        (err: unknown) => {
+          if (job.status !== "scraping") return;
+          job.status = "failed";
+          job.warning = isScraperError(err) ? err.message : "the job failed unexpectedly";
+          this.o.onError?.(job, err);
+        },
+      )
+      .finally(() => this.o.onFinish?.(job, performance.now() - started));
     return job;
   }
 

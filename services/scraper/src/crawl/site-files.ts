@@ -34,7 +34,11 @@ export interface RobotsRules {
 interface Fetched {
   status: number;
   body: Buffer;
+  /** A redirect's target, as sent. */
+  location?: string;
 }
+
+const MAX_REDIRECTS = 5;
 
 export interface SiteFilesDeps {
   guard: SsrfGuard;
@@ -66,27 +70,48 @@ export class SiteFiles {
   }
 
   /**
-   * GET of a site file. The target is checked by the guard first (403 BLOCKED_TARGET, nothing
-   * sent), then every connection, redirects included, goes through the guard's connector.
+   * GET of a site file. Redirects are followed here, hop by hop (at most 5): each target, the
+   * first included, is checked by the guard before anything is sent to it (403 BLOCKED_TARGET),
+   * and the connection itself goes through the guard's connector (or, with PROXY_SERVER, to the
+   * proxy once the guard has checked the target).
    */
   async get(raw: string, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
-    const url = new URL(raw);
-    await this.d.guard.check(url, "api");
-    try {
-      return await this.policy.execute(({ signal: attempt }) => this.once(url, maxBytes, attempt), { signal });
-    } catch (err) {
-      if (err instanceof AttemptFailure) throw new ScraperError("UNREACHABLE", [`${url.origin}: ${err.message}`]);
-      throw err;
+    let url = new URL(raw);
+    for (let hop = 0; ; hop++) {
+      if (url.protocol !== "http:" && url.protocol !== "https:") {
+        throw this.d.guard.refuse("api", url.protocol, `redirect to scheme ${url.protocol}`);
+      }
+      await this.d.guard.check(url, "api");
+      let res: Fetched;
+      try {
+        const target = url;
+        res = await this.policy.execute(({ signal: attempt }) => this.once(target, maxBytes, attempt), { signal });
+      } catch (err) {
+        if (err instanceof AttemptFailure) throw new ScraperError("UNREACHABLE", [`${url.origin}: ${err.message}`]);
+        throw err;
+      }
+      if (!res.location || hop >= MAX_REDIRECTS) return res;
+      url = new URL(res.location, url);
     }
   }
 
   private async once(url: URL, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
     let res: Awaited<ReturnType<typeof fetch>>;
     try {
-      res = await fetch(url, { headers: { "user-agent": USER_AGENT }, dispatcher: this.d.dispatcher, signal });
+      res = await fetch(url, {
+        headers: { "user-agent": USER_AGENT },
+        dispatcher: this.d.dispatcher,
+        redirect: "manual",
+        signal,
+      });
     } catch (err) {
       if (isScraperError((err as Error).cause)) throw (err as Error).cause;
       throw new AttemptFailure("connection failed", { retry: true, outcome: "error" });
+    }
+    const location = res.status >= 300 && res.status < 400 ? res.headers.get("location") : null;
+    if (location) {
+      await res.body?.cancel();
+      return { status: res.status, body: Buffer.alloc(0), location };
     }
     if (isRetryableStatus(res.status)) {
       await res.body?.cancel();
