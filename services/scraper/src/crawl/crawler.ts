@@ -51,6 +51,13 @@ export function scrapeForJob(deps: JobDeps, job: Job, input: ScrapeInput, links:
   });
 }
 
+/**
+ * URLs one crawl remembers (queued, fetched or judged): a page may carry 5,000 links, so without a
+ * bound a large site would grow the set without end. Past it, new URLs are not queued; the crawl
+ * goes on with what it has.
+ */
+const MAX_SEEN = 100_000;
+
 interface Candidate {
   url: URL;
   depth: number;
@@ -74,7 +81,7 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
     const url = scope.normalise(raw, base);
     if (!url) return;
     const key = scope.key(url);
-    if (seen.has(key)) return;
+    if (seen.has(key) || seen.size >= MAX_SEEN) return;
     seen.add(key);
     if (!scope.followable(url) || !scope.pathWanted(url)) return;
     if (body.maxDiscoveryDepth !== undefined && depth > body.maxDiscoveryDepth) return;

@@ -25,6 +25,8 @@ const ROBOTS_MAX_BYTES = 500 * 1024;
 const MAX_SITEMAP_FILES = 20;
 /** URLs read from a site's sitemaps (filters are applied afterwards, so this is not the job's limit). */
 export const MAX_SITEMAP_URLS = 50_000;
+/** Time all of a site's sitemap files may take together: a crawl or map does not wait longer to start. */
+const SITEMAP_BUDGET_MS = 20_000;
 
 export interface RobotsRules {
   allowed(url: string): boolean;
@@ -155,10 +157,12 @@ export class SiteFiles {
 
   /**
    * Page URLs of a site's sitemaps: those robots.txt names, else /sitemap.xml; a sitemap index is
-   * followed (at most 20 files and 50,000 URLs in all). A missing or unreadable sitemap gives none.
+   * followed (at most 20 files, 50,000 URLs and 20 s in all: what was read by then is used). A
+   * missing or unreadable sitemap gives none.
    */
-  async sitemapUrls(origin: string, named: string[], signal: AbortSignal): Promise<string[]> {
+  async sitemapUrls(origin: string, named: string[], parent: AbortSignal): Promise<string[]> {
     const limit = MAX_SITEMAP_URLS;
+    const signal = AbortSignal.any([parent, AbortSignal.timeout(SITEMAP_BUDGET_MS)]);
     const queue = named.length > 0 ? [...named] : [`${origin}/sitemap.xml`];
     const seen = new Set<string>();
     const urls = new Set<string>();
