@@ -1,6 +1,7 @@
 // One scrape, start to end: URL check and SSRF pre-check, a worker slot (bounded queue), the
-// render, then markdown, metadata, extractors and the optional LLM extraction. Used by
-// /scrape, each URL of /scrape/bulk and /search.
+// render, then markdown, metadata, extractors and the optional LLM extraction, shaped by
+// `formats` when asked (formats.ts). Used by /scrape, each URL of /scrape/bulk and /search, and
+// each page of a crawl, a batch scrape or a map's start page (src/crawl/).
 import type { Logger } from "@capstan/shared";
 import { tracer, withSpan } from "@capstan/shared";
 import { load } from "cheerio";
