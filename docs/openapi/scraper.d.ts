@@ -71,6 +71,139 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/crawl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start crawling a site from a URL (async): answers the job's id at once
+         * @description Same site and under the start path by default; robots.txt honoured; sitemaps read unless ignoreSitemap. Each page is rendered like POST /scrape, with scrapeOptions.
+         */
+        post: operations["crawl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crawl/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress and results of a crawl, one page at a time (follow next)
+         * @description At most SCRAPER_JOB_PAGE_SIZE (100) results and about 10 MB per answer.
+         */
+        get: operations["getCrawlStatus"];
+        put?: never;
+        post?: never;
+        /** Cancel a crawl: pages in flight are aborted, none is fetched afterwards; results so far stay */
+        delete: operations["cancelCrawl"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/crawl/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of a crawl that failed, and URLs robots.txt disallowed */
+        get: operations["getCrawlErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batch/scrape": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start scraping a list of URLs (async): answers the job's id at once
+         * @description At most SCRAPER_CRAWL_MAX_PAGES (1000) URLs. Scrape options are top-level fields, as in Firecrawl v1.
+         */
+        post: operations["batchScrape"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batch/scrape/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress and results of a batch scrape, one page at a time (follow next)
+         * @description At most SCRAPER_JOB_PAGE_SIZE (100) results and about 10 MB per answer.
+         */
+        get: operations["getBatchScrapeStatus"];
+        put?: never;
+        post?: never;
+        /** Cancel a batch scrape: pages in flight are aborted, none is fetched afterwards; results so far stay */
+        delete: operations["cancelBatchScrape"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/batch/scrape/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of a batch scrape that failed, and URLs robots.txt disallowed */
+        get: operations["getBatchScrapeErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/map": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List a site's URLs from its sitemaps and the links of its start page */
+        post: operations["map"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -81,7 +214,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadataInput: {
@@ -111,9 +244,11 @@ export interface components {
         };
         /** @description One scraped page */
         ScrapeDataInput: {
-            markdown: string;
-            html: string | null;
-            screenshot: string | null;
+            markdown?: string;
+            html?: string | null;
+            rawHtml?: string;
+            links?: string[];
+            screenshot?: string | null;
             metadata: components["schemas"]["PageMetadataInput"];
             extracted?: {
                 [key: string]: string | null | string[];
@@ -138,7 +273,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -177,13 +312,66 @@ export interface components {
                 maxQueued: number;
             };
         };
+        /** @description A crawl or batch scrape was started */
+        JobStartedInput: {
+            /** @constant */
+            success: true;
+            /** Format: uuid */
+            id: string;
+            url: string;
+            invalidURLs?: string[];
+        };
+        /** @description Progress and one page of results of a job */
+        JobStatusInput: {
+            /** @constant */
+            success: true;
+            /** @enum {string} */
+            status: "scraping" | "completed" | "failed" | "cancelled";
+            total: number;
+            completed: number;
+            failed: number;
+            creditsUsed: number;
+            /** Format: date-time */
+            expiresAt: string;
+            next: string | null;
+            warning?: string;
+            data: components["schemas"]["ScrapeDataInput"][];
+        };
+        /** @description Pages of a job that failed or were not fetched */
+        JobErrorsInput: {
+            /** @constant */
+            success: true;
+            errors: {
+                id: string;
+                /** Format: date-time */
+                timestamp: string;
+                url: string;
+                error: string;
+                /** @enum {string} */
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            }[];
+            robotsBlocked: string[];
+        };
+        /** @description The job is cancelled and fetches nothing more */
+        JobCancelledInput: {
+            /** @constant */
+            success: true;
+            /** @constant */
+            status: "cancelled";
+        };
+        /** @description URLs of a site */
+        MapResponseInput: {
+            /** @constant */
+            success: true;
+            links: string[];
+        };
         /** @description Every error of the scraper API: the HTTP status goes with the code */
         ScraperError: {
             /** @constant */
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadata: {
@@ -213,9 +401,11 @@ export interface components {
         };
         /** @description One scraped page */
         ScrapeData: {
-            markdown: string;
-            html: string | null;
-            screenshot: string | null;
+            markdown?: string;
+            html?: string | null;
+            rawHtml?: string;
+            links?: string[];
+            screenshot?: string | null;
             metadata: components["schemas"]["PageMetadata"];
             extracted?: {
                 [key: string]: string | null | string[];
@@ -240,7 +430,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -278,6 +468,59 @@ export interface components {
                 queued: number;
                 maxQueued: number;
             };
+        };
+        /** @description A crawl or batch scrape was started */
+        JobStarted: {
+            /** @constant */
+            success: true;
+            /** Format: uuid */
+            id: string;
+            url: string;
+            invalidURLs?: string[];
+        };
+        /** @description Progress and one page of results of a job */
+        JobStatus: {
+            /** @constant */
+            success: true;
+            /** @enum {string} */
+            status: "scraping" | "completed" | "failed" | "cancelled";
+            total: number;
+            completed: number;
+            failed: number;
+            creditsUsed: number;
+            /** Format: date-time */
+            expiresAt: string;
+            next: string | null;
+            warning?: string;
+            data: components["schemas"]["ScrapeData"][];
+        };
+        /** @description Pages of a job that failed or were not fetched */
+        JobErrors: {
+            /** @constant */
+            success: true;
+            errors: {
+                id: string;
+                /** Format: date-time */
+                timestamp: string;
+                url: string;
+                error: string;
+                /** @enum {string} */
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            }[];
+            robotsBlocked: string[];
+        };
+        /** @description The job is cancelled and fetches nothing more */
+        JobCancelled: {
+            /** @constant */
+            success: true;
+            /** @constant */
+            status: "cancelled";
+        };
+        /** @description URLs of a site */
+        MapResponse: {
+            /** @constant */
+            success: true;
+            links: string[];
         };
     };
     responses: never;
@@ -353,6 +596,7 @@ export interface operations {
                             [key: string]: unknown;
                         };
                     };
+                    formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
                 };
             };
         };
@@ -495,6 +739,7 @@ export interface operations {
                             all?: boolean;
                         };
                     };
+                    formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
                 };
             };
         };
@@ -657,6 +902,691 @@ export interface operations {
             };
             /** @description FEATURE_DISABLED: {feature} is not configured */
             501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    crawl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    /** @default [] */
+                    excludePaths?: string[];
+                    /** @default [] */
+                    includePaths?: string[];
+                    /** @default 10 */
+                    maxDepth?: number;
+                    maxDiscoveryDepth?: number;
+                    /** @default false */
+                    ignoreSitemap?: boolean;
+                    /** @default false */
+                    ignoreQueryParameters?: boolean;
+                    limit?: number;
+                    /** @default false */
+                    allowBackwardLinks?: boolean;
+                    /** @default false */
+                    allowExternalLinks?: boolean;
+                    /** @default false */
+                    allowSubdomains?: boolean;
+                    maxConcurrency?: number;
+                    /** @default {} */
+                    scrapeOptions?: {
+                        /** @default 0 */
+                        waitFor?: number;
+                        /** @default true */
+                        onlyMainContent?: boolean;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        timeout?: number;
+                        blockMedia?: boolean;
+                        /**
+                         * @default [
+                         *       "markdown"
+                         *     ]
+                         */
+                        formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStarted"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    getCrawlStatus: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    cancelCrawl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobCancelled"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    getCrawlErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobErrors"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    batchScrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default 0 */
+                    waitFor?: number;
+                    /** @default true */
+                    onlyMainContent?: boolean;
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    timeout?: number;
+                    blockMedia?: boolean;
+                    /**
+                     * @default [
+                     *       "markdown"
+                     *     ]
+                     */
+                    formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
+                    urls: string[];
+                    /** @default false */
+                    ignoreInvalidURLs?: boolean;
+                    maxConcurrency?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStarted"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    getBatchScrapeStatus: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    cancelBatchScrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobCancelled"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    getBatchScrapeErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobErrors"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    map: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    search?: string;
+                    /** @default false */
+                    ignoreSitemap?: boolean;
+                    /** @default false */
+                    sitemapOnly?: boolean;
+                    /** @default false */
+                    includeSubdomains?: boolean;
+                    /** @default 5000 */
+                    limit?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapResponse"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -60,5 +60,7 @@ fuzzTests(
   () => {
     // Chromium rendered the local site's page: the cases were not all refused before rendering.
     expect(site.hits.filter((h) => h.startsWith("/page")).length).toBeGreaterThan(0);
+    // Crawls or maps reached the site: only they read robots.txt.
+    expect(site.hits).toContain("/robots.txt");
   },
 );

@@ -6,9 +6,13 @@
 #  - a third of the other generated `url`/`urls` strings (chosen by their length, so a run with
 #    the same seed repeats) become the site's page, so Chromium renders real pages while the
 #    rest exercise validation;
-#  - pageOptions.waitFor and timeout are capped (1 s and 10 s) and bulk lists to 3 URLs: the API
-#    honours up to 60 s and 600 s, which a legitimate client may ask for, but each case must
-#    answer within the run's request timeout.
+#  - pageOptions.waitFor and timeout are capped (1 s and 10 s), likewise a crawl's scrapeOptions
+#    and a batch's top-level options, and bulk and batch lists to 3 URLs: the API honours up to
+#    60 s and 600 s, which a legitimate client may ask for, but each case must answer within the
+#    run's request timeout;
+#  - a crawl's limit is capped to 2 pages, so the jobs it starts (they run on after the answer)
+#    stay small (the site has two pages anyway); their start URLs are the site's, like any
+#    other target.
 import os
 import urllib.parse
 
@@ -50,4 +54,11 @@ def map_case(context, case):
         if isinstance(body.get("urls"), list):
             body["urls"] = [_target(u) for u in body["urls"][:3]]
         _cap(body.get("pageOptions"))
+        _cap(body.get("scrapeOptions"))
+        if case.operation.path == "/batch/scrape":
+            _cap(body)
+        if case.operation.path == "/crawl":
+            limit = body.get("limit")
+            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 2:
+                body["limit"] = 2
     return case

@@ -55,7 +55,8 @@ describe("a client generated from the scraper's document", () => {
     expect(response.status).toBe(200);
     expect(error).toBeUndefined();
     if (!data) throw new Error("no data");
-    expectTypeOf(data.data.markdown).toEqualTypeOf<string>();
+    // Optional in the document: `formats` may leave it out (without formats it is always there).
+    expectTypeOf(data.data.markdown).toEqualTypeOf<string | undefined>();
     expectTypeOf(data.data.metadata.statusCode).toEqualTypeOf<number>();
     expect(data.success).toBe(true);
     expect(data.data.markdown).toContain("Fresnel lens");
@@ -73,7 +74,7 @@ describe("a client generated from the scraper's document", () => {
     expect(data).toMatchObject({ success: true, total: 2, succeeded: 1, failed: 1 });
     const [page, blocked] = data.data;
     if (!page?.success || blocked?.success !== false) throw new Error("unexpected outcomes");
-    expectTypeOf(page.data.markdown).toEqualTypeOf<string>();
+    expectTypeOf(page.data.markdown).toEqualTypeOf<string | undefined>();
     expectTypeOf(blocked.code).toEqualTypeOf<ScraperTypes["schemas"]["ScraperError"]["code"]>();
     expect(page.data.metadata.title).toBe("Lighthouse keeping");
     expect(blocked).toMatchObject({ code: "BLOCKED_TARGET", status: 403 });
@@ -105,7 +106,7 @@ describe("a client generated from search's document", () => {
     const { data } = await scraperClient().POST("/scrape", { body: { url: `${site.origin}/lighthouse` } });
     if (!data) throw new Error("scrape failed");
     await ingest(search.internalUrl, "kb_pages", [
-      { docsId: "lighthouse", docsName: data.data.metadata.title, text: data.data.markdown },
+      { docsId: "lighthouse", docsName: data.data.metadata.title, text: data.data.markdown ?? "" },
     ]);
   });
 

@@ -108,7 +108,7 @@ describe("bad input", () => {
   });
 
   it("unknown route → 404 in the error shape", async () => {
-    const res = await post(scraper.url, "/crawl", { url: `${site.origin}/ok` });
+    const res = await post(scraper.url, "/crawls", { url: `${site.origin}/ok` });
     expect(res.status).toBe(404);
     expect(res.body).toMatchObject({ success: false, code: "NOT_FOUND" });
   });

@@ -2,7 +2,7 @@
 // scraper (rendering service with Debian's Chromium + API), both on 127.0.0.1 port 0.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { buildApp, buildRenderService, type RenderService, scraperConfig } from "@capstan/scraper";
+import { type AppDeps, buildApp, buildRenderService, type RenderService, scraperConfig } from "@capstan/scraper";
 import { createLogger, createRegistry, listenInternal, type Registry } from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
 
@@ -75,8 +75,11 @@ export interface Scraper {
   close(): Promise<void>;
 }
 
-/** A real scraper: rendering service and API, each listening on a free loopback port. */
-export async function startScraper(overrides: Record<string, unknown> = {}): Promise<Scraper> {
+/** A real scraper: rendering service and API, each listening on a free loopback port. `deps.now`: the jobs' clock. */
+export async function startScraper(
+  overrides: Record<string, unknown> = {},
+  deps: Pick<AppDeps, "now"> = {},
+): Promise<Scraper> {
   const logger = createLogger({ name: "scraper-test", level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const base = scraperConfig({ workerConcurrency: 2, maxConcurrentRequests: 10, ...overrides });
   const renderRegistry = createRegistry({ defaultMetrics: false });
@@ -85,7 +88,7 @@ export async function startScraper(overrides: Record<string, unknown> = {}): Pro
   await render.app.listen({ port: 0, host: "127.0.0.1" });
   const renderUrl = `http://127.0.0.1:${(render.app.server.address() as AddressInfo).port}`;
   const registry = createRegistry({ defaultMetrics: false });
-  const app = buildApp({ ...base, renderUrl }, { logger, registry });
+  const app = buildApp({ ...base, renderUrl }, { logger, registry, ...deps });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const admin = (await listenInternal(app, { port: 0, host: "127.0.0.1" })).address() as AddressInfo;

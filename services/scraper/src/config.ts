@@ -82,6 +82,35 @@ export const scraperConfigSchema = z
      * measurable throughput cost (bench/scraper/RESULTS.md).
      */
     pageRecycleAfter: z.int().min(1).default(25),
+    /**
+     * Background jobs (crawls and async batches, src/crawl/): they live in this process's memory,
+     * so their number, lifetime, pages and bytes are bounded (docs/scraper.md, "Jobs").
+     */
+    jobs: z
+      .object({
+        /** Pages all jobs together render at once; default WORKER_CONCURRENCY - 1 (at least 1), so /scrape always has a slot. */
+        concurrency: z.int().min(1).max(256).optional(),
+        /** Jobs kept (running or finished, until they expire); a new one past this evicts the oldest finished one. */
+        maxJobs: z.int().min(1).max(10_000).default(20),
+        /** Jobs running at once; more are refused with 503 QUEUE_FULL. */
+        maxActive: z.int().min(1).max(1000).default(4),
+        /** How long a job and its results are kept after it was created (ms). */
+        ttlMs: z
+          .int()
+          .min(1_000)
+          .max(7 * 24 * 3_600_000)
+          .default(3_600_000),
+        /** Most pages one crawl fetches (a larger `limit` is lowered to it). */
+        maxPages: z.int().min(1).max(100_000).default(1_000),
+        /** Most bytes of results one job keeps; the job stops (completed, with a warning) when it is reached. */
+        maxBytes: z
+          .int()
+          .min(1024)
+          .default(32 * 1024 * 1024),
+        /** Results per GET page of a job (the `limit` query parameter may ask for fewer). */
+        pageSize: z.int().min(1).max(1000).default(100),
+      })
+      .prefault({}),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.authEnabled && !cfg.apiKey) {
@@ -140,6 +169,13 @@ export const SCRAPER_ENV: EnvMap = {
   RENDER_URL: "renderUrl",
   SCRAPER_ALLOWED_HOSTS: list("allowedHosts"),
   SCRAPER_BULK_MAX_URLS: int("bulkMaxUrls"),
+  SCRAPER_JOB_CONCURRENCY: int("jobs.concurrency"),
+  SCRAPER_JOBS_MAX: int("jobs.maxJobs"),
+  SCRAPER_JOBS_MAX_ACTIVE: int("jobs.maxActive"),
+  SCRAPER_JOB_TTL: int("jobs.ttlMs"),
+  SCRAPER_CRAWL_MAX_PAGES: int("jobs.maxPages"),
+  SCRAPER_JOB_MAX_BYTES: int("jobs.maxBytes"),
+  SCRAPER_JOB_PAGE_SIZE: int("jobs.pageSize"),
 };
 
 /** The scraper's own prefixes: every variable under them must be one a Capstan process reads. */

@@ -11,6 +11,8 @@ export const ERRORS = defineErrors({
   UNAUTHORIZED: { status: 401, message: "missing or invalid API key" },
   BLOCKED_TARGET: { status: 403, message: "target blocked by SSRF policy: {detail}" },
   NOT_FOUND: { status: 404, message: "route not found: {route}" },
+  JOB_NOT_FOUND: { status: 404, message: "{kind} job {id} not found (unknown, or expired)" },
+  JOB_FINISHED: { status: 409, message: "{kind} job {id} already {status}: nothing to cancel" },
   METHOD_NOT_ALLOWED: { status: 405, message: "method {method} not allowed on {url}; use {allow}" },
   MEDIA_TYPE: {
     status: 415,

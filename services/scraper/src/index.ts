@@ -10,7 +10,9 @@ export {
   scraperConfigSchema,
 } from "./config.ts";
 export { htmlToMarkdown } from "./content/markdown.ts";
+export { SiteFiles } from "./crawl/site-files.ts";
 export { ERRORS, type ErrorCode, ScraperError } from "./errors.ts";
+export { apiMetrics } from "./metrics.ts";
 export { buildRenderService, type RenderService, type RenderServiceDeps } from "./render/app.ts";
 export type { RenderProbe, RenderRequest, RenderResponse } from "./render/wire.ts";
 export { parseTargetUrl, SsrfGuard } from "./ssrf/guard.ts";

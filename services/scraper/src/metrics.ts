@@ -71,6 +71,18 @@ export function apiMetrics(registry: Registry) {
       help: "Scrape targets refused by the API's SSRF pre-check",
       registers: [registry],
     }),
+    jobsRunning: new Gauge({
+      name: "capstan_scraper_jobs_running",
+      help: "Crawls and batch scrapes running, by kind (crawl, batch)",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+    jobPages: new Counter({
+      name: "capstan_scraper_job_pages_total",
+      help: "Pages of crawls and batch scrapes by kind and outcome (ok, error, robots_blocked)",
+      labelNames: ["kind", "outcome"] as const,
+      registers: [registry],
+    }),
     outbound: outboundMetrics(registry, "capstan_scraper"),
   };
 }

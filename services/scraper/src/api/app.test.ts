@@ -1,5 +1,5 @@
 // The scraper API's plugin structure, with no browser: the key check belongs to the API plugin
-// (scrape, bulk, web search) and to nothing else, so /health, /openapi.json and the reference page
+// (scrape, bulk, web search, crawl, batch, map) and to nothing else, so /health, /openapi.json and the reference page
 // answer without a key and an unknown path is a 404 rather than a 401; bodies are validated by the
 // route schemas in the scraper's error shape. Nothing here reaches a renderer (its client refuses).
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,8 +28,17 @@ function keyed() {
 describe("the scraper API's plugins", () => {
   it("asks the key on the API's routes only: /health, /openapi.json and /docs answer without it", async () => {
     const a = keyed();
-    for (const url of ["/scrape", "/scrape/bulk", "/search"]) {
-      const res = await a.inject({ method: "POST", url, payload: {} });
+    const routes: [string, string][] = [
+      ...["/scrape", "/scrape/bulk", "/search", "/crawl", "/batch/scrape", "/map"].map((u): [string, string] => [
+        "POST",
+        u,
+      ]),
+      ["GET", "/crawl/0b0c6a43-57b4-4e47-a2d3-0e3c5ba1d8a1"],
+      ["DELETE", "/crawl/0b0c6a43-57b4-4e47-a2d3-0e3c5ba1d8a1"],
+      ["GET", "/batch/scrape/0b0c6a43-57b4-4e47-a2d3-0e3c5ba1d8a1/errors"],
+    ];
+    for (const [method, url] of routes) {
+      const res = await a.inject({ method: method as "GET", url, ...(method === "POST" ? { payload: {} } : {}) });
       expect(res.statusCode, url).toBe(401);
       expect(res.json()).toMatchObject({ success: false, code: "UNAUTHORIZED" });
       expect(res.headers["www-authenticate"]).toContain("Bearer");
@@ -45,7 +54,7 @@ describe("the scraper API's plugins", () => {
 
   it("an unknown path is a 404 in the error shape, key or not (no hook filters by URL)", async () => {
     const a = keyed();
-    const res = await a.inject({ method: "POST", url: "/crawl", payload: {} });
+    const res = await a.inject({ method: "POST", url: "/crawls", payload: {} });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toMatchObject({ success: false, code: "NOT_FOUND" });
   });
@@ -70,9 +79,23 @@ describe("the scraper API's plugins", () => {
     expect(tooMany.json().error).toContain("URLs per bulk request");
   });
 
-  it("publishes scrape, bulk, web search and health, every error in the {success:false,error,code} shape", async () => {
+  it("publishes scrape, bulk, web search, jobs, map and health, every error in the {success:false,error,code} shape", async () => {
     const doc = (await keyed().inject({ method: "GET", url: "/openapi.json" })).json();
-    expect(Object.keys(doc.paths).sort()).toEqual(["/health", "/scrape", "/scrape/bulk", "/search"]);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/batch/scrape",
+      "/batch/scrape/{id}",
+      "/batch/scrape/{id}/errors",
+      "/crawl",
+      "/crawl/{id}",
+      "/crawl/{id}/errors",
+      "/health",
+      "/map",
+      "/scrape",
+      "/scrape/bulk",
+      "/search",
+    ]);
+    expect(doc.paths["/crawl/{id}"].delete.responses["409"].description).toContain("JOB_FINISHED");
+    expect(doc.paths["/crawl/{id}"].get.responses["404"].description).toContain("JOB_NOT_FOUND");
     const scrape = doc.paths["/scrape"].post;
     expect(scrape.security).toEqual([{ scraperKey: [] }]);
     expect(doc.paths["/health"].get.security).toEqual([]);

@@ -1,11 +1,13 @@
-// The scraper API: POST /scrape, POST /scrape/bulk, POST /search (the key-checked plugin of
-// routes/api.ts), GET /health (routes/health.ts), the published contract at /openapi.json (page:
+// The scraper API: POST /scrape, POST /scrape/bulk, POST /search, and the Firecrawl v1 style
+// crawl, batch and map routes (the key-checked plugin of routes/api.ts), GET /health (routes/health.ts), the published contract at /openapi.json (page:
 // /docs), plus /healthz, /readyz and /metrics on the admin port only (listenInternal in main.ts;
 // the API's port answers 404 for them). buildApp() builds the parts and hands them to the route
 // plugins as options; main.ts listens.
 import { buildBaseApp, createLogger, createRegistry, type Logger, openApi, type Registry } from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
 import type { ScraperConfig } from "../config.ts";
+import { JobStore } from "../crawl/jobs.ts";
+import { SiteFiles } from "../crawl/site-files.ts";
 import { installErrorHandlers } from "../http-errors.ts";
 import { Limiter } from "../limiter.ts";
 import { apiMetrics } from "../metrics.ts";
@@ -24,6 +26,8 @@ export interface AppDeps {
   renderClient?: RenderClient;
   guard?: SsrfGuard;
   llm?: LlmClient;
+  /** The jobs' clock (tests move it to expire jobs); default Date.now. */
+  now?: () => number;
 }
 
 export type { BulkEntry } from "./response-schemas.ts";
@@ -44,6 +48,28 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     metrics.queueDepth.set(queued),
   );
   const service = new ScrapeService({ config, guard, limiter, renderClient, llm, metrics, logger });
+  // Crawls and batches take a background slot before a worker slot: by default one worker slot
+  // is always left to /scrape (WORKER_CONCURRENCY - 1, at least 1).
+  const jobLimiter = new Limiter(
+    config.jobs.concurrency ?? Math.max(1, config.workerConcurrency - 1),
+    Number.MAX_SAFE_INTEGER,
+  );
+  const siteDispatcher = guard.dispatcher(config.proxy);
+  const siteFiles = new SiteFiles({ guard, dispatcher: siteDispatcher, metrics, maxBytes: config.maxResourceBytes });
+  const store = new JobStore({
+    ...config.jobs,
+    ...(deps.now ? { now: deps.now } : {}),
+    onError: (job, err) => logger.error({ err, job: job.id, kind: job.kind }, "job failed unexpectedly"),
+    onStart: (job) => metrics.jobsRunning.inc({ kind: job.kind }),
+    onFinish: (job, ms) => {
+      metrics.jobsRunning.dec({ kind: job.kind });
+      const { id, kind, status, completed, failed } = job;
+      logger.info({ job: id, kind, status, completed, failed, ms: Math.round(ms) }, "job finished");
+    },
+    onPage: (kind, outcome) => metrics.jobPages.inc({ kind, outcome }),
+  });
+  const sweepTimer = setInterval(() => store.sweep(), 60_000);
+  sweepTimer.unref();
 
   let rendererReady = false;
   const probe = async () => {
@@ -64,6 +90,9 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
   installErrorHandlers(app);
   app.addHook("onClose", async () => {
     clearInterval(probeTimer);
+    clearInterval(sweepTimer);
+    await store.close();
+    await siteDispatcher.close();
     if (!deps.renderClient) await renderClient.close();
   });
 
@@ -81,11 +110,20 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     tags: [
       { name: "scrape", description: "Scraping pages" },
       { name: "search", description: "Web search (needs SEARCH_ENDPOINT)" },
+      { name: "jobs", description: "Crawls, async batch scrapes and site maps (Firecrawl v1 style)" },
       { name: "health", description: "Liveness" },
     ],
   });
   app.register(healthRoutes, { limiter, rendererReady: () => rendererReady });
-  app.register(scraperApi, { config, service, limiter, llm, metrics });
+  app.register(scraperApi, {
+    config,
+    service,
+    limiter,
+    llm,
+    metrics,
+    store,
+    jobDeps: { config, service, guard, jobLimiter, siteFiles },
+  });
 
   return app;
 }

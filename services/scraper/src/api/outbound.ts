@@ -20,7 +20,7 @@ export interface OutboundCall {
 }
 
 /** A failed attempt, as the resilience policy sees it; the caller gets an UPSTREAM_ERROR. */
-class AttemptFailure extends Error {
+export class AttemptFailure extends Error {
   readonly failure: Failure;
   constructor(message: string, failure: Failure) {
     super(message);

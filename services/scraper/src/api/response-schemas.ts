@@ -39,10 +39,26 @@ export function errorResponses<S extends number>(...statuses: S[]) {
 
 scraperSchemas.add(pageMetadataSchema, { id: "PageMetadata", description: "Metadata of the rendered page" });
 
+// Without `formats`, markdown, html and screenshot are always there (the reference's answer);
+// with it, exactly the formats asked for (api/formats.ts).
 export const scrapeDataSchema = z.object({
-  markdown: z.string(),
-  html: z.string().nullable().describe("The page's HTML; null when pageOptions.includeHtml is false"),
-  screenshot: z.string().nullable().describe("Base64 PNG; null when pageOptions.screenshot is false"),
+  markdown: z.string().optional().describe("The page as Markdown (always there without formats)"),
+  html: z
+    .string()
+    .nullable()
+    .optional()
+    .describe(
+      "Without formats: the rendered page, null when pageOptions.includeHtml is false. With formats: the cleaned HTML the Markdown is made from",
+    ),
+  rawHtml: z.string().optional().describe("The rendered page as it is (formats: rawHtml)"),
+  links: z.array(z.string()).optional().describe("The page's http(s) links, absolute (formats: links)"),
+  screenshot: z
+    .string()
+    .nullable()
+    .optional()
+    .describe(
+      "Without formats: base64 PNG, or null when pageOptions.screenshot is false. With formats: a data:image/png;base64 URL",
+    ),
   metadata: pageMetadataSchema,
   extracted: z
     .record(z.string(), z.union([z.string(), z.null(), z.array(z.string())]))

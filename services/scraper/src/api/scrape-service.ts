@@ -1,6 +1,7 @@
 // One scrape, start to end: URL check and SSRF pre-check, a worker slot (bounded queue), the
-// render, then markdown, metadata, extractors and the optional LLM extraction. Used by
-// /scrape, each URL of /scrape/bulk and /search.
+// render, then markdown, metadata, extractors and the optional LLM extraction, shaped by
+// `formats` when asked (formats.ts). Used by /scrape, each URL of /scrape/bulk and /search, and
+// each page of a crawl, a batch scrape or a map's start page (src/crawl/).
 import type { Logger } from "@capstan/shared";
 import { tracer, withSpan } from "@capstan/shared";
 import { load } from "cheerio";
@@ -12,15 +13,19 @@ import { isScraperError, ScraperError } from "../errors.ts";
 import type { Limiter } from "../limiter.ts";
 import type { ApiMetrics } from "../metrics.ts";
 import { parseTargetUrl, type SsrfGuard } from "../ssrf/guard.ts";
+import { type Format, formatFields, pageLinks, wantsScreenshot } from "./formats.ts";
 import type { LlmClient } from "./llm.ts";
 import type { RenderClient } from "./render-client.ts";
 import type { PageOptions } from "./schemas.ts";
 
+/** Without `formats`, markdown, html and screenshot are always there (reference 2.10); with it, only those asked for. */
 export interface ScrapeData {
-  markdown: string;
-  html: string | null;
-  /** Base64 PNG of the viewport (or the full page), null when not asked for. */
-  screenshot: string | null;
+  markdown?: string;
+  html?: string | null;
+  rawHtml?: string;
+  links?: string[];
+  /** Base64 PNG of the viewport (or the full page), null when not asked for; a data: URL with `formats`. */
+  screenshot?: string | null;
   metadata: PageMetadata;
   /** Extractor results by name, present when extractors were given. */
   extracted?: Record<string, ExtractedValue>;
@@ -32,6 +37,8 @@ export interface ScrapeInput {
   url: string;
   pageOptions: PageOptions;
   extractors?: Record<string, ExtractorSpec> | undefined;
+  /** Firecrawl v1 formats (formats.ts); absent: the reference's answer. */
+  formats?: Format[] | undefined;
   extractorOptions?: { mode: "llm-extraction"; extractionPrompt?: string | undefined; extractionSchema?: unknown };
 }
 
@@ -64,7 +71,7 @@ export class ScrapeService {
   }
 
   /** Checks what can be checked before queueing: URL syntax, selectors, the SSRF policy. */
-  async precheck(input: ScrapeInput): Promise<URL> {
+  async precheck(input: Pick<ScrapeInput, "url" | "extractors" | "extractorOptions">): Promise<URL> {
     const url = parseTargetUrl(input.url);
     if (input.extractors) validateExtractors(input.extractors);
     if (input.extractorOptions && !this.deps.llm.configured) {
@@ -79,7 +86,14 @@ export class ScrapeService {
     return url;
   }
 
-  async scrape(input: ScrapeInput, opts: { signal?: AbortSignal; bulk?: boolean } = {}): Promise<ScrapeData> {
+  /**
+   * `bulk`: an URL of an admitted multi-URL request (its fan-out is bounded by the caller).
+   * `links`: the page's links are wanted whatever the formats (a crawl follows them).
+   */
+  async scrape(
+    input: ScrapeInput,
+    opts: { signal?: AbortSignal; bulk?: boolean; links?: boolean } = {},
+  ): Promise<ScrapeData> {
     const { config, metrics } = this.deps;
     const started = performance.now();
     let outcome = "ok";
@@ -94,7 +108,7 @@ export class ScrapeService {
           async () => {
             metrics.inFlight.inc();
             try {
-              return await this.renderAndConvert(input, signal);
+              return await this.renderAndConvert(input, signal, Boolean(opts.links));
             } finally {
               metrics.inFlight.dec();
             }
@@ -126,17 +140,20 @@ export class ScrapeService {
     return new ScraperError("INTERNAL");
   }
 
-  private async renderAndConvert(input: ScrapeInput, signal: AbortSignal): Promise<ScrapeData> {
+  private async renderAndConvert(input: ScrapeInput, signal: AbortSignal, wantLinks: boolean): Promise<ScrapeData> {
     const { config } = this.deps;
     const po = input.pageOptions;
+    const shot = input.formats
+      ? wantsScreenshot(input.formats)
+      : { screenshot: po.screenshot || po.fullPageScreenshot, fullPage: po.fullPageScreenshot };
     const timeout = Math.min(po.timeout ?? config.requestTimeoutMs, config.taskTimeoutMs);
     const rendered = await this.deps.renderClient.render(
       {
         url: input.url,
         wait_after_load: po.waitFor,
         timeout,
-        screenshot: po.screenshot || po.fullPageScreenshot,
-        full_page_screenshot: po.fullPageScreenshot,
+        screenshot: shot.screenshot,
+        full_page_screenshot: shot.fullPage,
         ...(po.headers ? { headers: po.headers } : {}),
         ...(po.blockMedia !== undefined ? { block_media: po.blockMedia } : {}),
       },
@@ -152,15 +169,24 @@ export class ScrapeService {
     });
     // One parse per page: extractors read the document before markdown conversion cleans it in place.
     const extracted = input.extractors ? runExtractors($, input.extractors, rendered.finalUrl) : undefined;
+    const links = wantLinks || input.formats?.includes("links") ? pageLinks($, rendered.finalUrl) : undefined;
     const markdown = documentToMarkdown($, rendered.contentType, rendered.finalUrl, {
       onlyMainContent: po.onlyMainContent,
     });
-    const data: ScrapeData = {
-      markdown,
-      html: po.includeHtml ? rendered.content : null,
-      screenshot: rendered.screenshot,
-      metadata,
-    };
+    const data: ScrapeData = input.formats
+      ? {
+          ...formatFields(input.formats, {
+            markdown,
+            rawHtml: rendered.content,
+            finalUrl: rendered.finalUrl,
+            screenshot: rendered.screenshot,
+            links,
+            onlyMainContent: po.onlyMainContent,
+          }),
+          metadata,
+        }
+      : { markdown, html: po.includeHtml ? rendered.content : null, screenshot: rendered.screenshot, metadata };
+    if (links && !data.links) data.links = links;
     if (extracted) data.extracted = extracted;
     if (input.extractorOptions?.mode === "llm-extraction") {
       data.llm_extraction = await this.deps.llm.extract(

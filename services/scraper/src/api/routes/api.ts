@@ -1,6 +1,6 @@
 // The scraper's API as one encapsulated plugin: the key check (AUTH_ENABLED with API_KEY, reference
 // 5) is an onRequest hook of this plugin's own context, so it runs for the routes registered here
-// (scrape, bulk, web search) and no others: GET /health, /openapi.json and the reference page stay
+// (scrape, bulk, web search, and crawl, batch and map of jobs.ts) and no others: GET /health, /openapi.json and the reference page stay
 // outside it, without a key, and no path is compared by string. The reference gives the scraper no
 // version prefix, so the plugin has none.
 
@@ -8,9 +8,10 @@ import { onInternalPort } from "@capstan/shared";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { apiKeyCheck } from "../../api-key.ts";
 import { ScraperError } from "../../errors.ts";
+import { type JobRoutesOptions, jobRoutes } from "./jobs.ts";
 import { type ScrapeRoutesOptions, scrapeRoutes } from "./scrape.ts";
 
-export type ApiOptions = ScrapeRoutesOptions;
+export type ApiOptions = ScrapeRoutesOptions & JobRoutesOptions;
 
 export const scraperApi: FastifyPluginAsync<ApiOptions> = async (app, options) => {
   const { config } = options;
@@ -26,4 +27,5 @@ export const scraperApi: FastifyPluginAsync<ApiOptions> = async (app, options) =
     });
   }
   await app.register(scrapeRoutes, options);
+  await app.register(jobRoutes, options);
 };

@@ -44,7 +44,7 @@ export const bodyValidator: FastifySchemaCompiler<z.ZodType> =
   };
 
 /** Aborted when the client goes away before the answer is written (its scrape stops). */
-function abortOnClose(reply: FastifyReply): AbortSignal {
+export function abortOnClose(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
   reply.raw.on("close", () => {
     if (!reply.raw.writableEnded) controller.abort(new ScraperError("TIMEOUT", [0, "client went away"]));
@@ -113,13 +113,13 @@ export const scrapeRoutes: FastifyPluginAsync<ScrapeRoutesOptions> = async (plai
       },
     },
     async (req, reply) => {
-      const { urls, pageOptions, extractors } = req.body;
+      const { urls, pageOptions, extractors, formats } = req.body;
       if (urls.length > config.bulkMaxUrls) {
         throw new ScraperError("BAD_REQUEST", [`at most ${config.bulkMaxUrls} URLs per bulk request`]);
       }
       if (limiter.full) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 1 });
       const data = await runMany(
-        urls.map((url) => ({ url, pageOptions, extractors })),
+        urls.map((url) => ({ url, pageOptions, extractors, formats })),
         abortOnClose(reply),
       );
       const succeeded = data.filter((d) => d.success).length;

@@ -1,0 +1,216 @@
+// The Firecrawl v1 style job routes: POST /crawl, GET and DELETE /crawl/{id}, GET
+// /crawl/{id}/errors, the same four for /batch/scrape, and POST /map. Registered inside the API
+// plugin (routes/api.ts), so the key check covers them. The jobs themselves are in src/crawl/.
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { runBatch } from "../../crawl/batch.ts";
+import { type JobDeps, runCrawl } from "../../crawl/crawler.ts";
+import type { Job, JobKind, JobStore } from "../../crawl/jobs.ts";
+import { mapSite } from "../../crawl/map.ts";
+import {
+  batchBodySchema,
+  crawlBodySchema,
+  jobCancelledSchema,
+  jobErrorsSchema,
+  jobIdParams,
+  jobPageQuery,
+  jobStartedSchema,
+  jobStatusSchema,
+  mapBodySchema,
+  mapResponseSchema,
+} from "../../crawl/schemas.ts";
+import { CrawlScope } from "../../crawl/scope.ts";
+import { isScraperError, ScraperError } from "../../errors.ts";
+import type { Limiter } from "../../limiter.ts";
+import { errorResponses } from "../response-schemas.ts";
+import { abortOnClose, bodyValidator } from "./scrape.ts";
+
+export interface JobRoutesOptions {
+  store: JobStore;
+  jobDeps: JobDeps;
+  limiter: Limiter;
+}
+
+const security = [{ scraperKey: [] }];
+/** A page of results stops growing past this many bytes (at least one result is always sent). */
+const PAGE_MAX_BYTES = 10 * 1024 * 1024;
+
+const PATHS: Record<JobKind, string> = { crawl: "/crawl", batch: "/batch/scrape" };
+
+function baseUrl(req: FastifyRequest): string {
+  return `${req.protocol}://${req.host}`;
+}
+
+function statusOf(job: Job, req: FastifyRequest, skip: number, asked: number | undefined, pageSize: number) {
+  const size = Math.min(asked ?? pageSize, pageSize);
+  const data: Job["pages"] = [];
+  let bytes = 0;
+  for (let i = skip; i < job.pages.length && data.length < size; i++) {
+    const page = job.pages[i] as Job["pages"][number];
+    bytes += Buffer.byteLength(JSON.stringify(page));
+    if (data.length > 0 && bytes > PAGE_MAX_BYTES) break;
+    data.push(page);
+  }
+  const end = skip + data.length;
+  return {
+    success: true as const,
+    status: job.status,
+    total: job.total,
+    completed: job.completed,
+    failed: job.failed,
+    creditsUsed: job.completed,
+    expiresAt: new Date(job.expiresAt).toISOString(),
+    next: end < job.pages.length ? `${baseUrl(req)}${PATHS[job.kind]}/${job.id}?skip=${end}` : null,
+    ...(job.warning ? { warning: job.warning } : {}),
+    data,
+  };
+}
+
+export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, options) => {
+  const { store, jobDeps, limiter } = options;
+  const { config, service } = jobDeps;
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(bodyValidator);
+
+  /** GET status, DELETE and GET errors of one kind of job. */
+  function jobReadRoutes(kind: JobKind, name: string, opName: string) {
+    const path = PATHS[kind];
+    app.get(
+      `${path}/:id`,
+      {
+        schema: {
+          operationId: `get${opName}Status`,
+          summary: `Progress and results of a ${name}, one page at a time (follow next)`,
+          description: `At most SCRAPER_JOB_PAGE_SIZE (${config.jobs.pageSize}) results and about 10 MB per answer.`,
+          tags: ["jobs"],
+          security,
+          params: jobIdParams,
+          querystring: jobPageQuery,
+          response: { 200: jobStatusSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (req) =>
+        statusOf(store.get(kind, req.params.id), req, req.query.skip, req.query.limit, config.jobs.pageSize),
+    );
+    app.delete(
+      `${path}/:id`,
+      {
+        schema: {
+          operationId: `cancel${opName}`,
+          summary: `Cancel a ${name}: pages in flight are aborted, none is fetched afterwards; results so far stay`,
+          tags: ["jobs"],
+          security,
+          params: jobIdParams,
+          response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (req) => {
+        await store.cancel(kind, req.params.id);
+        return { success: true as const, status: "cancelled" as const };
+      },
+    );
+    app.get(
+      `${path}/:id/errors`,
+      {
+        schema: {
+          operationId: `get${opName}Errors`,
+          summary: `Pages of a ${name} that failed, and URLs robots.txt disallowed`,
+          tags: ["jobs"],
+          security,
+          params: jobIdParams,
+          response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (req) => {
+        const job = store.get(kind, req.params.id);
+        return { success: true as const, errors: job.errors, robotsBlocked: job.robotsBlocked };
+      },
+    );
+  }
+
+  app.post(
+    "/crawl",
+    {
+      schema: {
+        operationId: "crawl",
+        summary: "Start crawling a site from a URL (async): answers the job's id at once",
+        description:
+          "Same site and under the start path by default; robots.txt honoured; sitemaps read unless ignoreSitemap. " +
+          "Each page is rendered like POST /scrape, with scrapeOptions.",
+        tags: ["jobs"],
+        security,
+        body: crawlBodySchema,
+        response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503) },
+      },
+    },
+    async (req) => {
+      const body = req.body;
+      // A bad pattern or a refused start URL is answered now, not found later in the job's errors.
+      new CrawlScope(new URL((await service.precheck({ url: body.url })).href), body);
+      const job = store.start("crawl", (j) => runCrawl(j, body, jobDeps));
+      return { success: true as const, id: job.id, url: `${baseUrl(req)}/crawl/${job.id}` };
+    },
+  );
+  jobReadRoutes("crawl", "crawl", "Crawl");
+
+  app.post(
+    "/batch/scrape",
+    {
+      schema: {
+        operationId: "batchScrape",
+        summary: "Start scraping a list of URLs (async): answers the job's id at once",
+        description: `At most SCRAPER_CRAWL_MAX_PAGES (${config.jobs.maxPages}) URLs. Scrape options are top-level fields, as in Firecrawl v1.`,
+        tags: ["jobs"],
+        security,
+        body: batchBodySchema,
+        response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503) },
+      },
+    },
+    async (req) => {
+      const body = req.body;
+      if (body.urls.length > config.jobs.maxPages) {
+        throw new ScraperError("BAD_REQUEST", [`at most ${config.jobs.maxPages} URLs per batch`]);
+      }
+      const urls: string[] = [];
+      const invalidURLs: string[] = [];
+      for (const url of body.urls) {
+        try {
+          await service.precheck({ url });
+          urls.push(url);
+        } catch (err) {
+          if (!body.ignoreInvalidURLs || !isScraperError(err)) throw err;
+          invalidURLs.push(url);
+        }
+      }
+      if (urls.length === 0) throw new ScraperError("BAD_REQUEST", ["no valid URL in urls"]);
+      const job = store.start("batch", (j) => runBatch(j, body, urls, jobDeps));
+      return {
+        success: true as const,
+        id: job.id,
+        url: `${baseUrl(req)}/batch/scrape/${job.id}`,
+        ...(body.ignoreInvalidURLs ? { invalidURLs } : {}),
+      };
+    },
+  );
+  jobReadRoutes("batch", "batch scrape", "BatchScrape");
+
+  app.post(
+    "/map",
+    {
+      schema: {
+        operationId: "map",
+        summary: "List a site's URLs from its sitemaps and the links of its start page",
+        tags: ["jobs"],
+        security,
+        body: mapBodySchema,
+        response: { 200: mapResponseSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503, 504) },
+      },
+    },
+    async (req, reply) => {
+      if (limiter.full) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 1 });
+      await service.precheck({ url: req.body.url });
+      const links = await mapSite(req.body, jobDeps, abortOnClose(reply));
+      return { success: true as const, links };
+    },
+  );
+};
