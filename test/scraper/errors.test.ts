@@ -113,10 +113,11 @@ describe("bad input", () => {
     expect(res.body).toMatchObject({ success: false, code: "NOT_FOUND" });
   });
 
-  it("a PDF → 415", async () => {
+  it("a damaged PDF → 415 saying why", async () => {
     const res = await post(scraper.url, "/scrape", { url: `${site.origin}/pdf` });
     expect(res.status).toBe(415);
     expect(res.body).toMatchObject({ success: false, code: "UNSUPPORTED_CONTENT" });
+    expect(String(res.body.error)).toMatch(/application\/pdf \(the PDF cannot be read/);
   });
 
   it("a closed port → 502", async () => {

@@ -4,6 +4,7 @@
 // black hole), so the guard sees every request and connects to the address it checked.
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { inTraceContext, type TraceContext } from "@capstan/shared";
+import { DocumentError, pdfToMarkdown } from "@capstan/shared/documents";
 import type { BrowserContext, Route } from "playwright-core";
 import { type Dispatcher, fetch } from "undici";
 import { isScraperError, ScraperError } from "../errors.ts";
@@ -184,7 +185,13 @@ async function handle(route: Route, state: TaskState | undefined, onRequest: (o:
       return route.abort("aborted");
     }
     if (isMain) {
-      const type = res.headers["content-type"] ?? "";
+      let type = res.headers["content-type"] ?? "";
+      if (/^application\/pdf\b/i.test(type)) {
+        // A PDF (fetched above through the guard, within maxBytes and the scrape's signal) is
+        // converted here and shown to Chromium as the Markdown it becomes, which passes through.
+        Object.assign(res, await pdfAsMarkdown(res.body, state.signal));
+        type = res.headers["content-type"] as string;
+      }
       state.mainContentType = type;
       if (type && !RENDERABLE.test(type)) {
         state.mainError = new ScraperError("UNSUPPORTED_CONTENT", [type.split(";")[0] ?? type]);
@@ -210,6 +217,18 @@ async function handle(route: Route, state: TaskState | undefined, onRequest: (o:
       state.wake?.();
     }
     return route.abort(error.code === "BLOCKED_TARGET" ? "blockedbyclient" : "failed").catch(() => {});
+  }
+}
+
+/** A PDF response as its Markdown (text/markdown); a PDF that cannot be read is a clear 415. */
+async function pdfAsMarkdown(pdf: Buffer, signal: AbortSignal) {
+  try {
+    const { markdown } = await pdfToMarkdown(pdf, { signal });
+    return { headers: { "content-type": "text/markdown; charset=utf-8" }, body: Buffer.from(markdown) };
+  } catch (err) {
+    if (err instanceof DocumentError)
+      throw new ScraperError("UNSUPPORTED_CONTENT", [`application/pdf (${err.message})`]);
+    throw err;
   }
 }
 

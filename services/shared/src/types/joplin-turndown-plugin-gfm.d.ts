@@ -1,4 +1,4 @@
-// @joplin/turndown-plugin-gfm ships no types.
+// @joplin/turndown-plugin-gfm ships no types (used by the shared HTML converter and the scraper).
 declare module "@joplin/turndown-plugin-gfm" {
   import type TurndownService from "turndown";
 

@@ -1,0 +1,45 @@
+// Documents to Markdown, for every service that ingests them (the scraper's PDF answers, search's
+// documents API): Markdown and plain text as they are, HTML through turndown, PDF through PDF.js.
+import { htmlTitle, htmlToMarkdown } from "./html.ts";
+import { type ConvertedDocument, DocumentError, type PdfOptions, pdfToMarkdown } from "./pdf.ts";
+
+export { htmlTitle, htmlToMarkdown } from "./html.ts";
+export { type ConvertedDocument, DocumentError, type DocumentErrorReason, looksLikePdf, pdfToMarkdown } from "./pdf.ts";
+
+/** The formats a document may be given in, by media type (parameters such as charset ignored). */
+export const DOCUMENT_TYPES = {
+  "text/markdown": "markdown",
+  "text/x-markdown": "markdown",
+  "text/plain": "text",
+  "text/html": "html",
+  "application/xhtml+xml": "html",
+  "application/pdf": "pdf",
+} as const;
+
+export type DocumentFormat = (typeof DOCUMENT_TYPES)[keyof typeof DOCUMENT_TYPES];
+
+/** The format of a media type ("text/html; charset=utf-8" → html), undefined when unsupported. */
+export function formatOf(contentType: string | undefined): DocumentFormat | undefined {
+  const type = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  return (DOCUMENT_TYPES as Record<string, DocumentFormat>)[type];
+}
+
+/** Markdown of a document; text formats are read as UTF-8. */
+export async function toMarkdown(
+  format: DocumentFormat,
+  data: Uint8Array,
+  opts: PdfOptions = {},
+): Promise<ConvertedDocument> {
+  if (format === "pdf") return pdfToMarkdown(data, opts);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(data);
+  } catch {
+    throw new DocumentError("invalid", `the ${format} document is not valid UTF-8`);
+  }
+  if (format === "html") {
+    const title = htmlTitle(text);
+    return { markdown: htmlToMarkdown(text), ...(title ? { title } : {}) };
+  }
+  return { markdown: text.replace(/\r\n?/g, "\n").trim() };
+}
