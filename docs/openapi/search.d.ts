@@ -34,6 +34,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/knowledge-bases/{knowledgeId}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The documents uploaded to a knowledge base, with their chunk counts, and the knowledge base's totals */
+        get: operations["listDocuments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledgeId}/documents/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Upload or replace a document (by name): the body is the document, in the format its Content-Type names */
+        put: operations["putDocument"];
+        post?: never;
+        /** Delete an uploaded document */
+        delete: operations["deleteDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -76,6 +111,55 @@ export interface components {
             message: string;
             data: components["schemas"]["SearchResponseInput"][] | null;
         };
+        /** @description An uploaded document, as ingested */
+        DocumentResponseInput: {
+            /** @constant */
+            code: 200;
+            message: string;
+            data: {
+                knowledgeId: string;
+                name: string;
+                /** @enum {string} */
+                format: "markdown" | "text" | "html" | "pdf";
+                chunks: number;
+                title?: string;
+            };
+        };
+        /** @description A deleted document */
+        DocumentDeletedResponseInput: {
+            /** @constant */
+            code: 200;
+            message: string;
+            data: {
+                knowledgeId: string;
+                name: string;
+                deleted: number;
+            };
+        };
+        /** @description The documents uploaded to a knowledge base, and its counts */
+        DocumentListResponseInput: {
+            /** @constant */
+            code: 200;
+            message: string;
+            data: {
+                knowledgeId: string;
+                documents: {
+                    name: string;
+                    chunks: number;
+                    format: string;
+                    title?: string;
+                    uploadedAt?: string;
+                }[];
+                uploaded: {
+                    documents: number;
+                    chunks: number;
+                };
+                total: {
+                    documents: number;
+                    chunks: number;
+                };
+            };
+        };
         /** @description The search envelope of an error: code is the HTTP status, data is null */
         SearchError: {
             code: number;
@@ -113,6 +197,55 @@ export interface components {
             code: number;
             message: string;
             data: components["schemas"]["SearchResponse"][] | null;
+        };
+        /** @description An uploaded document, as ingested */
+        DocumentResponse: {
+            /** @constant */
+            code: 200;
+            message: string;
+            data: {
+                knowledgeId: string;
+                name: string;
+                /** @enum {string} */
+                format: "markdown" | "text" | "html" | "pdf";
+                chunks: number;
+                title?: string;
+            };
+        };
+        /** @description A deleted document */
+        DocumentDeletedResponse: {
+            /** @constant */
+            code: 200;
+            message: string;
+            data: {
+                knowledgeId: string;
+                name: string;
+                deleted: number;
+            };
+        };
+        /** @description The documents uploaded to a knowledge base, and its counts */
+        DocumentListResponse: {
+            /** @constant */
+            code: 200;
+            message: string;
+            data: {
+                knowledgeId: string;
+                documents: {
+                    name: string;
+                    chunks: number;
+                    format: string;
+                    title?: string;
+                    uploadedAt?: string;
+                }[];
+                uploaded: {
+                    documents: number;
+                    chunks: number;
+                };
+                total: {
+                    documents: number;
+                    chunks: number;
+                };
+            };
         };
     };
     responses: never;
@@ -255,6 +388,281 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BatchSearchResponse"];
+                };
+            };
+            /** @description Bad request: the body or a parameter is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Missing, unknown or expired key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The key may not do this (scope or client address) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Rate limit reached (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Internal error (logged; no detail is given) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Unavailable for now (a dependency is down or the process is stopping); retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+        };
+    };
+    listDocuments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledgeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentListResponse"];
+                };
+            };
+            /** @description Bad request: the body or a parameter is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Missing, unknown or expired key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The key may not do this (scope or client address) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Rate limit reached (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Internal error (logged; no detail is given) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Unavailable for now (a dependency is down or the process is stopping); retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+        };
+    };
+    putDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledgeId: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/markdown": string;
+                "text/x-markdown": string;
+                "text/plain": string;
+                "text/html": string;
+                "application/xhtml+xml": string;
+                "application/pdf": string;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentResponse"];
+                };
+            };
+            /** @description Bad request: the body or a parameter is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Missing, unknown or expired key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The key may not do this (scope or client address) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The request body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Rate limit reached (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Internal error (logged; no detail is given) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+            /** @description Unavailable for now (a dependency is down or the process is stopping); retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchError"];
+                };
+            };
+        };
+    };
+    deleteDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledgeId: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentDeletedResponse"];
                 };
             };
             /** @description Bad request: the body or a parameter is invalid */

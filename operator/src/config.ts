@@ -167,6 +167,11 @@ export const operatorConfigSchema = z.object({
   maxConcurrentReconciles: z.int().min(1).max(64).default(16),
   /** KnowledgeBases refreshing at once (each ingestion keeps a worker busy and loads the search service). */
   knowledgeBaseConcurrency: z.int().min(1).max(16).default(2),
+  /**
+   * How often a KnowledgeBase's document and chunk counts are read from search between refreshes
+   * (documents uploaded through search's public documents API change them).
+   */
+  knowledgeBaseCountsSeconds: z.int().min(1).max(86_400).default(60),
   /** Timeout of one call to the API server. */
   apiTimeoutSeconds: z.int().min(1).max(300).default(30),
 });

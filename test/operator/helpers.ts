@@ -33,6 +33,17 @@ export async function serveSearchToOperator(
   // The documents API answers on the internal port only.
   const internal = (await listenInternal(search, { port: 0, host: "127.0.0.1" })).address() as AddressInfo;
   const internalUrl = `http://127.0.0.1:${internal.port}`;
+  await internalTokenSecret(client, ns, token);
+  return {
+    url,
+    internalUrl,
+    // Its searches are the internal caller's on behalf of this namespace (as the gateway's Agents).
+    searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, namespace: ns, timeoutMs }),
+  };
+}
+
+/** The internal-token Secret an operator of this namespace reads (as the chart would create it). */
+export async function internalTokenSecret(client: TestKube, ns: string, token: string): Promise<void> {
   await create(client, {
     apiVersion: "v1",
     kind: "Secret",
@@ -43,12 +54,6 @@ export async function serveSearchToOperator(
     },
     data: { token: Buffer.from(token).toString("base64") },
   });
-  return {
-    url,
-    internalUrl,
-    // Its searches are the internal caller's on behalf of this namespace (as the gateway's Agents).
-    searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, namespace: ns, timeoutMs }),
-  };
 }
 
 export function startOperatorFor(

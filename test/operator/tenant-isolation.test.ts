@@ -4,8 +4,6 @@
 // `a`'s knowledge bases (a 400 in the search envelope naming only the id sent); a duplicate id in
 // one namespace is refused without touching the owner's vectors; deleting `a`'s KnowledgeBase
 // leaves `b`'s searchable.
-import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
-import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
@@ -17,10 +15,10 @@ import {
   get,
   type Obj,
   remove,
-  serveSearchToOperator,
   startOperatorFor,
   whenCondition,
 } from "./helpers.ts";
+import { type ServedSearch, startSearchForNamespaces } from "./served-search.ts";
 
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 const A = `tenant-a-${suffix}`;
@@ -32,8 +30,7 @@ const SALARIES = "Salaries of team B are reviewed every April by the works counc
 
 let client: TestKube;
 let operators: Operator[] = [];
-let search: Awaited<ReturnType<typeof buildSearch>>;
-let source: KubeSource;
+let search: ServedSearch;
 let url: string;
 const keys: Record<string, string> = {};
 
@@ -75,27 +72,12 @@ beforeAll(async () => {
   await installCrds(client);
   await ensureNamespace(client, A);
   await ensureNamespace(client, B);
-  const view = new ResourceView();
   // All namespaces, read-only, as search runs in a cluster.
-  source = new KubeSource(view, client, { kinds: ["SearchKey", "KnowledgeBase"] });
-  await source.start();
-  const embedder = await loadLocalEmbedder(loadSearchConfig({}));
-  search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
-  const served = await serveSearchToOperator(client, A, search, TOKEN, 60_000);
-  url = served.url;
-  await create(client, {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: {
-      name: "capstan-internal-token",
-      namespace: B,
-      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
-    },
-    data: { token: Buffer.from(TOKEN).toString("base64") },
-  });
+  search = await startSearchForNamespaces(client, [A, B], TOKEN);
+  url = search.url;
   // One operator per namespace (each watches its own, as other test files run beside this one).
   operators = [A, B].map((ns) =>
-    startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: served.internalUrl } }),
+    startOperatorFor(inject("kubeconfig"), ns, { search: { internalUrl: search.internalUrl } }),
   );
   await Promise.all(operators.map((o) => o.start()));
 
@@ -133,7 +115,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(operators.map((o) => o.stop()));
-  source?.stop();
   await search?.close();
 });
 

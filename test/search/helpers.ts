@@ -36,7 +36,7 @@ export function searchKey(
     apiVersion: "capstan.dev/v1alpha1",
     kind: "SearchKey",
     metadata: { name, namespace: "default" },
-    spec: { keyName: name, requestsPerMinute: 600, ...spec },
+    spec: { keyName: name, permissions: ["read"], requestsPerMinute: 600, ...spec },
     status: { keyHash: hashKey(key), ...status },
   };
 }

@@ -166,6 +166,23 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(await store.stats(kb("docs"))).toEqual({ documents: 1, chunks: 1 });
     });
 
+    it("lists the documents whose id has a prefix, with their chunk counts and metadata", async () => {
+      await store.replaceDocument(
+        kb("docs"),
+        "upload:b",
+        [0, 1, 2].map((i) => chunk(kb("docs"), "upload:b", i, 3, unit(i + 3))),
+      );
+      await store.replaceDocument(kb("docs"), "upload:a", [chunk(kb("docs"), "upload:a", 0, 1, unit(7))]);
+      expect(await store.documents(kb("docs"), "upload:")).toEqual([
+        { docsId: "upload:a", docsName: "upload:a name", chunks: 1, extra: { source: "contract" } },
+        { docsId: "upload:b", docsName: "upload:b name", chunks: 3, extra: { source: "contract" } },
+      ]);
+      expect((await store.documents(kb("docs"), "")).map((d) => d.docsId)).toEqual(["other", "upload:a", "upload:b"]);
+      expect(await store.documents(kb("never"), "")).toEqual([]);
+      await store.deleteDocument(kb("docs"), "upload:a");
+      await store.deleteDocument(kb("docs"), "upload:b");
+    });
+
     it("deletes documents and counts what went", async () => {
       expect(await store.deleteDocument(kb("docs"), "other")).toBe(1);
       expect(await store.deleteDocument(kb("docs"), "other")).toBe(0);

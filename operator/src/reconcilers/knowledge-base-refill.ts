@@ -9,6 +9,7 @@ import { knowledgeIdOf } from "@capstan/shared/api";
 import { SearchApiError } from "@capstan/shared/clients/search-client";
 import { findCondition } from "../controller/conditions.ts";
 import type { KnowledgeBaseRef } from "../ingest/search-documents.ts";
+import { sourceChunks } from "../translate/knowledge-base.ts";
 import type { OperatorContext } from "./context.ts";
 
 export const SEARCH_UNAVAILABLE = "SearchUnavailable";
@@ -32,9 +33,10 @@ export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Prom
   if (!kb.status?.chunks) return false;
   try {
     const info = await ctx.search.getKnowledgeBase(kbRef(kb));
-    // Fewer chunks than the last complete ingestion stored: vectors were lost (all, or part of
-    // them when a write re-created a deleted collection); ingest again.
-    return !info || info.chunks < kb.status.chunks;
+    // Fewer chunks from sources than the last complete ingestion stored: vectors were lost (all,
+    // or part of them when a write re-created a deleted collection); ingest again. Uploaded
+    // documents come and go through the public API and are counted apart.
+    return !info || sourceChunks(info) < sourceChunks(kb.status);
   } catch {
     return false; // search itself is down: the refresh, when due, reports it
   }

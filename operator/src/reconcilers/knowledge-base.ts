@@ -12,7 +12,7 @@ import { knowledgeIdOf, ownerFirst } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
 import { platformScraperUrl } from "../config.ts";
 import { findCondition, kubeTime } from "../controller/conditions.ts";
-import type { Reconcile } from "../controller/controller.ts";
+import type { Reconcile, Result } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
 import type { ScrapeTarget } from "../ingest/scrape.ts";
 import type { DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef } from "../ingest/search-documents.ts";
@@ -23,12 +23,14 @@ import {
   FAILING_SINCE_ANNOTATION,
   type IngestionReport,
   KB_FINALIZER,
+  kbCountsStatus,
   kbDuplicateStatus,
   kbProgressStatus,
   kbSettings,
   kbStatus,
   kbUnavailableStatus,
   refreshDueIn,
+  sourceChunks,
   sourceIdOf,
 } from "../translate/knowledge-base.ts";
 import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
@@ -210,6 +212,7 @@ async function ingest(
       ...(vectors ? { vectors } : {}),
       servingModel: counts?.model,
       building: counts?.building,
+      uploaded: counts?.uploaded,
     },
     documents: after.annotation,
   };
@@ -265,7 +268,7 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
       return undefined; // the owner's deletion or a spec change enqueues it again
     }
     const dueIn = refreshDueIn(kb, now);
-    if (dueIn > 0 && !(await needsRefill(ctx, kb))) return { requeueAfterMs: dueIn + REQUEUE_SLACK_MS };
+    if (dueIn > 0 && !(await needsRefill(ctx, kb))) return syncCounts(ctx, kb, dueIn);
 
     const id = kbRef(kb);
     let collection: string | undefined;
@@ -313,8 +316,31 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     if (report.failed.some((f) => f.reason === SEARCH_UNAVAILABLE)) return { requeue: true };
     // A new model's generation that is not complete is built again with backoff, not in 24 h.
     if (report.building) return { requeue: true };
-    return { requeueAfterMs: refreshDueIn({ ...kb, status }, finished) + REQUEUE_SLACK_MS };
+    // Back for the counts (syncCounts) before the next refresh when that is further away.
+    const next = Math.min(refreshDueIn({ ...kb, status }, finished), ctx.config.knowledgeBaseCountsSeconds * 1000);
+    return { requeueAfterMs: next + REQUEUE_SLACK_MS };
   };
+}
+
+/**
+ * Between refreshes, documents uploaded through search's public documents API change the counts:
+ * they are read again every knowledgeBaseCountsSeconds and written to status when they moved.
+ */
+async function syncCounts(ctx: OperatorContext, kb: KB, dueIn: number): Promise<Result> {
+  try {
+    const info = await ctx.search.getKnowledgeBase(kbRef(kb));
+    // Vectors of the sources vanished since needsRefill looked (a collection deleted by hand):
+    // the status keeps the counts needsRefill compares with, and the next reconcile refills.
+    if (info && sourceChunks(info) < sourceChunks(kb.status ?? {})) return { requeue: true };
+    if (info) await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, kbCountsStatus(kb, info));
+  } catch (err) {
+    // Search is down: the counts stay as they were; the next refresh reports it.
+    ctx.logger.debug(
+      { kb: `${kb.metadata.namespace}/${kb.metadata.name}`, err: (err as Error).message },
+      "counts not read",
+    );
+  }
+  return { requeueAfterMs: Math.min(dueIn, ctx.config.knowledgeBaseCountsSeconds * 1000) + REQUEUE_SLACK_MS };
 }
 
 function recordIngestion(ctx: OperatorContext, report: IngestionReport): void {

@@ -110,7 +110,7 @@ function searchKey(spec: Partial<SearchKey["spec"]> = {}, status?: SearchKey["st
     apiVersion: "capstan.dev/v1alpha1",
     kind: "SearchKey",
     metadata: { name: "k", namespace: "ns", generation: 1, creationTimestamp: "2026-05-01T00:00:00Z" },
-    spec: { keyName: "K", knowledgeIds: ["kb_a"], requestsPerMinute: 600, ...spec },
+    spec: { keyName: "K", knowledgeIds: ["kb_a"], permissions: ["read"], requestsPerMinute: 600, ...spec },
     ...(status ? { status } : {}),
   };
 }

@@ -123,6 +123,8 @@ export interface IngestionReport {
   /** The model answering searches, and the generation still being built (a failed or partial build). */
   servingModel?: string | undefined;
   building?: KnowledgeBaseInfo["building"];
+  /** Documents uploaded through the public documents API (part of documents and chunks). */
+  uploaded?: KnowledgeBaseInfo["uploaded"];
 }
 
 export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): KnowledgeBaseStatus {
@@ -196,6 +198,7 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
     building: r.building,
     documents: r.documents,
     chunks: r.chunks,
+    uploaded: r.uploaded,
     failures,
     failedSources: failures ? names.slice(0, 50) : undefined,
     lastRefreshTime: kubeTime(now),
@@ -283,4 +286,18 @@ export function kbProgressStatus(
     ...(gens?.model ? { servingModel: gens.model } : {}),
     ...(gens ? { building: gens.building } : {}),
   });
+}
+
+/**
+ * Between refreshes: the counts search has now (documents uploaded through the public API add and
+ * remove some), everything else as it was. The same object when nothing changed.
+ */
+export function kbCountsStatus(kb: KnowledgeBase, info: KnowledgeBaseInfo): KnowledgeBaseStatus {
+  const st = kb.status ?? {};
+  return compact({ ...st, documents: info.documents, chunks: info.chunks, uploaded: info.uploaded });
+}
+
+/** Chunks that came from the KnowledgeBase's sources (all of them less the uploaded ones). */
+export function sourceChunks(c: { chunks?: number | undefined; uploaded?: { chunks: number } | undefined }): number {
+  return (c.chunks ?? 0) - (c.uploaded?.chunks ?? 0);
 }

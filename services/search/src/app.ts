@@ -26,6 +26,7 @@ import { ExternalReranker } from "./rerank/external.ts";
 import { HybridReranker } from "./rerank/hybrid.ts";
 import type { Reranker } from "./rerank/types.ts";
 import { documentRoutes } from "./routes/documents.ts";
+import { publicDocumentRoutes } from "./routes/public-documents.ts";
 import { searchRoutes } from "./routes/search.ts";
 import { searchSchemas } from "./routes/search-schemas.ts";
 import { SearchEngine } from "./search-engine.ts";
@@ -158,9 +159,22 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     version: "v1",
     schemas: searchSchemas,
     securitySchemes: { searchKey: { type: "http", scheme: "bearer", description: "A SearchKey's key" } },
-    tags: [{ name: "search", description: "Knowledge search" }],
+    tags: [
+      { name: "search", description: "Knowledge search" },
+      { name: "documents", description: "Documents uploaded to knowledge bases (keys with the write permission)" },
+    ],
   });
   app.register(searchRoutes, { prefix: "/v1/rag", config, auth, engine, metrics, limiter });
+  app.register(publicDocumentRoutes, {
+    prefix: "/v1/knowledge-bases",
+    config,
+    auth,
+    metrics,
+    limiter,
+    kbs,
+    ingester,
+    store,
+  });
   app.register(documentRoutes, { prefix: "/internal/v1", config, auth, ingester, store });
 
   app.addHook("onClose", async () => {

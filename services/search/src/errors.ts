@@ -22,6 +22,16 @@ export const ERRORS = defineErrors({
     message: "internal API disabled: no internal token is configured (CAPSTAN_INTERNAL_TOKEN)",
   },
   SEARCH_ERR_IP_FORBIDDEN: { status: 403, message: "client address is not allowed to use this key" },
+  SEARCH_ERR_WRITE_FORBIDDEN: {
+    status: 403,
+    message: "this key may not write to knowledge base {knowledgeId}: it needs the write permission",
+  },
+  SEARCH_ERR_DOCUMENT_INVALID: { status: 400, message: "document cannot be converted: {detail}" },
+  SEARCH_ERR_DOCUMENT_TYPE: {
+    status: 415,
+    message:
+      "unsupported document type '{got}': send Markdown (text/markdown), text (text/plain), HTML (text/html) or PDF (application/pdf)",
+  },
   SEARCH_ERR_NOT_FOUND: { status: 404, message: "not found: {detail}" },
   SEARCH_ERR_METHOD: { status: 405, message: "method {method} not allowed on {url}; use {allow}" },
   SEARCH_ERR_BODY_TOO_LARGE: { status: 413, message: "request body too large (limit {limit} bytes)" },

@@ -59,7 +59,7 @@ export class SearchEngine {
    */
   checkAccess(caller: Caller, req: SearchRequest): SearchRequest {
     const keys = req.knowledgeIds.map((id) => {
-      const inScope = caller.kind === "internal" || caller.knowledgeIds.has(id);
+      const inScope = caller.kind === "internal" || (caller.knowledgeIds.has(id) && caller.permissions.has("read"));
       const key = inScope && caller.namespace !== undefined ? this.d.kbs.keyOf(caller.namespace, id) : undefined;
       if (!key) throw new SearchError("SEARCH_ERR_KNOWLEDGE_ID", { knowledgeId: id });
       return key;

@@ -13,7 +13,17 @@ import { type Cidr, compileRanges, inRanges, parseIp } from "./client-ip.ts";
 
 export type Caller =
   | { kind: "internal"; namespace: string | undefined }
-  | { kind: "key"; name: string; namespace: string; knowledgeIds: ReadonlySet<string>; requestsPerMinute: number };
+  | {
+      kind: "key";
+      name: string;
+      namespace: string;
+      knowledgeIds: ReadonlySet<string>;
+      /** spec.permissions: read (search) and/or write (the public documents API); absent: read only. */
+      permissions: ReadonlySet<Permission>;
+      requestsPerMinute: number;
+    };
+
+export type Permission = "read" | "write";
 
 /** The header in which the internal caller names the namespace of the Agent it retrieves for. */
 export const NAMESPACE_HEADER = "x-capstan-namespace";
@@ -106,6 +116,7 @@ export class SearchKeyAuthenticator {
       name: entry.key.metadata.name,
       namespace: namespaceOf(entry.key),
       knowledgeIds: new Set(spec.knowledgeIds),
+      permissions: new Set(spec.permissions ?? ["read"]),
       requestsPerMinute: spec.requestsPerMinute ?? 600,
     };
   }

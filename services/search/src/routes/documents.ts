@@ -10,6 +10,7 @@ import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
 import { docsIdSchema, documentBodySchema, knowledgeIdParam, parseBody } from "../schemas.ts";
 import { type CollectionInfo, storeKey, type VectorStore } from "../store/types.ts";
+import { UPLOAD_PREFIX } from "./public-documents.ts";
 
 export interface DocumentRoutesDeps {
   config: SearchConfig;
@@ -98,7 +99,18 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     const stats = gens && (await d.store.stats(knowledgeId));
     if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${id}` });
     const { model, dimensions } = gens.serving;
-    return ok({ knowledgeId: id, model, dimensions, ...stats, ...(await building(d.store, gens.building)) });
+    // The documents uploaded through the public API, counted apart (when there are any): the
+    // operator keeps them out of what its sources produce (status.uploaded).
+    const docs = await d.store.documents(knowledgeId, UPLOAD_PREFIX);
+    const uploaded = { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) };
+    return ok({
+      knowledgeId: id,
+      model,
+      dimensions,
+      ...stats,
+      ...(docs.length > 0 ? { uploaded } : {}),
+      ...(await building(d.store, gens.building)),
+    });
   });
 
   // Makes the generation being built serve (after its last document); with {model}, only if it is

@@ -29,3 +29,47 @@ export function batchDoc(single: z.ZodType, maxQueries: number) {
 export function errorResponses<S extends number>(...statuses: S[]) {
   return sharedErrorResponses(searchError, ...statuses);
 }
+
+const counts = z.object({ documents: z.int().min(0), chunks: z.int().min(0) });
+const envelope = <T extends z.ZodType>(data: T) => z.object({ code: z.literal(200), message: z.string(), data });
+
+export const documentResponse = envelope(
+  z.object({
+    knowledgeId: z.string(),
+    name: z.string(),
+    format: z.enum(["markdown", "text", "html", "pdf"]),
+    chunks: z.int().min(0).describe("chunks the document was split into"),
+    title: z.string().optional().describe("the document's own title (PDF Info, HTML <title>)"),
+  }),
+);
+searchSchemas.add(documentResponse, { id: "DocumentResponse", description: "An uploaded document, as ingested" });
+
+export const documentDeletedResponse = envelope(
+  z.object({
+    knowledgeId: z.string(),
+    name: z.string(),
+    deleted: z.int().min(0).describe("chunks removed (0: there was no such document)"),
+  }),
+);
+searchSchemas.add(documentDeletedResponse, { id: "DocumentDeletedResponse", description: "A deleted document" });
+
+export const documentListResponse = envelope(
+  z.object({
+    knowledgeId: z.string(),
+    documents: z.array(
+      z.object({
+        name: z.string(),
+        chunks: z.int().min(0),
+        format: z.string(),
+        title: z.string().optional(),
+        uploadedAt: z.string().optional(),
+      }),
+    ),
+    uploaded: counts.describe("the uploaded documents and their chunks"),
+    total: counts.describe("every document of the knowledge base: its sources' and the uploaded ones"),
+  }),
+);
+searchSchemas.add(documentListResponse, {
+  id: "DocumentListResponse",
+  description: "The documents uploaded to a knowledge base, and its counts",
+});

@@ -33,7 +33,10 @@ declare module "fastify" {
  * over: one Redis round trip shared by every replica). The internal caller (the gateway, limited
  * per channel there) is not limited here.
  */
-async function caller(d: SearchRoutesOptions, req: FastifyRequest): Promise<Caller> {
+export async function caller(
+  d: Pick<SearchRoutesOptions, "auth" | "limiter" | "metrics">,
+  req: FastifyRequest,
+): Promise<Caller> {
   // req.ip: the client address as Fastify's trustProxy (the configured trusted proxies) gives it.
   const who = d.auth.authenticate(req.headers.authorization, req.ip, req.headers[NAMESPACE_HEADER]);
   if (who.kind !== "key") return who;

@@ -21,6 +21,7 @@ import {
   type CollectionStats,
   cosineToScore,
   DEFAULT_RETIRE_GRACE_MS,
+  type DocumentSummary,
   type GenerationName,
   type Generations,
   mergeHits,
@@ -249,6 +250,22 @@ export class EmbeddedStore implements VectorStore {
       n += removed;
     }
     return n;
+  }
+
+  async documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
+    const col = this.entries.get(knowledgeId)?.serving;
+    const out: DocumentSummary[] = [];
+    for (const [docsId, keys] of col?.docs ?? []) {
+      const first = keys[0] === undefined ? undefined : col?.chunks.get(keys[0]);
+      if (!docsId.startsWith(docsIdPrefix) || !first) continue;
+      out.push({
+        docsId,
+        docsName: first.docsName,
+        chunks: keys.length,
+        ...(first.extra ? { extra: first.extra } : {}),
+      });
+    }
+    return out.sort((a, b) => a.docsId.localeCompare(b.docsId));
   }
 
   async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {

@@ -8,6 +8,7 @@
 // beside the old one, and the switch is one atomic registry upsert.
 // Searches and scores: qdrant-query.ts.
 import type { OutboundMetrics } from "@capstan/shared";
+import { listDocuments } from "./qdrant-documents.ts";
 import { QdrantHttp } from "./qdrant-http.ts";
 import { type Filter, kbFilter, PAYLOAD_INDEXES, slug } from "./qdrant-payload.ts";
 import { readable, type ScoredPoint, tenantSearch, toHits } from "./qdrant-query.ts";
@@ -18,6 +19,7 @@ import {
   type CollectionLayout,
   type CollectionStats,
   DEFAULT_RETIRE_GRACE_MS,
+  type DocumentSummary,
   type GenerationName,
   type Generations,
   mergeHits,
@@ -318,6 +320,12 @@ export class QdrantStore implements VectorStore {
       });
     }
     return n;
+  }
+
+  async documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
+    const e = await this.reg.get(knowledgeId);
+    if (!e) return [];
+    return this.onData(settingsOf(e), (name) => listDocuments(this.http, name, knowledgeId, docsIdPrefix));
   }
 
   async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {

@@ -84,6 +84,14 @@ export interface CollectionStats {
   chunks: number;
 }
 
+/** One document of a knowledge base as listed: its chunk count and the metadata of its first chunk. */
+export interface DocumentSummary {
+  docsId: string;
+  docsName: string;
+  chunks: number;
+  extra?: Record<string, string>;
+}
+
 /**
  * A knowledge base's generations. `serving` answers searches; `building` (after a model or
  * dimensions change) receives every document write until switchGeneration promotes it, so
@@ -137,6 +145,8 @@ export interface VectorStore {
   replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
   /** Removes the document from every generation; number of chunks removed. */
   deleteDocument(knowledgeId: string, docsId: string): Promise<number>;
+  /** The serving generation's documents whose id starts with `docsIdPrefix`, by id. */
+  documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]>;
   /** Counts of one generation (default serving); undefined when it does not exist. */
   stats(knowledgeId: string, generation?: GenerationName): Promise<CollectionStats | undefined>;
   /** Best hits across the listed knowledge bases, best first, at most limit. */

@@ -121,6 +121,12 @@ export const knowledgeBaseStatus = z.object({
     ),
   documents: z.int().min(0).optional().describe("documents of the serving generation"),
   chunks: z.int().min(0).optional().describe("chunks of the serving generation"),
+  uploaded: z
+    .object({ documents: z.int().min(0), chunks: z.int().min(0) })
+    .optional()
+    .describe(
+      "of documents and chunks: those uploaded through search's public documents API (kept across refreshes, not from sources)",
+    ),
   failures: z.int().min(0).optional().describe("sources that failed in the last refresh"),
   failedSources: z
     .array(z.string())

@@ -26,6 +26,14 @@ export const searchKeySpec = z
       .min(1)
       .max(256)
       .describe("permission scope: the knowledge bases this key may search (least privilege)"),
+    permissions: z
+      .array(z.enum(["read", "write"]))
+      .min(1)
+      .max(2)
+      .default(["read"])
+      .describe(
+        "what the key may do on its knowledgeIds: read = search (and list uploaded documents); write = upload, replace and delete documents through the public documents API. Default read only",
+      ),
     allowedCIDRs: z
       .array(z.string().max(64))
       .max(256)

@@ -30,6 +30,8 @@ export interface KnowledgeBaseInfo {
   chunking?: { size: number; overlap: number };
   /** After a model change: the generation being built beside the serving one, and its counts so far. */
   building?: { model: string; dimensions: number; documents: number; chunks: number };
+  /** Of `documents` and `chunks`: those uploaded through the public documents API (not from sources). */
+  uploaded?: { documents: number; chunks: number };
   /** Set by PUT (ensure): where the vectors live and how they are indexed. */
   collection?: string;
   vectors?: {
@@ -38,6 +40,14 @@ export interface KnowledgeBaseInfo {
     distance: string;
     hnsw: { m: number; payloadM?: number; efConstruct: number; efSearch: number };
   };
+}
+
+/** GET /v1/knowledge-bases/:knowledgeId/documents. */
+export interface DocumentList {
+  knowledgeId: string;
+  documents: { name: string; chunks: number; format: string; title?: string; uploadedAt?: string }[];
+  uploaded: { documents: number; chunks: number };
+  total: { documents: number; chunks: number };
 }
 
 /** A knowledge base as the documents API addresses it: the same id in two namespaces is two. */
@@ -167,6 +177,15 @@ export class SearchClient {
     return items.map((e) =>
       e.code === 200 && Array.isArray(e.data) ? e.data : new SearchApiError("search", e.code, e.message),
     );
+  }
+
+  /**
+   * The public documents API with a search key: the documents uploaded to a knowledge base of the
+   * key's namespace, and its counts (search's own, current, uploads included).
+   */
+  async listDocuments(knowledgeId: string, call?: SearchCallOptions): Promise<DocumentList> {
+    const path = `/v1/knowledge-bases/${encodeURIComponent(knowledgeId)}/documents`;
+    return (await this.call<DocumentList>("list_documents", "GET", path, undefined, { call })) as DocumentList;
   }
 
   /** Creates the knowledge base's collection (or updates its chunking); idempotent. */
