@@ -206,6 +206,44 @@ describe("search keys and knowledge bases in the console", () => {
     await page.close();
   });
 
+  it("shows documents uploaded through search's documents API, with search's current counts", async () => {
+    await create(admin, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "faq-writer-key", namespace: ns },
+      data: { key: Buffer.from("console-faq-writer-key-0123").toString("base64") },
+    });
+    await create(admin, {
+      apiVersion: CAP,
+      kind: "SearchKey",
+      metadata: { name: "faq-writer", namespace: ns },
+      spec: {
+        keyName: "FAQ writer",
+        knowledgeIds: ["kb_faq"],
+        permissions: ["read", "write"],
+        keySecretRef: { name: "faq-writer-key", key: "key" },
+      },
+    });
+    await whenCondition(admin, "SearchKey", ns, "faq-writer", "Ready", "True");
+    const uploaded = await eventually("the upload", async () => {
+      const res = await fetch(`${searchUrl}/v1/knowledge-bases/kb_faq/documents/shipping.txt`, {
+        method: "PUT",
+        headers: { authorization: "Bearer console-faq-writer-key-0123", "content-type": "text/plain" },
+        body: "Orders ship within two working days.",
+      });
+      return res.status === 200 ? true : undefined;
+    });
+    expect(uploaded).toBe(true);
+    const page = await browser.newPage();
+    await signIn(page, consoleApp.url, token);
+    await page.goto(`${consoleApp.url}/#/knowledge/faq`);
+    await expect.poll(() => page.getByTestId("kb-counts").textContent()).toContain("2 documents (1 uploaded)");
+    expect(await page.getByRole("list", { name: "Uploaded documents" }).textContent()).toContain(
+      "shipping.txt (text, 1 chunks)",
+    );
+    await page.close();
+  });
+
   it("shows agents and scrapers with their health", async () => {
     const page = await browser.newPage();
     await signIn(page, consoleApp.url, token);

@@ -37,6 +37,10 @@ export function knowledgeRow(o: KubeObject) {
     chunks: (status.chunks as number | undefined) ?? 0,
     failures: (status.failures as number | undefined) ?? 0,
     failedSources: (status.failedSources as string[] | undefined) ?? [],
+    uploaded: (status.uploaded as { documents?: number } | undefined)?.documents ?? 0,
+    progress: (status.progress as string | undefined) ?? "",
+    /** Documents uploaded through search's documents API (filled from search on the single view). */
+    uploadedDocuments: [] as { name: string; chunks: number; format: string }[],
     ready: readyOf(o),
   };
 }
@@ -84,6 +88,28 @@ async function searchKeyFor(api: ConsoleApi, ns: string, knowledgeId: string): P
     .trim();
 }
 
+/**
+ * The counts search has now, uploads included, with the uploaded documents: the status is written
+ * by the operator at each refresh and between them every minute, and standalone mode writes none.
+ * Nothing (the status stands) when no usable search key covers the knowledge base or search fails.
+ */
+async function liveCounts(ctx: ConsoleContext, api: ConsoleApi, ns: string, knowledgeId: string) {
+  if (!ctx.config.searchUrl) return {};
+  try {
+    const token = await searchKeyFor(api, ns, knowledgeId);
+    const client = new SearchClient({ baseURL: ctx.config.searchUrl, token, timeoutMs: 5_000, maxRetries: 1 });
+    const list = await client.listDocuments(knowledgeId);
+    return {
+      documents: list.total.documents,
+      chunks: list.total.chunks,
+      uploaded: list.uploaded.documents,
+      uploadedDocuments: list.documents.map((d) => ({ name: d.name, chunks: d.chunks, format: d.format })),
+    };
+  } catch {
+    return {};
+  }
+}
+
 const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unknown()) });
 
 export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
@@ -115,7 +141,9 @@ export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void
 
   app.get<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name", async (req) => {
     const { api } = sessionOf(ctx, req);
-    return knowledgeRow(await api.get(PLURAL, checkName("namespace", req.params.ns), req.params.name));
+    const ns = checkName("namespace", req.params.ns);
+    const row = knowledgeRow(await api.get(PLURAL, ns, req.params.name));
+    return { ...row, ...(await liveCounts(ctx, api, ns, row.knowledgeId)) };
   });
 
   app.post<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name/documents", async (req, reply) => {

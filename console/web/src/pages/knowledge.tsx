@@ -1,6 +1,7 @@
 // Knowledge bases: the list (documents, chunks, failed sources) with "New knowledge base"
-// (knowledge-new.tsx), and one knowledge base with its
-// sources, document upload (Markdown, text, HTML) and a "try a search" box on the real search API.
+// (knowledge-new.tsx), and one knowledge base with its counts and ingestion progress (search's
+// current counts, uploads through its documents API included), sources, uploaded documents,
+// document upload (Markdown, text, HTML) and a "try a search" box on the real search API.
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, get, nsPath, type Permissions, post } from "../api.ts";
 import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
@@ -15,6 +16,9 @@ interface KnowledgeRow {
   chunks: number;
   failures: number;
   failedSources: string[];
+  uploaded: number;
+  progress: string;
+  uploadedDocuments: { name: string; chunks: number; format: string }[];
   ready: { status: string; reason: string; message: string };
 }
 
@@ -144,8 +148,13 @@ export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can
       <h1 id="kb-title">{kb.knowledgeId}</h1>
       <p>{kb.description}</p>
       <p>
-        <ReadyBadge ready={kb.ready} /> {kb.documents} documents, {kb.chunks} chunks
-        {kb.failures ? `, ${kb.failures} failed sources: ${kb.failedSources.join(", ")}` : ""}{" "}
+        <ReadyBadge ready={kb.ready} />{" "}
+        <span data-testid="kb-counts">
+          {kb.documents} documents
+          {kb.uploaded ? ` (${kb.uploaded} uploaded)` : ""}, {kb.chunks} chunks
+          {kb.progress ? `, ingestion ${kb.progress}` : ""}
+          {kb.failures ? `, ${kb.failures} failed sources: ${kb.failedSources.join(", ")}` : ""}
+        </span>{" "}
         <button type="button" onClick={load}>
           Refresh
         </button>
@@ -162,6 +171,21 @@ export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can
           </li>
         ))}
       </ul>
+      {kb.uploadedDocuments.length > 0 ? (
+        <>
+          <h2>Uploaded through the documents API</h2>
+          <ul aria-label="Uploaded documents">
+            {kb.uploadedDocuments.map((d) => (
+              <li key={d.name}>
+                {d.name}{" "}
+                <small>
+                  ({d.format}, {d.chunks} chunks)
+                </small>
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
       {can.knowledgebases?.patch && can.configmaps?.create ? <Upload ns={ns} kb={kb} onDone={load} /> : null}
       <TrySearch ns={ns} kb={kb} />
     </section>
