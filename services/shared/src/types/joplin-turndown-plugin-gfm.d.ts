@@ -1,11 +1,5 @@
-// @joplin/turndown-plugin-gfm ships no types (used by the shared HTML converter and the scraper).
+// @joplin/turndown-plugin-gfm ships no types: the one plugin the shared HTML converter uses (the
+// scraper declares the others it uses in its own src/types).
 declare module "@joplin/turndown-plugin-gfm" {
-  import type TurndownService from "turndown";
-
-  type Plugin = (service: TurndownService) => void;
-  export const gfm: Plugin;
-  export const tables: Plugin;
-  export const strikethrough: Plugin;
-  export const taskListItems: Plugin;
-  export const highlightedCodeBlock: Plugin;
+  export const gfm: (service: import("turndown")) => void;
 }
