@@ -127,3 +127,20 @@ export function questions(n: number, seed = 2): string[] {
     return `${pick(forms, r)} ${pick(things, r)} in ${subject}? (${i})`;
   });
 }
+
+/**
+ * Ingestion-like chunks of varied length: documents of 2–12 passages cut by the service's own
+ * chunker (800 characters, overlap 100, as a KnowledgeBase's default), so a batch mixes short
+ * tails with full chunks (~40–190 word pieces) the way a real ingestion does.
+ */
+export function chunks(n: number, chunkText: (text: string) => string[], seed = 3): string[] {
+  const r = rng(seed);
+  const pool = passages(Math.max(64, Math.ceil(n / 2)), seed);
+  const out: string[] = [];
+  for (let doc = 0; out.length < n; doc++) {
+    const size = 2 + Math.floor(r() * 11);
+    const text = Array.from({ length: size }, () => pick(pool, r)).join("\n\n");
+    for (const c of chunkText(`Document ${doc}.\n\n${text}`)) if (out.length < n) out.push(c);
+  }
+  return out;
+}

