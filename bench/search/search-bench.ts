@@ -6,7 +6,9 @@
 //
 //   node bench/search/search-bench.ts [--backend embedded,qdrant] [--chunks 10000,100000]
 //                                     [--qdrant-url URL]   (default: starts the vendored server)
-//   knobs: QUERIES=300 REAL=1000 CAPSTAN_EMBEDDING_THREADS=1 QDRANT_API_KEY=...
+//   knobs: QUERIES=300 REAL=1000 CAPSTAN_EMBEDDING_THREADS (default every core) QDRANT_API_KEY=...
+// (embedding alone, against onnxruntime's Python runtime: embed-bench.ts; ingestion end to end:
+// ingest-bench.ts)
 import { hashKey } from "@capstan/shared";
 import type { KnowledgeBase, SearchKey } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
@@ -26,7 +28,7 @@ const BACKENDS = (arg("backend") ?? "embedded,qdrant").split(",") as ("embedded"
 const SIZES = (arg("chunks") ?? process.env.CHUNKS ?? "10000,100000").split(",").map(Number);
 const QUERIES = Number(process.env.QUERIES ?? 300);
 const REAL = Number(process.env.REAL ?? 1000);
-const THREADS = Number(process.env.CAPSTAN_EMBEDDING_THREADS ?? 1);
+const THREADS = process.env.CAPSTAN_EMBEDDING_THREADS ? Number(process.env.CAPSTAN_EMBEDDING_THREADS) : undefined;
 const KB = "kb_bench";
 const PREFIX = "capstan_bench";
 
@@ -37,18 +39,18 @@ const pct = (xs: number[], p: number) => {
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 const log = (s: string) => process.stdout.write(`${s}\n`);
 
-const config = loadSearchConfig({}, { embedding: { threads: THREADS, cacheSize: 0 } });
+const config = loadSearchConfig({}, { embedding: { ...(THREADS ? { threads: THREADS } : {}), cacheSize: 0 } });
 const embedder = await loadLocalEmbedder(config);
 const dims = embedder.dimensions;
 const maxSize = Math.max(...SIZES);
 log(
-  `model ${embedder.name} (${dims} dims), ${THREADS} thread(s); backends ${BACKENDS.join(", ")}; sizes ${SIZES.join(", ")}`,
+  `model ${embedder.name} (${dims} dims), ${THREADS ?? "every core's"} thread(s) for documents; backends ${BACKENDS.join(", ")}; sizes ${SIZES.join(", ")}`,
 );
 
-// 1. Embedding throughput (documents, batches of 32) and single-query latency.
+// 1. Embedding throughput (the documents worker, batches of 32) and single-query latency.
 const texts = passages(REAL);
 let t0 = performance.now();
-const real = await embedder.embed(texts);
+const real = await embedder.embedDocuments(texts);
 log(
   `embedding throughput: ${(REAL / ((performance.now() - t0) / 1000)).toFixed(1)} chunks/s (${REAL} passages, batch 32)`,
 );

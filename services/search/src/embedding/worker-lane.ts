@@ -7,6 +7,9 @@
 import { Worker } from "node:worker_threads";
 import type { BatchTiming } from "./model-runner.ts";
 
+/** How long close() lets a worker finish its run before terminating it. */
+const CLOSE_GRACE_MS = 30_000;
+
 export interface WorkerLaneOptions {
   /** Module the worker runs (embed-worker.ts; tests give a small stand-in speaking the protocol). */
   script: URL;
@@ -76,7 +79,17 @@ export class WorkerLane {
     const w = this.worker;
     this.worker = undefined;
     this.starting = undefined;
-    await w?.terminate();
+    if (!w) return;
+    // Ask the worker to finish its run and release the model (see embed-worker.ts); terminate()
+    // only if it has not ended after the grace period.
+    const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+    w.postMessage({ type: "close" });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), CLOSE_GRACE_MS);
+    });
+    if ((await Promise.race([exited, late])) === "late") await w.terminate();
+    clearTimeout(timer);
   }
 
   private async spawn(): Promise<LaneInfo> {
@@ -150,7 +163,7 @@ export class WorkerLane {
       () => {
         if (this.inFlight?.id !== id) return;
         this.worker?.ref(); // a job in flight keeps the process alive until it settles
-        this.worker?.postMessage({ id, texts: jobs.flatMap((j) => j.texts) });
+        this.worker?.postMessage({ type: "embed", id, texts: jobs.flatMap((j) => j.texts) });
       },
       (err: Error) => {
         // The worker could not start: this run's jobs fail with the reason (died() may have done it).
