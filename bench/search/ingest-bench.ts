@@ -1,7 +1,7 @@
 // Ingestion end to end: documents through the service's own Ingester (chunking with the default
 // 800/100 characters, embedding on the local model's documents worker in slices of 256, one
 // store write per document) into the embedded vector store (usearch HNSW), timed from the first
-// document to the last stored chunk. Logs progress every 10 documents. Bounded; stops by itself.
+// document to the last stored chunk. Logs progress after every document. Bounded; stops by itself.
 //
 //   node bench/search/ingest-bench.ts [--chunks 100000] [--per-doc 1000]
 //   knobs: CAPSTAN_EMBEDDING_THREADS (default: every core)
@@ -51,10 +51,8 @@ const t0 = performance.now();
 let done = 0;
 for (let doc = 0; done < TOTAL; doc++) {
   done += await ingester.upsert("default.kb_ingest_bench", `doc${doc}`, { docsName: `doc${doc}`, text: docText(doc) });
-  if (doc % 10 === 9 || done >= TOTAL) {
-    const s = (performance.now() - t0) / 1000;
-    log(`${done} chunks in ${s.toFixed(0)} s: ${(done / s).toFixed(1)} chunks/s (load ${load()})`);
-  }
+  const s = (performance.now() - t0) / 1000;
+  log(`${done} chunks in ${s.toFixed(0)} s: ${(done / s).toFixed(1)} chunks/s (load ${load()})`);
 }
 const seconds = (performance.now() - t0) / 1000;
 log(
