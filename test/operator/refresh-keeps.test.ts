@@ -3,21 +3,10 @@
 // Every previous document stays searchable, the status names the failed source (Degraded), and
 // the source is retried with backoff; only a source removed from the spec loses its documents.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { Operator } from "../../operator/src/manager.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
-import { type Scraper, type Site, startScraper, startSite } from "../scraper/helpers.ts";
-import {
-  CAP,
-  condition,
-  create,
-  eventually,
-  get,
-  type Obj,
-  patch,
-  startOperatorFor,
-  whenCondition,
-} from "./helpers.ts";
-import { type ServedSearch, startSearchForOperator } from "./served-search.ts";
+import { type Site, startSite } from "../scraper/helpers.ts";
+import { CAP, condition, create, eventually, get, type Obj, patch, whenCondition } from "./helpers.ts";
+import { type ScrapingStack, startScrapingStack } from "./served-search.ts";
 
 const ns = `refresh-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "refresh-keeps-test-token-0123456789";
@@ -25,14 +14,11 @@ const PAGE = "The launch checklist says the rocket's call sign is Falcon Nine an
 const INLINE = "Inline note: the mission patch is blue with three stars.";
 
 let client: TestKube;
-let operator: Operator;
-let search: ServedSearch;
 let site: Site;
-let scraper: Scraper | undefined;
-let url: string;
+let stack: ScrapingStack;
 
 async function texts(): Promise<string[]> {
-  const res = await fetch(`${url}/v1/rag/search`, {
+  const res = await fetch(`${stack.search.url}/v1/rag/search`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, "x-capstan-namespace": ns },
     body: JSON.stringify({ knowledgeIds: ["kb_mission"], text: "call sign and mission patch", minSimilarity: 0 }),
@@ -50,20 +36,11 @@ beforeAll(async () => {
     "/checklist",
     `<html><head><title>Checklist</title></head><body><main><p>${PAGE}</p></main></body></html>`,
   );
-  scraper = await startScraper({ allowedHosts: [`127.0.0.1:${site.port}`] });
-  search = await startSearchForOperator(client, ns, TOKEN);
-  url = search.url;
-  operator = startOperatorFor(inject("kubeconfig"), ns, {
-    search: { internalUrl: search.internalUrl },
-    scraping: { url: scraper.url, timeout: 20, max_retries: 0 },
-  });
-  await operator.start();
+  stack = await startScrapingStack(client, ns, TOKEN, site, inject("kubeconfig"));
 }, 300_000);
 
 afterAll(async () => {
-  await operator?.stop();
-  await search?.close();
-  await scraper?.close();
+  await stack?.close();
   await site?.close();
 });
 
@@ -86,8 +63,7 @@ describe("a refresh while the scraper is stopped", () => {
       await eventually("both documents searchable", async () => ((await texts()).length === 2 ? texts() : false)),
     ).toEqual([INLINE, PAGE].sort());
 
-    await scraper?.close();
-    scraper = undefined;
+    await stack.stopScraper();
     // A spec change refreshes at once.
     await patch(
       client,

@@ -1,10 +1,13 @@
 // A real search service for operator tests that need one (ingestion writes to its documents API):
 // the local embedding model, the namespace's SearchKeys and KnowledgeBases learnt from the API
-// server, served on loopback with the internal-token Secret the operator reads.
+// server, served on loopback with the internal-token Secret the operator reads; with a real
+// scraper and an operator using both for tests of url and crawl sources (startScrapingStack).
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
+import type { Operator } from "../../operator/src/manager.ts";
 import type { TestKube } from "../ground/kube-client.ts";
-import { internalTokenSecret, serveSearchToOperator } from "./helpers.ts";
+import { type Scraper, type Site, startScraper } from "../scraper/helpers.ts";
+import { internalTokenSecret, serveSearchToOperator, startOperatorFor } from "./helpers.ts";
 
 export type ServedSearch = Awaited<ReturnType<typeof serveSearchToOperator>> & {
   app: Awaited<ReturnType<typeof buildSearch>>;
@@ -45,4 +48,46 @@ export async function startSearchForNamespaces(
       await app.close();
     },
   };
+}
+
+/** A real scraper allowed to fetch `site`, a real search service and an operator using both. */
+export interface ScrapingStack {
+  scraper: Scraper | undefined;
+  search: ServedSearch;
+  operator: Operator;
+  /** Stops the scraper (a later close() skips it). */
+  stopScraper(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startScrapingStack(
+  client: TestKube,
+  ns: string,
+  token: string,
+  site: Site,
+  kubeconfig: string,
+): Promise<ScrapingStack> {
+  const scraper = await startScraper({ allowedHosts: [`127.0.0.1:${site.port}`] });
+  const search = await startSearchForOperator(client, ns, token);
+  const operator = startOperatorFor(kubeconfig, ns, {
+    search: { internalUrl: search.internalUrl },
+    scraping: { url: scraper.url, timeout: 20, max_retries: 0 },
+  });
+  await operator.start();
+  const stack: ScrapingStack = {
+    scraper,
+    search,
+    operator,
+    stopScraper: async () => {
+      const s = stack.scraper;
+      stack.scraper = undefined;
+      await s?.close();
+    },
+    close: async () => {
+      await operator.stop();
+      await search.close();
+      await stack.stopScraper();
+    },
+  };
+  return stack;
 }

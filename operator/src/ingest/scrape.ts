@@ -1,9 +1,11 @@
-// Fetching a page through a scraping component (reference 4.3: POST {scraper_url}/scrape) with the
-// platform's scraping settings (enabled, url, timeout, max_retries, api_key), through the shared
-// ScraperClient; one client per distinct settings, reused across refreshes.
+// Fetching a page through a scraping component (reference 4.3: POST {scraper_url}/scrape), or a
+// whole site through its crawl jobs (crawl.ts), with the platform's scraping settings (enabled,
+// url, timeout, max_retries, api_key), through the shared ScraperClient; one client per distinct
+// settings, reused across refreshes.
 import type { OutboundMetrics } from "@capstan/shared";
-import { ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
+import { type CrawlRequest, ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
 import { OperatorError } from "../errors.ts";
+import { type CrawledPage, type CrawlOptions, crawlPages } from "./crawl.ts";
 
 export interface ScrapeTarget {
   url: string;
@@ -23,6 +25,12 @@ export interface Scrape {
     pageUrl: string,
     options: { waitFor?: number; onlyMainContent?: boolean },
   ): Promise<ScrapedText>;
+  crawl(target: ScrapeTarget, request: CrawlRequest, options?: CrawlOptions): Promise<CrawledPage[]>;
+}
+
+function detailOf(err: unknown): string {
+  const detail = err instanceof ScraperClientError ? `${err.code}: ${err.message}` : (err as Error).message;
+  return detail.slice(0, 300);
 }
 
 export class ClientScrape implements Scrape {
@@ -61,8 +69,15 @@ export class ClientScrape implements Scrape {
       const page = await this.client(t).scrape(pageUrl, { pageOptions: { ...options, screenshot: false } });
       return { markdown: page.markdown, ...(page.metadata?.title ? { title: page.metadata.title } : {}) };
     } catch (err) {
-      const detail = err instanceof ScraperClientError ? `${err.code}: ${err.message}` : (err as Error).message;
-      throw new OperatorError("SCRAPE_FAILED", { url: pageUrl, detail: detail.slice(0, 300) });
+      throw new OperatorError("SCRAPE_FAILED", { url: pageUrl, detail: detailOf(err) });
+    }
+  }
+
+  async crawl(t: ScrapeTarget, request: CrawlRequest, options: CrawlOptions = {}): Promise<CrawledPage[]> {
+    try {
+      return await crawlPages(this.client(t), request, options);
+    } catch (err) {
+      throw new OperatorError("CRAWL_FAILED", { url: request.url, detail: detailOf(err) });
     }
   }
 }

@@ -1,7 +1,9 @@
 // KnowledgeBase: a finalizer guards the vector collection (deleted through the search service
 // before the object goes); the collection is ensured; sources (inline text, ConfigMap keys, URLs
-// through the referenced Scraper or the platform scraping settings) are ingested through the
-// documents API when the spec changes and every refreshInterval; counts and progress in status.
+// and crawls through the referenced Scraper or the platform scraping settings) are ingested
+// through the documents API when the spec changes and every refreshInterval; counts and progress
+// in status. A crawl's pages are one document each, keyed by page URL, so a refresh replaces them
+// and a page the crawl no longer finds is deleted as stale.
 // A model change is built beside the serving generation and switched to only once every source
 // is in (see completeBuild), so searches never answer from a half-filled collection. A source
 // that fails keeps its previous documents (documentsAfterRun) and is retried with backoff. A
@@ -37,6 +39,7 @@ import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { suppliedKey } from "./key-secret.ts";
+import { ProgressWriter } from "./knowledge-base-progress.ts";
 import { kbRef, needsRefill, SEARCH_UNAVAILABLE, searchUnavailable } from "./knowledge-base-refill.ts";
 import { KB_BY_ID, kbIndexKey } from "./search-key.ts";
 import { writeStatus } from "./status.ts";
@@ -75,6 +78,7 @@ async function documentsOf(
   kb: KB,
   source: Source,
   target: () => Promise<ScrapeTarget>,
+  onPages: (pages: number) => void,
 ): Promise<Doc[]> {
   if (source.text !== undefined) {
     return [
@@ -106,11 +110,35 @@ async function documentsOf(
       };
     });
   }
-  const url = source.url as string;
-  const page = await ctx.scrape.scrape(await target(), url, {
+  const options = {
     ...(kb.spec.scrapeOptions?.waitFor !== undefined ? { waitFor: kb.spec.scrapeOptions.waitFor } : {}),
     onlyMainContent: kb.spec.scrapeOptions?.onlyMainContent ?? true,
-  });
+  };
+  if (source.crawl) {
+    const { url: start, limit, maxDepth, includePaths, excludePaths } = source.crawl;
+    const pages = await ctx.scrape.crawl(
+      await target(),
+      {
+        url: start,
+        limit,
+        ...(maxDepth !== undefined ? { maxDepth } : {}),
+        ...(includePaths ? { includePaths } : {}),
+        ...(excludePaths ? { excludePaths } : {}),
+        scrapeOptions: { ...options, formats: ["markdown"] },
+      },
+      { onPages },
+    );
+    // One document per page URL (a page reached twice, e.g. through a redirect, once: the last).
+    const byUrl = new Map(pages.map((p) => [p.url, p]));
+    return [...byUrl.values()].map((p) => ({
+      docsId: docsIdFor(source.name, "crawl", p.url),
+      docsName: `${source.name}/${p.url}`,
+      text: p.markdown,
+      metadata: { source: p.url, crawl: start, ...(p.title ? { title: p.title } : {}) },
+    }));
+  }
+  const url = source.url as string;
+  const page = await ctx.scrape.scrape(await target(), url, options);
   return [
     {
       docsId: docsIdFor(source.name, "url"),
@@ -154,8 +182,9 @@ async function ingest(
   ctx: OperatorContext,
   kb: KB,
   collection: string | undefined,
-  vectors?: IngestionReport["vectors"],
-  buildingModel?: string,
+  vectors: IngestionReport["vectors"],
+  buildingModel: string | undefined,
+  progress: ProgressWriter,
 ): Promise<{ report: IngestionReport; documents: string }> {
   const id = kbRef(kb);
   const sources = kb.spec.sources;
@@ -172,7 +201,8 @@ async function ingest(
       const ids: string[] = [];
       produced.set(sourceId, ids); // documents written, also by a source that fails half-way
       try {
-        for (const doc of await documentsOf(ctx, kb, source, lazyTarget)) {
+        const onPages = (pages: number) => progress.crawled(sourceId, pages);
+        for (const doc of await documentsOf(ctx, kb, source, lazyTarget, onPages)) {
           const { docsId, ...body } = doc;
           await ctx.search.upsertDocument(id, docsId, body);
           ids.push(docsId);
@@ -183,6 +213,7 @@ async function ingest(
         failed.push({ source: source.name, reason, message: (err as Error).message });
         failedIds.add(sourceId);
       }
+      progress.sourceDone();
     }
   };
   await Promise.all(Array.from({ length: Math.min(SOURCE_CONCURRENCY, sources.length) }, worker));
@@ -213,6 +244,7 @@ async function ingest(
       servingModel: counts?.model,
       building: counts?.building,
       uploaded: counts?.uploaded,
+      crawledPages: progress.crawledPages,
     },
     documents: after.annotation,
   };
@@ -288,9 +320,10 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, gens);
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
     ctx.metrics.ingestsInFlight.inc();
-    const { report, documents: joined } = await ingest(ctx, kb, collection, vectors, gens?.building?.model).finally(
-      () => ctx.metrics.ingestsInFlight.dec(),
-    );
+    const writer = new ProgressWriter(ctx, kb, gens);
+    const { report, documents: joined } = await ingest(ctx, kb, collection, vectors, gens?.building?.model, writer)
+      .finally(() => writer.close())
+      .finally(() => ctx.metrics.ingestsInFlight.dec());
     recordIngestion(ctx, report);
     const finished = ctx.now();
     const annotations = kb.metadata.annotations ?? {};

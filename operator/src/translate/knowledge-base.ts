@@ -40,12 +40,18 @@ export function refreshDueIn(kb: KnowledgeBase, now: Date): number {
 }
 
 /** A document id that stays the same across refreshes, so a refresh replaces instead of adding. */
-export function docsIdFor(sourceName: string, kind: "text" | "url" | "configMap", key = ""): string {
+export function docsIdFor(sourceName: string, kind: "text" | "url" | "configMap" | "crawl", key = ""): string {
   return `doc_${shortHash([kind, sourceName, key], 24)}`;
 }
 
 /** The id of a source: the document id of a url or text source, the prefix of nothing else. */
-export function sourceIdOf(source: { name: string; url?: string | undefined; text?: string | undefined }): string {
+export function sourceIdOf(source: {
+  name: string;
+  url?: string | undefined;
+  text?: string | undefined;
+  crawl?: unknown;
+}): string {
+  if (source.crawl !== undefined) return docsIdFor(source.name, "crawl");
   return docsIdFor(source.name, source.text !== undefined ? "text" : source.url !== undefined ? "url" : "configMap");
 }
 
@@ -125,6 +131,13 @@ export interface IngestionReport {
   building?: KnowledgeBaseInfo["building"];
   /** Documents uploaded through the public documents API (part of documents and chunks). */
   uploaded?: KnowledgeBaseInfo["uploaded"];
+  /** Pages the crawl sources fetched in this run (each one a document). */
+  crawledPages?: number;
+}
+
+/** status.progress: sources done of all, and the pages crawled when there are crawl sources. */
+function progressText(done: number, total: number, pages: number | undefined): string {
+  return `${done}/${total} sources${pages ? `, ${pages} pages crawled` : ""}`;
 }
 
 export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): KnowledgeBaseStatus {
@@ -202,7 +215,7 @@ export function kbStatus(kb: KnowledgeBase, r: IngestionReport, now: Date): Know
     failures,
     failedSources: failures ? names.slice(0, 50) : undefined,
     lastRefreshTime: kubeTime(now),
-    progress: `${r.sources - failures}/${r.sources} sources`,
+    progress: progressText(r.sources - failures, r.sources, r.crawledPages),
   });
 }
 
@@ -262,6 +275,7 @@ export function kbProgressStatus(
   total: number,
   now: Date,
   gens?: Pick<KnowledgeBaseInfo, "model" | "building">,
+  pages?: number,
 ): KnowledgeBaseStatus {
   const st = kb.status ?? {};
   const kept = (st.conditions ?? []).filter((c) => c.type !== "Ingested");
@@ -282,7 +296,7 @@ export function kbProgressStatus(
     ...st,
     knowledgeId: knowledgeIdOf(kb),
     conditions: setConditions(st.conditions, wanted, st.observedGeneration, now),
-    progress: `${done}/${total} sources`,
+    progress: progressText(done, total, pages),
     ...(gens?.model ? { servingModel: gens.model } : {}),
     ...(gens ? { building: gens.building } : {}),
   });

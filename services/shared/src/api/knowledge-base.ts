@@ -43,14 +43,37 @@ export const chunkingSpec = z
     ],
   });
 
+const pathPatterns = z
+  .array(z.string().min(1).max(1000))
+  .max(100)
+  .optional()
+  .describe("regular expressions (RE2) tested against each page URL's path, as the scraper's crawl API");
+
+/** A crawl of a site (the scraper's POST /crawl, Firecrawl v1 names): each page fetched is one document. */
+export const crawlSource = z.object({
+  url: httpUrl.describe("start URL; the crawl stays on its site and below its path"),
+  limit: z.int().min(1).max(1000).default(100).describe("most pages fetched (and documents kept) per refresh"),
+  maxDepth: z
+    .int()
+    .min(0)
+    .max(100)
+    .optional()
+    .describe("most path segments a page may have below the start URL's path; absent: the scraper's default (10)"),
+  includePaths: pathPatterns.describe("only pages whose path matches one of these become documents"),
+  excludePaths: pathPatterns.describe("pages whose path matches one of these are neither fetched nor followed"),
+});
+
 export const knowledgeSource = z
   .object({
     name: z
       .string()
       .min(1)
       .max(256)
-      .describe("document name (docsName) for inline and ConfigMap sources; a label for URLs"),
+      .describe(
+        "document name (docsName) for inline and ConfigMap sources; a label for URLs; the prefix of a crawl's document names",
+      ),
     url: httpUrl.optional().describe("page fetched through the Scraper"),
+    crawl: crawlSource.optional().describe("a site crawled through the Scraper: one document per page"),
     text: z.string().max(1_000_000).optional().describe("inline document text"),
     configMap: z
       .object({
@@ -63,8 +86,8 @@ export const knowledgeSource = z
   .meta({
     "x-kubernetes-validations": [
       {
-        rule: "(has(self.url) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.configMap) ? 1 : 0) == 1",
-        message: "a source sets exactly one of url, text, configMap",
+        rule: "(has(self.url) ? 1 : 0) + (has(self.text) ? 1 : 0) + (has(self.configMap) ? 1 : 0) + (has(self.crawl) ? 1 : 0) == 1",
+        message: "a source sets exactly one of url, text, configMap, crawl",
       },
     ],
   });
@@ -77,8 +100,8 @@ export const knowledgeBaseSpec = z.object({
   sources: z.array(knowledgeSource).max(10_000).default([]),
   scraperRef: localObjectRef
     .optional()
-    .describe("Scraper that fetches url sources; absent: the platform scraping settings"),
-  refreshInterval: duration.default("24h").describe("how often url and ConfigMap sources are fetched again"),
+    .describe("Scraper that fetches url and crawl sources; absent: the platform scraping settings"),
+  refreshInterval: duration.default("24h").describe("how often url, crawl and ConfigMap sources are fetched again"),
   scrapeOptions: z
     .object({
       waitFor: z.int().min(0).max(60_000).optional().describe("milliseconds to wait after load"),

@@ -45,6 +45,27 @@ export interface ScrapedPage {
   llm_extraction?: unknown;
 }
 
+/** A crawl job's request (the scraper's POST /crawl, Firecrawl v1 names). */
+export interface CrawlRequest {
+  url: string;
+  limit?: number;
+  maxDepth?: number;
+  includePaths?: string[];
+  excludePaths?: string[];
+  scrapeOptions?: { waitFor?: number; onlyMainContent?: boolean; formats?: string[] };
+}
+
+/** One answer of GET /crawl/{id}: progress and the results from `skip` on. */
+export interface CrawlStatus {
+  status: "scraping" | "completed" | "failed" | "cancelled";
+  total: number;
+  completed: number;
+  failed: number;
+  next: string | null;
+  warning?: string;
+  data: ScrapedPage[];
+}
+
 export type BulkResult =
   | { url: string; success: true; data: ScrapedPage }
   | { url: string; success: false; error: string; code: string; status: number };
@@ -143,6 +164,21 @@ export class ScraperClient {
     return this.call<{ data: BulkResult[] }>("/scrape/bulk", body, options.signal).then((r) => r.data);
   }
 
+  /** Starts a crawl job (POST /crawl); its id is what crawlStatus and cancelCrawl take. */
+  startCrawl(request: CrawlRequest, signal?: AbortSignal): Promise<{ id: string }> {
+    return this.call<{ id: string }>("/crawl", request, signal);
+  }
+
+  /** A crawl's progress and its results from `skip` on (GET /crawl/{id}?skip=). */
+  crawlStatus(id: string, skip = 0, signal?: AbortSignal): Promise<CrawlStatus> {
+    return this.call<CrawlStatus>(`/crawl/${encodeURIComponent(id)}?skip=${skip}`, undefined, signal);
+  }
+
+  /** Cancels a crawl (DELETE /crawl/{id}); its results so far stay readable. */
+  async cancelCrawl(id: string, signal?: AbortSignal): Promise<void> {
+    await this.call(`/crawl/${encodeURIComponent(id)}`, undefined, signal, "DELETE");
+  }
+
   async health(signal?: AbortSignal): Promise<{ status: string } & Record<string, unknown>> {
     return this.call("/health", undefined, signal);
   }
@@ -151,14 +187,21 @@ export class ScraperClient {
     if (!this.opts.dispatcher) await this.dispatcher.close();
   }
 
-  private async call<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  private async call<T>(path: string, body: unknown, signal?: AbortSignal, method?: "DELETE"): Promise<T> {
     if (!this.settings.enabled) throw new ScraperDisabledError("the scraping component is disabled", "DISABLED");
     const target = new URL(path, this.settings.url).href;
-    return this.policy.execute((ctx) => this.attempt<T>(target, body, ctx.signal, signal), { signal });
+    const verb = method ?? (body === undefined ? "GET" : "POST");
+    return this.policy.execute((ctx) => this.attempt<T>(target, verb, body, ctx.signal, signal), { signal });
   }
 
   /** One exchange; `signal` ends it on the caller's abort or the policy's timeout. */
-  private async attempt<T>(target: string, body: unknown, signal: AbortSignal, caller?: AbortSignal): Promise<T> {
+  private async attempt<T>(
+    target: string,
+    method: string,
+    body: unknown,
+    signal: AbortSignal,
+    caller?: AbortSignal,
+  ): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.settings.api_key) headers.authorization = `Bearer ${this.settings.api_key}`;
@@ -166,7 +209,7 @@ export class ScraperClient {
     let text: string;
     try {
       res = await fetch(target, {
-        method: body === undefined ? "GET" : "POST",
+        method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,

@@ -1,0 +1,93 @@
+// A KnowledgeBase's crawl source: one crawl job on the scraper (POST /crawl), polled
+// (GET /crawl/{id}?skip=<pages read>) until it ends, every result read once as it arrives, and
+// cancelled (DELETE /crawl/{id}) when the operator gives up on it. Each call goes through the
+// ScraperClient's resilience policy (timeout, bounded full-jitter retries, the outbound metric);
+// between polls the wait grows from POLL_MIN_MS to POLL_MAX_MS with full jitter, and the whole
+// crawl is bounded by maxWaitMs. Pages that answered 4xx/5xx are results on the scraper but not
+// documents here; a crawl that failed, was cancelled or fetched no page at all is an error, so
+// the source keeps its previous documents.
+import type { CrawlRequest, CrawlStatus } from "@capstan/shared/clients/scraper-client";
+import type { ScrapedText } from "./scrape.ts";
+
+/** The calls of the scraper's crawl API this needs (ScraperClient has them). */
+export interface CrawlApi {
+  startCrawl(request: CrawlRequest, signal?: AbortSignal): Promise<{ id: string }>;
+  crawlStatus(id: string, skip?: number, signal?: AbortSignal): Promise<CrawlStatus>;
+  cancelCrawl(id: string, signal?: AbortSignal): Promise<void>;
+}
+
+export interface CrawledPage extends ScrapedText {
+  /** The page's URL as the crawl found it (sourceURL), the key of its document. */
+  url: string;
+}
+
+export interface CrawlOptions {
+  /** The whole crawl, start to last result (default 30 minutes). */
+  maxWaitMs?: number;
+  /** Told the pages read so far after every poll that brought some. */
+  onPages?: (pages: number) => void;
+  /** Test seam for the waits between polls. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const POLL_MIN_MS = 250;
+export const POLL_MAX_MS = 5_000;
+const DEFAULT_MAX_WAIT_MS = 30 * 60_000;
+
+/** Why a crawl did not give its pages; the caller wraps it in its own error with the start URL. */
+export class CrawlError extends Error {}
+
+const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Wait before poll n (0-based) with nothing new: full jitter over an exponential ceiling. */
+export function pollDelay(n: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(POLL_MAX_MS, POLL_MIN_MS * 2 ** Math.min(n, 16));
+  return Math.max(POLL_MIN_MS / 2, Math.floor(random() * ceiling));
+}
+
+/** Runs one crawl to its end and returns the pages worth a document, in the order they finished. */
+export async function crawlPages(
+  api: CrawlApi,
+  request: CrawlRequest,
+  opts: CrawlOptions = {},
+): Promise<CrawledPage[]> {
+  const sleep = opts.sleep ?? realSleep;
+  const deadline = Date.now() + (opts.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+  const { id } = await api.startCrawl(request);
+  const pages: CrawledPage[] = [];
+  let read = 0;
+  let idle = 0;
+  let finished = false;
+  try {
+    for (;;) {
+      const st = await api.crawlStatus(id, read);
+      read += st.data.length;
+      for (const p of st.data) {
+        const status = p.metadata?.statusCode;
+        if (typeof status === "number" && status >= 400) continue;
+        const url = String(p.metadata?.sourceURL || p.metadata?.url || "");
+        if (!url) continue;
+        pages.push({ url, markdown: p.markdown ?? "", ...(p.metadata?.title ? { title: p.metadata.title } : {}) });
+      }
+      if (st.data.length > 0) opts.onPages?.(pages.length);
+      if (st.next) continue; // more results already there: read them at once
+      if (st.status !== "scraping") {
+        finished = true;
+        if (st.status !== "completed")
+          throw new CrawlError(`the crawl ${st.status}${st.warning ? `: ${st.warning}` : ""}`);
+        break;
+      }
+      if (Date.now() >= deadline)
+        throw new CrawlError(`the crawl did not finish within ${opts.maxWaitMs ?? DEFAULT_MAX_WAIT_MS} ms`);
+      idle = st.data.length > 0 ? 0 : idle + 1;
+      await sleep(Math.min(pollDelay(idle), Math.max(0, deadline - Date.now())));
+    }
+  } catch (err) {
+    // Giving up on a running job: cancel it so it fetches nothing more (best effort, its own
+    // retries; an error here is not the one worth reporting).
+    if (!finished) await api.cancelCrawl(id).catch(() => undefined);
+    throw err;
+  }
+  if (pages.length === 0) throw new CrawlError("the crawl found no page (the start URL failed or matched no path)");
+  return pages;
+}

@@ -1,0 +1,161 @@
+// A KnowledgeBase crawl source, end to end: real API server, operator, search and scraper (the
+// test ground's Chromium) crawling a small loopback site with a depth and a path limit. The
+// crawl's pages become exactly the expected documents, each searchable; a refresh after a page is
+// removed from the site deletes its document; a refresh with the scraper stopped keeps every
+// document and names the failed source in status.
+
+import { ScraperClient } from "@capstan/shared/clients/scraper-client";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type CrawlApi, CrawlError, crawlPages } from "../../operator/src/ingest/crawl.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
+import { type Site, startSite } from "../scraper/helpers.ts";
+import { CAP, condition, create, eventually, get, type Obj, patch } from "./helpers.ts";
+import { type ScrapingStack, startScrapingStack } from "./served-search.ts";
+
+const ns = `crawl-${process.pid}-${Date.now().toString(36)}`;
+const TOKEN = "crawl-source-test-token-0123456789";
+const KB = { apiVersion: CAP, kind: "KnowledgeBase", ns, name: "handbook" };
+
+// Each page's distinctive sentence; the site's pages link to each other.
+const TEXT: Record<string, string> = {
+  "/docs/": "The handbook index says the observatory opens at nine every morning.",
+  "/docs/telescopes": "The telescopes page says the largest mirror is four metres across.",
+  "/docs/comets": "The comets page says Halley returns every seventy-six years.",
+  "/docs/private": "The private page holds the door code, never to be indexed.",
+  "/docs/deep/archive/old": "The archive page lies three levels down, below the depth limit.",
+  "/about": "The about page sits outside the start path.",
+};
+const linked = new Set(Object.keys(TEXT));
+
+let client: TestKube;
+let site: Site;
+let stack: ScrapingStack;
+
+function page(path: string): string {
+  const links = [...linked].filter((p) => p !== path).map((p) => `<li><a href="${p}">${p}</a></li>`);
+  return `<html><head><title>${path}</title></head><body><nav><ul>${links.join("")}</ul></nav><main><h1>${path}</h1><p>${TEXT[path]}</p></main></body></html>`;
+}
+
+/** Every chunk text the knowledge base answers a broad query with. */
+async function texts(): Promise<string> {
+  const res = await fetch(`${stack.search.url}/v1/rag/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, "x-capstan-namespace": ns },
+    body: JSON.stringify({
+      knowledgeIds: ["kb_handbook"],
+      text: "observatory telescopes comets",
+      minSimilarity: 0,
+      maxResults: 20,
+    }),
+  });
+  const body = (await res.json()) as { data: { text: string }[] | null };
+  return (body.data ?? []).map((h) => h.text).join("\n");
+}
+
+/** The KnowledgeBase once its status answers the current generation with the Ingested condition wanted. */
+function refreshed(ingested: string): Promise<Obj> {
+  return eventually(`the refresh (Ingested=${ingested})`, async () => {
+    const kb = (await get(client, CAP, "KnowledgeBase", ns, "handbook")) as Obj;
+    return kb.status?.observedGeneration === kb.metadata.generation && condition(kb, "Ingested")?.status === ingested
+      ? kb
+      : undefined;
+  });
+}
+
+beforeAll(async () => {
+  client = harnessKubeClient();
+  await installCrds(client);
+  await ensureNamespace(client, ns);
+  site = await startSite();
+  for (const path of Object.keys(TEXT)) {
+    site.route(path, (_req, res) => {
+      if (!linked.has(path)) {
+        res.writeHead(404, { "content-type": "text/html" });
+        res.end("<html><body><h1>Gone</h1></body></html>");
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end(page(path));
+    });
+  }
+  stack = await startScrapingStack(client, ns, TOKEN, site, inject("kubeconfig"));
+}, 300_000);
+
+afterAll(async () => {
+  await stack?.close();
+  await site?.close();
+});
+
+describe("a crawl the operator gives up on", () => {
+  it("is cancelled on the scraper", async () => {
+    // The start page never answers: the crawl cannot finish within the operator's bound.
+    site.route("/slow/", () => undefined);
+    const client = new ScraperClient({ url: stack.scraper?.url, timeout: 10, max_retries: 1 });
+    const ids: string[] = [];
+    const api: CrawlApi = {
+      startCrawl: async (r) => {
+        const started = await client.startCrawl(r);
+        ids.push(started.id);
+        return started;
+      },
+      crawlStatus: (id, skip) => client.crawlStatus(id, skip),
+      cancelCrawl: (id) => client.cancelCrawl(id),
+    };
+    const gaveUp = crawlPages(api, { url: `${site.origin}/slow/` }, { maxWaitMs: 300 });
+    await expect(gaveUp).rejects.toBeInstanceOf(CrawlError);
+    await expect(gaveUp).rejects.toThrow(/did not finish/);
+    expect(ids).toHaveLength(1);
+    expect((await client.crawlStatus(ids[0] as string)).status).toBe("cancelled");
+    await client.close();
+  });
+});
+
+describe("a KnowledgeBase with a crawl source", () => {
+  it("ingests the crawl's pages within its limits, drops a removed page, and keeps all when the scraper is down", async () => {
+    await create(client, {
+      apiVersion: CAP,
+      kind: "KnowledgeBase",
+      metadata: { name: "handbook", namespace: ns },
+      spec: {
+        sources: [
+          {
+            name: "Handbook",
+            crawl: { url: `${site.origin}/docs/`, limit: 20, maxDepth: 1, excludePaths: ["^/docs/private"] },
+          },
+        ],
+      },
+    });
+    const first = await refreshed("True");
+    // The index and its two pages: not the excluded one, the one below maxDepth, nor /about.
+    expect(first.status).toMatchObject({ documents: 3, failures: 0, progress: "1/1 sources, 3 pages crawled" });
+    expect(condition(first, "Ready")?.status).toBe("True");
+    const all = await eventually("the three pages searchable", async () => {
+      const t = await texts();
+      return ["/docs/", "/docs/telescopes", "/docs/comets"].every((p) => t.includes(TEXT[p] as string)) ? t : false;
+    });
+    for (const p of ["/docs/private", "/docs/deep/archive/old", "/about"]) expect(all).not.toContain(TEXT[p]);
+    expect(site.hits.some((h) => h.startsWith("/docs/private"))).toBe(false);
+
+    // The comets page leaves the site (unlinked, 404): a refresh deletes its document.
+    linked.delete("/docs/comets");
+    await patch(client, KB, { spec: { description: "v2" } });
+    const second = await refreshed("True");
+    expect(second.status).toMatchObject({ documents: 2, failures: 0 });
+    const after = await texts();
+    expect(after).toContain(TEXT["/docs/telescopes"]);
+    expect(after).toContain(TEXT["/docs/"]);
+    expect(after).not.toContain(TEXT["/docs/comets"]);
+
+    // The scraper stops: the crawl fails, every document stays, the source is named.
+    await stack.stopScraper();
+    await patch(client, KB, { spec: { description: "v3" } });
+    const third = await refreshed("False");
+    expect(third.status).toMatchObject({ documents: 2, failures: 1, failedSources: ["Handbook"] });
+    expect(condition(third, "Degraded")).toMatchObject({ status: "True", reason: "SourcesFailed" });
+    expect(condition(third, "Ingested")).toMatchObject({ reason: "CrawlFailed" });
+    expect(condition(third, "Ingested")?.message).toContain("crawling");
+    const kept = await texts();
+    expect(kept).toContain(TEXT["/docs/telescopes"]);
+    expect(kept).toContain(TEXT["/docs/"]);
+  });
+});
