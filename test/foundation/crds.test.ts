@@ -124,7 +124,25 @@ describe("CRDs on a real API server", () => {
       "source with two kinds of content",
       "KnowledgeBase",
       { sources: [{ name: "d", url: "https://example.com", text: "t" }] },
-      /a source sets exactly one of url, text, configMap/,
+      /a source sets exactly one of url, text, configMap, crawl/,
+    ],
+    [
+      "source with a url and a crawl",
+      "KnowledgeBase",
+      { sources: [{ name: "d", url: "https://example.com", crawl: { url: "https://example.com/docs/" } }] },
+      /a source sets exactly one of url, text, configMap, crawl/,
+    ],
+    [
+      "crawl limit above its bound",
+      "KnowledgeBase",
+      { sources: [{ name: "d", crawl: { url: "https://example.com/docs/", limit: 5000 } }] },
+      /spec\.sources\[0\]\.crawl\.limit.*less than or equal to 1000/,
+    ],
+    [
+      "crawl without a start URL",
+      "KnowledgeBase",
+      { sources: [{ name: "d", crawl: { maxDepth: 2 } }] },
+      /spec\.sources\[0\]\.crawl\.url: Required value/,
     ],
     ["unsupported log level", "Scraper", { logLevel: "verbose" }, /spec\.logLevel: Unsupported value: "verbose"/],
     [

@@ -2,11 +2,10 @@
 // test ground's Chromium) crawling a small loopback site with a depth and a path limit. The
 // crawl's pages become exactly the expected documents, each searchable; a refresh after a page is
 // removed from the site deletes its document; a refresh with the scraper stopped keeps every
-// document and names the failed source in status.
-
+// document and names the failed source in status; a crawl given up on is cancelled on the scraper.
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
+import { type CrawlApi, CrawlError, crawlPages } from "@capstan/shared/clients/scraper-crawl";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type CrawlApi, CrawlError, crawlPages } from "../../operator/src/ingest/crawl.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { type Site, startSite } from "../scraper/helpers.ts";
 import { CAP, condition, create, eventually, get, type Obj, patch } from "./helpers.ts";

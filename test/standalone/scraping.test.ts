@@ -1,7 +1,7 @@
 // The `scraping:` section of the platform configuration file (CAPSTAN_CONFIG) in standalone mode:
 // its url, api_key, timeout and max_retries are what the launcher uses. A real scraper (Chromium)
 // that requires its key stands elsewhere; `npm start` once, with no scraper of its own, ingests a
-// knowledge base whose URL source it can fetch only through that scraper with that key.
+// knowledge base whose URL and crawl sources it can fetch only through that scraper with that key.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +20,15 @@ beforeAll(async () => {
     "/handbook",
     "<html><head><title>Harbour handbook</title></head><body><main><p>The lighthouse keeper files a tide report at dusk.</p></main></body></html>",
   );
+  // A two-page section for the crawl source, and a page below its maxDepth.
+  const page = (text: string, links: string[]) =>
+    `<html><body><main><p>${text}</p>${links.map((l) => `<a href="${l}">${l}</a>`).join(" ")}</main></body></html>`;
+  site.route(
+    "/harbour/",
+    page("The harbour master opens the locks at high water.", ["/harbour/tides", "/harbour/a/b"]),
+  );
+  site.route("/harbour/tides", page("Spring tides come twice a month.", ["/harbour/"]));
+  site.route("/harbour/a/b", page("Too deep for the crawl.", []));
   scraper = await startScraper({ apiKey: KEY, authEnabled: true, allowedHosts: [`127.0.0.1:${site.port}`] });
 });
 
@@ -44,6 +53,7 @@ async function startOnce(scraping: Record<string, unknown>): Promise<{ code: num
       "  sources:",
       "    - {name: Intro, text: Ships dock at the north pier.}",
       `    - {name: Handbook, url: "${site.origin}/handbook"}`,
+      `    - {name: Harbour, crawl: {url: "${site.origin}/harbour/", maxDepth: 1}}`,
       "",
     ].join("\n"),
   );
@@ -75,12 +85,15 @@ async function startOnce(scraping: Record<string, unknown>): Promise<{ code: num
 }
 
 describe("npm start with a scraping section", () => {
-  it("scrapes URL sources through the section's url with its api_key, timeout and max_retries", async () => {
+  it("scrapes URL and crawl sources through the section's url with its api_key, timeout and max_retries", async () => {
     const { code, output } = await startOnce({ url: scraper.url, api_key: KEY, timeout: 20, max_retries: 0 });
     expect(code, output).toBe(0);
     expect(output).toContain(`Scraping: ${scraper.url} (external; timeout 20 s, 0 retries, API key set)`);
-    // Both sources: the page came through the keyed scraper (no local scraper was started).
-    expect(output).toMatch(/Knowledge base kb_handbook: 2 documents, \d+ chunks ingested/);
+    // Every source: the pages came through the keyed scraper (no local scraper was started); the
+    // crawl's two pages within maxDepth are one document each.
+    expect(output).toMatch(/Knowledge base kb_handbook: 4 documents, \d+ chunks ingested/);
+    expect(site.hits).toContain("/harbour/tides");
+    expect(site.hits).not.toContain("/harbour/a/b");
     expect(output).not.toMatch(/Scraper:\s+http/);
     expect(output).not.toContain(KEY);
     expect(site.hits.filter((h) => h === "/handbook").length).toBeGreaterThan(0);

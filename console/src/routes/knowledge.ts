@@ -30,8 +30,12 @@ export function knowledgeRow(o: KubeObject) {
     description: spec.description ?? "",
     sources: (spec.sources ?? []).map((s) => ({
       name: s.name as string,
-      kind: s.url ? "url" : s.configMap ? "configMap" : "text",
-      detail: (s.url as string | undefined) ?? (s.configMap as { name?: string } | undefined)?.name ?? "inline text",
+      kind: s.url ? "url" : s.crawl ? "crawl" : s.configMap ? "configMap" : "text",
+      detail:
+        (s.url as string | undefined) ??
+        (s.crawl as { url?: string } | undefined)?.url ??
+        (s.configMap as { name?: string } | undefined)?.name ??
+        "inline text",
     })),
     documents: (status.documents as number | undefined) ?? 0,
     chunks: (status.chunks as number | undefined) ?? 0,

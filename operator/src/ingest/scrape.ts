@@ -1,11 +1,11 @@
 // Fetching a page through a scraping component (reference 4.3: POST {scraper_url}/scrape), or a
-// whole site through its crawl jobs (crawl.ts), with the platform's scraping settings (enabled,
+// whole site through its crawl jobs (crawlPages), with the platform's scraping settings (enabled,
 // url, timeout, max_retries, api_key), through the shared ScraperClient; one client per distinct
 // settings, reused across refreshes.
 import type { OutboundMetrics } from "@capstan/shared";
 import { type CrawlRequest, ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
+import { type CrawledPage, type CrawlOptions, crawlPages } from "@capstan/shared/clients/scraper-crawl";
 import { OperatorError } from "../errors.ts";
-import { type CrawledPage, type CrawlOptions, crawlPages } from "./crawl.ts";
 
 export interface ScrapeTarget {
   url: string;

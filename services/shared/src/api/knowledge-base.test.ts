@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ownerFirst } from "./knowledge-base.ts";
+import { knowledgeSource, ownerFirst } from "./knowledge-base.ts";
 
 const at = "2026-11-25T14:18:41Z";
 const kb = (name: string, creationTimestamp: string, status?: object) => ({
@@ -35,5 +35,35 @@ describe("ownerFirst: which KnowledgeBase owns a knowledgeId", () => {
     const b = kb("z-older", "2026-11-25T14:00:00Z");
     const c = kb("a-older", "2026-11-25T14:00:00Z");
     expect([a, b, c].sort(ownerFirst).map((k) => k.metadata.name)).toEqual(["a-older", "z-older", "b-newer"]);
+  });
+});
+
+describe("knowledgeSource: a crawl source", () => {
+  const crawl = (c: object) => knowledgeSource.safeParse({ name: "Docs", crawl: c });
+
+  it("takes a start URL and defaults the page limit to 100", () => {
+    const parsed = crawl({ url: "https://example.com/docs/", maxDepth: 2, excludePaths: ["^/docs/old"] });
+    expect(parsed.success && parsed.data.crawl).toEqual({
+      url: "https://example.com/docs/",
+      limit: 100,
+      maxDepth: 2,
+      excludePaths: ["^/docs/old"],
+    });
+  });
+
+  it("refuses a limit over 1000, a non-HTTP start URL and an empty path pattern", () => {
+    expect(crawl({ url: "https://example.com/", limit: 1001 }).success).toBe(false);
+    expect(crawl({ url: "ftp://example.com/" }).success).toBe(false);
+    expect(crawl({ url: "https://example.com/", includePaths: [""] }).success).toBe(false);
+  });
+
+  it("is one kind of source: with a url as well it is refused with the CRD's message", () => {
+    const both = knowledgeSource.safeParse({
+      name: "d",
+      url: "https://example.com/",
+      crawl: { url: "https://example.com/" },
+    });
+    expect(both.error?.issues[0]?.message).toBe("a source sets exactly one of url, text, configMap, crawl");
+    expect(knowledgeSource.safeParse({ name: "d" }).success).toBe(false);
   });
 });

@@ -90,6 +90,10 @@ export const knowledgeSource = z
         message: "a source sets exactly one of url, text, configMap, crawl",
       },
     ],
+  })
+  // The same rule for clients that validate with zod (the console, the standalone launcher).
+  .refine((s) => [s.url, s.text, s.configMap, s.crawl].filter((v) => v !== undefined).length === 1, {
+    message: "a source sets exactly one of url, text, configMap, crawl",
   });
 
 export const knowledgeBaseSpec = z.object({

@@ -1,13 +1,13 @@
-// A KnowledgeBase's crawl source: one crawl job on the scraper (POST /crawl), polled
+// A crawl to its end, as KnowledgeBase crawl sources need it (the operator's reconciler and the
+// standalone launcher): one crawl job on the scraper (POST /crawl), polled
 // (GET /crawl/{id}?skip=<pages read>) until it ends, every result read once as it arrives, and
 // cancelled (DELETE /crawl/{id}) when the operator gives up on it. Each call goes through the
 // ScraperClient's resilience policy (timeout, bounded full-jitter retries, the outbound metric);
 // between polls the wait grows from POLL_MIN_MS to POLL_MAX_MS with full jitter, and the whole
 // crawl is bounded by maxWaitMs. Pages that answered 4xx/5xx are results on the scraper but not
-// documents here; a crawl that failed, was cancelled or fetched no page at all is an error, so
-// the source keeps its previous documents.
-import type { CrawlRequest, CrawlStatus } from "@capstan/shared/clients/scraper-client";
-import type { ScrapedText } from "./scrape.ts";
+// documents; a crawl that failed, was cancelled or fetched no page at all is an error (a
+// KnowledgeBase keeps the source's previous documents).
+import type { CrawlRequest, CrawlStatus } from "./scraper-client.ts";
 
 /** The calls of the scraper's crawl API this needs (ScraperClient has them). */
 export interface CrawlApi {
@@ -16,9 +16,11 @@ export interface CrawlApi {
   cancelCrawl(id: string, signal?: AbortSignal): Promise<void>;
 }
 
-export interface CrawledPage extends ScrapedText {
+export interface CrawledPage {
   /** The page's URL as the crawl found it (sourceURL), the key of its document. */
   url: string;
+  markdown: string;
+  title?: string;
 }
 
 export interface CrawlOptions {
