@@ -10,7 +10,7 @@ import { Agent } from "undici";
 import { inject } from "vitest";
 import { helm } from "../../ground/helm.ts";
 import { rawExamples, type TestKube } from "../../ground/kube-client.ts";
-import { apply, deploymentReady, get, type Obj, secretValue } from "./kube.ts";
+import { apply, condition, deploymentReady, eventually, get, type Obj, secretValue } from "./kube.ts";
 
 export const RELEASE = "capstan";
 export const SYSTEM_NS = "capstan-system";
@@ -212,6 +212,13 @@ export async function ensurePlatform(
   await deploymentReady(kube, SYSTEM_NS, "capstan-search");
   await deploymentReady(kube, DEMO_NS, "web");
   console.log(`[e2e] helm install to the examples' data plane Ready: ${Date.now() - installStarted} ms`);
+  // Chat answers from product-docs: a question asked before its first ingestion finished is
+  // rightly answered "I don't know", so the tests start once the knowledge base is searchable.
+  await eventually("KnowledgeBase product-docs searchable", async () => {
+    const kb = await get(kube, "KnowledgeBase", "capstan.dev/v1alpha1", "product-docs", DEMO_NS);
+    return (kb?.status?.chunks as number) > 0 && condition(kb, "Ready")?.status === "True" ? kb : undefined;
+  });
+  console.log(`[e2e] helm install to the example knowledge base searchable: ${Date.now() - installStarted} ms`);
   return { tls, images, installStarted };
 }
 
