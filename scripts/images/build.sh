@@ -9,7 +9,8 @@
 #    tagged localhost/capstan/<name>:<tag>, <tag> being a hash of every input;
 # 3. ~/.cache/capstan/images/<tag>/<name>.tar (docker-archive), tags.env there, and the folder's
 #    path in ~/.cache/capstan/images/current. An unchanged tree finds the folder complete and
-#    builds nothing. Older folders beyond the newest CAPSTAN_IMAGES_KEEP (default 2) are removed.
+#    builds nothing. Older folders beyond the newest CAPSTAN_IMAGES_KEEP (default 2) are removed,
+#    and their images in buildah's store (scripts/images/prune.mjs).
 #
 # Behind a TLS-intercepting proxy set CAPSTAN_BUILD_CA to its CA bundle (default: the host's
 # NODE_EXTRA_CA_CERTS when set); it is mounted into the build steps only, never into an image.
@@ -93,7 +94,14 @@ fi
 echo "$out" >"$images_dir/current"
 log "archives and tags.env in $out"
 
-# Keep the newest archive folders only; their layers stay in buildah's cache for the next build.
+# Keep the newest archive folders only, and in buildah's store the images of those builds (their
+# layers are the next build's cache): every build adds about 3 GB otherwise.
 ls -1dt "$images_dir"/*/ 2>/dev/null | tail -n +"$((keep + 1))" | while read -r old; do
   [ "${old%/}" = "$out" ] || { log "removing old $old"; rm -rf "$old"; }
 done
+mapfile -t kept_tags < <(find "$images_dir" -mindepth 1 -maxdepth 1 -type d ! -name '*.tmp' -printf '%f\n')
+mapfile -t stale < <(bah images --json | node scripts/images/prune.mjs --base "$base_image" "${kept_tags[@]}")
+if [ "${#stale[@]}" -gt 0 ]; then
+  bah rmi --force "${stale[@]}" >/dev/null
+  log "removed ${#stale[@]} image(s) of older builds from buildah's store"
+fi
