@@ -82,7 +82,7 @@ export interface paths {
         put?: never;
         /**
          * Start crawling a site from a URL (async): answers the job's id at once
-         * @description Same site and under the start path by default; robots.txt honoured; sitemaps read unless ignoreSitemap. Each page is rendered like POST /scrape, with scrapeOptions.
+         * @description Same site and under the start path by default; robots.txt honoured (Disallow, and Crawl-delay up to SCRAPER_CRAWL_DELAY_MAX between pages of a host); sitemaps read unless ignoreSitemap. Each page is rendered like POST /scrape, with scrapeOptions.
          */
         post: operations["crawl"];
         delete?: never;

@@ -100,6 +100,11 @@ export const scraperConfigSchema = z
           .min(1_000)
           .max(7 * 24 * 3_600_000)
           .default(3_600_000),
+        /**
+         * Most robots.txt's Crawl-delay makes a crawl wait between two pages of a host (ms); a longer
+         * delay is lowered to it, so a hostile robots.txt cannot stall a job. 0: Crawl-delay is ignored.
+         */
+        maxCrawlDelayMs: z.int().min(0).max(300_000).default(30_000),
         /** Most pages one crawl fetches (a larger `limit` is lowered to it). */
         maxPages: z.int().min(1).max(100_000).default(1_000),
         /** Most bytes of results one job keeps; the job stops (completed, with a warning) when it is reached. */
@@ -174,6 +179,7 @@ export const SCRAPER_ENV: EnvMap = {
   SCRAPER_JOBS_MAX_ACTIVE: int("jobs.maxActive"),
   SCRAPER_JOB_TTL: int("jobs.ttlMs"),
   SCRAPER_CRAWL_MAX_PAGES: int("jobs.maxPages"),
+  SCRAPER_CRAWL_DELAY_MAX: int("jobs.maxCrawlDelayMs"),
   SCRAPER_JOB_MAX_BYTES: int("jobs.maxBytes"),
   SCRAPER_JOB_PAGE_SIZE: int("jobs.pageSize"),
 };

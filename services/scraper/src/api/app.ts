@@ -122,7 +122,7 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     llm,
     metrics,
     store,
-    jobDeps: { config, service, guard, jobLimiter, siteFiles },
+    jobDeps: { config, service, guard, jobLimiter, siteFiles, ...(deps.now ? { now: deps.now } : {}) },
   });
 
   return app;

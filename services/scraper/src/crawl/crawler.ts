@@ -3,11 +3,14 @@
 // origin's robots.txt, and only then rendered through the same ScrapeService as /scrape. The
 // job's pages take a background slot (jobs limiter: at most SCRAPER_JOB_CONCURRENCY pages of all
 // jobs together) before a worker slot, so crawls never hold every worker and /scrape still runs.
+// A host whose robots.txt asks for a Crawl-delay gets its pages one at a time, spaced by that
+// delay (capped at SCRAPER_CRAWL_DELAY_MAX) within this job: pacing.ts.
 import type { ScrapeInput, ScrapeService } from "../api/scrape-service.ts";
 import type { ScraperConfig } from "../config.ts";
 import type { Limiter } from "../limiter.ts";
 import type { SsrfGuard } from "../ssrf/guard.ts";
 import { type Job, pump } from "./jobs.ts";
+import { appliedDelayMs, CrawlPacer, duration } from "./pacing.ts";
 import type { CrawlBody, ScrapeOptions } from "./schemas.ts";
 import { CrawlScope } from "./scope.ts";
 import type { RobotsRules, SiteFiles } from "./site-files.ts";
@@ -19,6 +22,8 @@ export interface JobDeps {
   /** Background slots shared by every job. */
   jobLimiter: Limiter;
   siteFiles: SiteFiles;
+  /** The jobs' clock (the store's), for a crawl's fetching time; Date.now by default. */
+  now?: () => number;
 }
 
 export function scrapeInput(url: string, o: ScrapeOptions): ScrapeInput {
@@ -58,6 +63,12 @@ export function scrapeForJob(deps: JobDeps, job: Job, input: ScrapeInput, links:
  */
 const MAX_SEEN = 100_000;
 
+/**
+ * A crawl paced by Crawl-delay stops starting pages once less than this share of the job's
+ * lifetime is left, so that its results can still be read before the job expires and is dropped.
+ */
+const READ_SHARE = 0.1;
+
 interface Candidate {
   url: URL;
   depth: number;
@@ -72,6 +83,10 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
   const seen = new Set<string>();
   const robotsByOrigin = new Map<string, Promise<RobotsRules>>();
   let dispatched = 0;
+  const now = deps.now ?? Date.now;
+  const fetchUntil = job.expiresAt - (job.expiresAt - job.createdAt) * READ_SHARE;
+  const pacer = new CrawlPacer({ timeLeft: () => fetchUntil - now() });
+  const maxDelayMs = deps.config.jobs.maxCrawlDelayMs;
   const updateTotal = () => {
     job.total = Math.min(limit, dispatched + frontier.length);
   };
@@ -106,7 +121,29 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
   }
   updateTotal();
 
+  /** Says in the job's status when a robots.txt asked for more than the cap. */
+  const noteCap = (origin: string, seconds: number | undefined, applied: number) => {
+    if (seconds === undefined || seconds * 1000 <= applied) return;
+    job.warn(
+      `cap ${origin}`,
+      `robots.txt of ${origin} asks for ${seconds} s between requests (Crawl-delay); ${duration(applied)} is applied, ` +
+        "the most this scraper waits (SCRAPER_CRAWL_DELAY_MAX)",
+    );
+  };
+  /** Says when the pages known so far cannot all be fetched at this pace in the job's fetching time. */
+  const forecast = (host: string, delayMs: number) => {
+    const left = job.total - job.completed;
+    if (job.stopped || delayMs * (left - 1) <= fetchUntil - now()) return job.warn("forecast", undefined);
+    job.warn(
+      "forecast",
+      `at ${duration(delayMs)} between pages of ${host} (robots.txt Crawl-delay), the ${left} pages still to fetch (known so far) ` +
+        `need at least ${duration(delayMs * (left - 1))}, more than the ${duration(fetchUntil - now())} this job ` +
+        "may still fetch for (SCRAPER_JOB_TTL less a tenth, kept for reading the results): the crawl stops then",
+    );
+  };
+
   const visit = async ({ url, depth }: Candidate) => {
+    let delayMs = 0;
     try {
       const rules = await robotsOf(url.origin);
       if (!rules.allowed(url.href)) {
@@ -114,6 +151,8 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
         dispatched--;
         return;
       }
+      delayMs = appliedDelayMs(rules.crawlDelaySeconds, maxDelayMs);
+      noteCap(url.origin, rules.crawlDelaySeconds, delayMs);
     } catch (err) {
       // The origin is refused by the guard (its robots.txt was never fetched): nothing is sent to it.
       if (!signal.aborted) job.addError(url.href, err);
@@ -122,6 +161,25 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
     } finally {
       updateTotal();
     }
+    let endTurn: (() => void) | undefined;
+    try {
+      endTurn = await pacer.turn(url.host, delayMs, signal);
+    } catch {
+      return; // cancelled while waiting: nothing was sent
+    }
+    if (!endTurn) {
+      dispatched--;
+      job.stopped = true;
+      job.warn("forecast", undefined);
+      job.warn(
+        "stopped",
+        `stopped before its limit: robots.txt of ${url.origin} asks for ${duration(delayMs)} between requests ` +
+          `(Crawl-delay), and the next page could not start before this job's fetching time ends at ` +
+          `${new Date(fetchUntil).toISOString()} (SCRAPER_JOB_TTL less a tenth, kept for reading the results)`,
+      );
+      return;
+    }
+    if (delayMs > 0) forecast(url.host, delayMs);
     try {
       const data = await scrapeForJob(deps, job, scrapeInput(url.href, body.scrapeOptions), true);
       const { links, ...rest } = data;
@@ -133,6 +191,7 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
     } catch (err) {
       if (!signal.aborted) job.addError(url.href, err);
     } finally {
+      endTurn();
       if (!signal.aborted) job.completed++;
       updateTotal();
     }

@@ -43,7 +43,8 @@ export class Job {
   readonly pages: JobPage[] = [];
   readonly errors: JobError[] = [];
   readonly robotsBlocked: string[] = [];
-  warning: string | undefined;
+  /** What the status's `warning` says, by topic: a later message on a topic replaces the earlier one. */
+  private readonly warnings = new Map<string, string>();
   /** Aborted by a cancel (and when the store closes): in-flight scrapes stop, no new one starts. */
   readonly controller = new AbortController();
   /** Set when the job stops scheduling for a reason of its own (result budget reached). */
@@ -71,6 +72,17 @@ export class Job {
     return this.controller.signal;
   }
 
+  /** The job's warnings in one sentence list, or undefined when it has none. */
+  get warning(): string | undefined {
+    return this.warnings.size > 0 ? [...this.warnings.values()].join("; ") : undefined;
+  }
+
+  /** Sets the warning on a topic, or clears it (undefined). */
+  warn(topic: string, message: string | undefined): void {
+    if (message === undefined) this.warnings.delete(topic);
+    else this.warnings.set(topic, message);
+  }
+
   get running(): boolean {
     return this.status === "scraping";
   }
@@ -80,7 +92,7 @@ export class Job {
     this.onPage?.(this.kind, "ok");
     const size = Buffer.byteLength(JSON.stringify(page));
     if (this.bytes + size > this.maxBytes) {
-      this.warning = `results reached SCRAPER_JOB_MAX_BYTES (${this.maxBytes} bytes): the job stopped early`;
+      this.warn("bytes", `results reached SCRAPER_JOB_MAX_BYTES (${this.maxBytes} bytes): the job stopped early`);
       this.stopped = true;
       return;
     }
@@ -158,7 +170,7 @@ export class JobStore {
         (err: unknown) => {
           if (job.status !== "scraping") return;
           job.status = "failed";
-          job.warning = isScraperError(err) ? err.message : "the job failed unexpectedly";
+          job.warn("failed", isScraperError(err) ? err.message : "the job failed unexpectedly");
           this.o.onError?.(job, err);
         },
       )

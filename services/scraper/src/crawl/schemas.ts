@@ -110,7 +110,13 @@ export const jobStatusSchema = z.object({
   creditsUsed: z.int().describe("Pages rendered (Firecrawl's credits: one per page)"),
   expiresAt: z.iso.datetime().describe("When the job and its results are dropped"),
   next: z.string().nullable().describe("The next page of results, or null when this answer reaches the last one"),
-  warning: z.string().optional(),
+  warning: z
+    .string()
+    .optional()
+    .describe(
+      "Why the job stopped early or what holds it back (results byte budget, a capped robots.txt Crawl-delay, " +
+        "a fetching time too short for that pace); several are joined by '; '",
+    ),
   data: z.array(scrapeDataSchema).describe("Pages fetched successfully, in the order they finished"),
 });
 scraperSchemas.add(jobStatusSchema, { id: "JobStatus", description: "Progress and one page of results of a job" });

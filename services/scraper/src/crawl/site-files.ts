@@ -1,8 +1,8 @@
 // A site's robots.txt and sitemaps, fetched from Node (not Chromium) through the SSRF guard's
 // connector, on the shared resilience policy (per-attempt timeout, two retries with full jitter
 // on connection failures, 429 and 5xx, the outbound metrics under target "site"), with a byte cap.
-// robots.txt is read by `robots-parser` (RFC 9309 matching, wildcards, Sitemap lines), sitemaps
-// (urlset and sitemapindex, gzipped or not) by cheerio in XML mode.
+// robots.txt is read by `robots-parser` (RFC 9309 matching, wildcards, Sitemap and Crawl-delay
+// lines), sitemaps (urlset and sitemapindex, gzipped or not) by cheerio in XML mode.
 import { createRequire } from "node:module";
 import { gunzipSync } from "node:zlib";
 import { isRetryableStatus, OutboundPolicy } from "@capstan/shared/resilience";
@@ -31,6 +31,8 @@ const SITEMAP_BUDGET_MS = 20_000;
 export interface RobotsRules {
   allowed(url: string): boolean;
   sitemaps: string[];
+  /** The Crawl-delay of the group that applies to ROBOTS_AGENT, in seconds as written (uncapped). */
+  crawlDelaySeconds?: number;
 }
 
 interface Fetched {
@@ -152,7 +154,12 @@ export class SiteFiles {
       return { allowed: () => false, sitemaps: [] };
     }
     const rules = robotsParser(url, text);
-    return { allowed: (u) => rules.isAllowed(u, ROBOTS_AGENT) !== false, sitemaps: rules.getSitemaps() };
+    const delay = rules.getCrawlDelay(ROBOTS_AGENT);
+    return {
+      allowed: (u) => rules.isAllowed(u, ROBOTS_AGENT) !== false,
+      sitemaps: rules.getSitemaps(),
+      ...(delay !== undefined && delay > 0 ? { crawlDelaySeconds: delay } : {}),
+    };
   }
 
   /**

@@ -135,7 +135,8 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
         operationId: "crawl",
         summary: "Start crawling a site from a URL (async): answers the job's id at once",
         description:
-          "Same site and under the start path by default; robots.txt honoured; sitemaps read unless ignoreSitemap. " +
+          "Same site and under the start path by default; robots.txt honoured (Disallow, and Crawl-delay up to " +
+          "SCRAPER_CRAWL_DELAY_MAX between pages of a host); sitemaps read unless ignoreSitemap. " +
           "Each page is rendered like POST /scrape, with scrapeOptions.",
         tags: ["jobs"],
         security,
