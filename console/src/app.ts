@@ -12,9 +12,10 @@ import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
 import { type ConsoleConfig, standaloneOf } from "./config.ts";
 import type { ConsoleContext } from "./context.ts";
-import { ConsoleError, toConsoleError } from "./errors.ts";
+import { ConsoleError, errors, toConsoleError } from "./errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { channelRoutes } from "./routes/channels.ts";
+import { documentRoutes } from "./routes/documents.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
@@ -77,9 +78,11 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     // Fastify's own refusals (unparsable JSON, wrong content type, body too large) keep their status.
     const fst = err as { statusCode?: number; code?: string; message?: string };
     const e =
-      typeof fst.code === "string" && fst.code.startsWith("FST_") && fst.statusCode && fst.statusCode < 500
-        ? new ConsoleError(fst.statusCode, "BadRequest", fst.message ?? "bad request")
-        : toConsoleError(err);
+      fst.code === "FST_ERR_CTP_BODY_TOO_LARGE"
+        ? errors.tooLarge(req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 0)
+        : typeof fst.code === "string" && fst.code.startsWith("FST_") && fst.statusCode && fst.statusCode < 500
+          ? new ConsoleError(fst.statusCode, "BadRequest", fst.message ?? "bad request")
+          : toConsoleError(err);
     if (e.status >= 500)
       req.log.warn({ code: e.code, err: e.message, route: req.routeOptions.url }, "console request failed");
     reply
@@ -93,6 +96,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   agentRoutes(app, ctx);
   searchKeyRoutes(app, ctx);
   knowledgeRoutes(app, ctx);
+  documentRoutes(app, ctx);
   tryRoutes(app, ctx, deps.registry);
   const usage = new UsageRecorder(config.gatewayMetricsUrls);
   app.addHook("onClose", async () => usage.close());

@@ -25,6 +25,14 @@ export const errors = {
       "this request lacks the page's CSRF token: reload the page and try again",
     ),
   invalid: (message: string) => new ConsoleError(422, "Invalid", message),
+  tooLarge: (limitBytes: number) =>
+    new ConsoleError(
+      413,
+      "TooLarge",
+      `the request is larger than ${limitBytes >= 1024 * 1024 ? `${limitBytes / (1024 * 1024)} MiB` : `${Math.floor(limitBytes / 1024)} KiB`}, the most the console takes`,
+    ),
+  documentType: (types: string[]) =>
+    new ConsoleError(415, "UnsupportedMediaType", `send the file itself as the body, with one of: ${types.join(", ")}`),
   suppliedKey: (secret: string) =>
     new ConsoleError(
       409,

@@ -10,6 +10,7 @@ import { createLogger, createRegistry } from "@capstan/shared";
 import { kubeConfigFromFile } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
 import type { Page } from "playwright-core";
+import { expect } from "vitest";
 import { parse } from "yaml";
 import type { TestKube } from "../ground/kube-client.ts";
 import { create, type Obj } from "../operator/helpers.ts";
@@ -122,4 +123,13 @@ export async function forceFromPage(
     },
     { method, path, body },
   );
+}
+
+/** Asks "Try a search" on a knowledge base's page and waits until the first hit holds `expected`. */
+export async function trySearchFinds(page: Page, question: string, expected: string): Promise<void> {
+  await page.getByLabel("Search text").fill(question);
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await expect
+    .poll(() => page.getByTestId("search-hit").first().textContent(), { timeout: 30_000 })
+    .toContain(expected);
 }

@@ -1,22 +1,18 @@
 // Knowledge bases: the list with ingestion counts and failed sources, create (the CRD's zod
-// schema), one knowledge base with its sources, document upload (Markdown, plain text, HTML turned into Markdown) as a ConfigMap source
-// the operator ingests like any other, and "try a search" through the real search API with a
-// search key of the user's (read with their token: no key of the console's own).
+// schema), one knowledge base with its sources (document upload is in documents.ts), and "try a
+// search" through the real search API with a search key of the user's (read with their token: no
+// key of the console's own).
 import { knowledgeBaseSpec } from "@capstan/shared/api";
 import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-client";
-import { isStatus } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
-import TurndownService from "turndown";
 import { z } from "zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { ConsoleError, errors } from "../errors.ts";
 import { readyOf } from "../ready.ts";
 import type { ConsoleApi, KubeObject } from "../user-api.ts";
 
-const PLURAL = "knowledgebases";
-type Params = { ns: string; name: string };
-/** A ConfigMap holds at most 1 MiB; leave room for its metadata. */
-export const MAX_UPLOAD_BYTES = 900 * 1024;
+export const PLURAL = "knowledgebases";
+export type Params = { ns: string; name: string };
 
 const knowledgeIdOf = (o: KubeObject) =>
   (o.spec?.knowledgeId as string | undefined) ?? `kb_${o.metadata.name.replaceAll("-", "_")}`;
@@ -49,25 +45,11 @@ export function knowledgeRow(o: KubeObject) {
   };
 }
 
-const upload = z.object({
-  fileName: z.string().min(1).max(200),
-  contentType: z.enum(["text/markdown", "text/plain", "text/html"]),
-  content: z.string().min(1, "the file is empty"),
-});
-
 const trySearch = z.object({
   text: z.string().trim().min(1, "type what to search for").max(2000),
   maxResults: z.int().min(1).max(50).default(5),
   minSimilarity: z.number().min(0).max(1).default(0.3),
 });
-
-/** The document's text as the knowledge base stores it: HTML becomes Markdown. */
-export function documentText(contentType: string, content: string): string {
-  if (contentType !== "text/html") return content;
-  return new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced" })
-    .remove(["script", "style", "noscript"])
-    .turndown(content);
-}
 
 /** A Ready search key of the namespace whose scope holds `knowledgeId`, and its key (read with the user's token). */
 async function searchKeyFor(api: ConsoleApi, ns: string, knowledgeId: string): Promise<string> {
@@ -148,58 +130,6 @@ export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void
     const ns = checkName("namespace", req.params.ns);
     const row = knowledgeRow(await api.get(PLURAL, ns, req.params.name));
     return { ...row, ...(await liveCounts(ctx, api, ns, row.knowledgeId)) };
-  });
-
-  app.post<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name/documents", async (req, reply) => {
-    const { api } = sessionOf(ctx, req);
-    const ns = checkName("namespace", req.params.ns);
-    const body = upload.safeParse(req.body);
-    if (!body.success)
-      throw errors.invalid(body.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-    const text = documentText(body.data.contentType, body.data.content);
-    if (Buffer.byteLength(text) > MAX_UPLOAD_BYTES) {
-      throw errors.invalid(
-        `the document is larger than ${MAX_UPLOAD_BYTES / 1024} KiB: split it or serve it from a URL source`,
-      );
-    }
-    const kb = await api.get(PLURAL, ns, req.params.name);
-    const stem =
-      body.data.fileName
-        .toLowerCase()
-        .replace(/\.[a-z0-9]+$/, "")
-        .replace(/[^a-z0-9-]+/g, "-")
-        .replace(/^-+|-+$/g, "")
-        .slice(0, 40) || "document";
-    const cmName = `${req.params.name}-doc-${stem}`.slice(0, 63).replace(/-+$/, "");
-    const key = body.data.fileName.replace(/[^A-Za-z0-9._-]+/g, "_");
-    const cm = {
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      metadata: { name: cmName, namespace: ns, labels: { "capstan.dev/knowledge-base": req.params.name } },
-      data: { [key]: text },
-    };
-    const sources = ((kb.spec?.sources as Record<string, unknown>[] | undefined) ?? []).filter(
-      (s) => (s.configMap as { name?: string } | undefined)?.name !== cmName && s.name !== body.data.fileName,
-    );
-    if (api.inlineDocuments) {
-      // Standalone mode: the document goes into the YAML as an inline text source.
-      sources.push({ name: body.data.fileName, text });
-    } else {
-      try {
-        await api.createConfigMap(ns, cm);
-      } catch (err) {
-        if (!isStatus(err, 409)) throw err;
-        await api.replaceConfigMap(ns, cmName, cm);
-      }
-      sources.push({ name: body.data.fileName, configMap: { name: cmName, keys: [key] } });
-    }
-    // resourceVersion: a concurrent edit of the sources makes this fail (409) instead of losing it.
-    const updated = await api.patch(PLURAL, ns, req.params.name, {
-      metadata: { resourceVersion: kb.metadata.resourceVersion },
-      spec: { sources },
-    });
-    reply.code(201);
-    return knowledgeRow(updated);
   });
 
   app.post<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name/search", async (req) => {

@@ -24,8 +24,20 @@ export function whenSignedOut(fn: () => void): void {
 }
 
 export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return send<T>(
+    method,
+    path,
+    body === undefined ? undefined : { data: JSON.stringify(body), type: "application/json" },
+  );
+}
+
+/** POSTs a file as its own bytes (not JSON), with its content type. */
+export const upload = <T>(path: string, file: Blob, contentType: string) =>
+  send<T>("POST", path, { data: file, type: contentType });
+
+async function send<T>(method: string, path: string, body?: { data: BodyInit; type: string }): Promise<T> {
   const headers: Record<string, string> = { accept: "application/json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
+  if (body !== undefined) headers["content-type"] = body.type;
   if (method !== "GET") headers["x-csrf-token"] = csrfToken;
   let res: Response;
   try {
@@ -33,7 +45,7 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
       method,
       headers,
       credentials: "same-origin",
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      ...(body !== undefined ? { body: body.data } : {}),
     });
   } catch (err) {
     throw new ApiError(0, "Network", `the console could not be reached: ${(err as Error).message}`);

@@ -1,9 +1,10 @@
 // Knowledge bases: the list (documents, chunks, failed sources) with "New knowledge base"
 // (knowledge-new.tsx), and one knowledge base with its counts and ingestion progress (search's
 // current counts, uploads through its documents API included), sources, uploaded documents,
-// document upload (Markdown, text, HTML) and a "try a search" box on the real search API.
+// document upload (Markdown, text, HTML, PDF: the file's own bytes, converted to Markdown by the
+// console) and a "try a search" box on the real search API.
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, get, nsPath, type Permissions, post } from "../api.ts";
+import { type ApiError, get, nsPath, type Permissions, post, upload } from "../api.ts";
 import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
 import { CreateKnowledgeBase } from "./knowledge-new.tsx";
 
@@ -28,18 +29,24 @@ interface Hit {
   score: number;
 }
 
-const TYPES: Record<string, "text/markdown" | "text/plain" | "text/html"> = {
+/** The content type each accepted file extension is sent with. */
+const TYPES: Record<string, string> = {
   md: "text/markdown",
   markdown: "text/markdown",
   txt: "text/plain",
   text: "text/plain",
   html: "text/html",
   htm: "text/html",
+  pdf: "application/pdf",
 };
+
+/** The most the console takes (MAX_FILE_BYTES in console/src/routes/documents.ts): checked before sending. */
+const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
 function Upload({ ns, kb, onDone }: { ns: string; kb: KnowledgeRow; onDone: () => void }) {
   const [error, setError] = useState<string>();
   const [note, setNote] = useState<string>();
+  const [busy, setBusy] = useState(false);
   return (
     <form
       class="card"
@@ -47,29 +54,35 @@ function Upload({ ns, kb, onDone }: { ns: string; kb: KnowledgeRow; onDone: () =
       onSubmit={async (e) => {
         e.preventDefault();
         setError(undefined);
+        setNote(undefined);
         const file = (e.currentTarget.elements.namedItem("document") as HTMLInputElement).files?.[0];
         if (!file) return setError("choose a file");
         const contentType = TYPES[file.name.split(".").pop()?.toLowerCase() ?? ""];
         if (!contentType)
-          return setError("only Markdown (.md), plain text (.txt) and HTML (.html) documents are accepted");
+          return setError("only Markdown (.md), plain text (.txt), HTML (.html) and PDF (.pdf) documents are accepted");
+        if (file.size === 0) return setError(`${file.name} is empty`);
+        if (file.size > MAX_FILE_BYTES)
+          return setError(`${file.name} is larger than 8 MiB: split it or serve it from a URL source`);
+        setBusy(true);
         try {
-          await post(nsPath(ns, `knowledgebases/${encodeURIComponent(kb.name)}/documents`), {
-            fileName: file.name,
-            contentType,
-            content: await file.text(),
-          });
+          const path = `knowledgebases/${encodeURIComponent(kb.name)}/documents?fileName=${encodeURIComponent(file.name)}`;
+          await upload(nsPath(ns, path), file, contentType);
           setNote(`${file.name} added: the operator ingests it now.`);
           onDone();
         } catch (err) {
           setError((err as ApiError).message);
+        } finally {
+          setBusy(false);
         }
       }}
     >
       <h2 id="upload-title">Upload a document</h2>
-      <Field label="Document (Markdown, text or HTML)" id="document">
-        <input id="document" name="document" type="file" accept=".md,.markdown,.txt,.text,.html,.htm" />
+      <Field label="Document (Markdown, text, HTML or PDF)" id="document">
+        <input id="document" name="document" type="file" accept=".md,.markdown,.txt,.text,.html,.htm,.pdf" />
       </Field>
-      <button type="submit">Upload</button>
+      <button type="submit" disabled={busy}>
+        {busy ? "Uploading…" : "Upload"}
+      </button>
       {note ? <p aria-live="polite">{note}</p> : null}
       <ErrorText error={error} />
     </form>
