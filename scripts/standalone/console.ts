@@ -2,10 +2,11 @@
 // folder as its API (console/src/local-api.ts) and a local admin token instead of Kubernetes
 // sign-in. The token is generated once into <state>/console-admin-token (mode 0600) and printed at
 // each start; delete the file to have a new one made. The page is built (Vite) when console/dist
-// is missing, as on a fresh clone.
+// is missing, as on a fresh clone, or older than any of its sources (as `make` decides: after a
+// `git pull` changed the page, the next start serves the new one, not the last build).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 
@@ -26,9 +27,34 @@ export function consoleAdminToken(stateDir: string): { file: string; token: stri
   return { file, token };
 }
 
-/** Builds the page into console/dist unless it is there; returns why it could not, or undefined. */
+/** What the page is built from: its own files, the console's and shared code it imports, the lock. */
+const PAGE_SOURCES = ["console/web", "console/src", "services/shared/src", "package-lock.json"];
+
+/** The newest modification time (ms) of a file under any of the paths (relative to base). */
+function newestSource(paths: string[], base: string): number {
+  let newest = 0;
+  for (const p of paths) {
+    const full = join(base, p);
+    if (!existsSync(full)) continue;
+    if (statSync(full).isFile()) newest = Math.max(newest, statSync(full).mtimeMs);
+    else {
+      for (const f of readdirSync(full, { recursive: true, withFileTypes: true })) {
+        if (f.isFile()) newest = Math.max(newest, statSync(join(f.parentPath, f.name)).mtimeMs);
+      }
+    }
+  }
+  return newest;
+}
+
+/** Whether console/dist is missing or older than one of the page's sources. */
+export function consoleBuildStale(base = root): boolean {
+  const built = join(base, "console/dist/index.html");
+  return !existsSync(built) || statSync(built).mtimeMs < newestSource(PAGE_SOURCES, base);
+}
+
+/** Builds the page into console/dist when consoleBuildStale; returns why it could not, or undefined. */
 export async function ensureConsoleBuilt(): Promise<string | undefined> {
-  if (existsSync(`${root}/console/dist/index.html`)) return undefined;
+  if (!consoleBuildStale()) return undefined;
   try {
     await promisify(execFile)(process.execPath, [`${root}/console/src/build.ts`], { timeout: 300_000 });
     return undefined;
