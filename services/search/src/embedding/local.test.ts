@@ -54,7 +54,7 @@ describe("LocalEmbedder", () => {
 
   it("fails to load with the reason when the model file is not a model, without hanging", async () => {
     const files = locateModelFiles();
-    await expect(LocalEmbedder.load({ onnx: files.vocab, vocab: files.vocab })).rejects.toThrow(
+    await expect(LocalEmbedder.load({ ...files, onnx: files.tokenizerJson })).rejects.toThrow(
       /embedding worker \(\w+\) could not load the model/,
     );
   });

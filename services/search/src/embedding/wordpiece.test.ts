@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { locateModelFiles } from "./model-files.ts";
 import { basicTokenize, WordPieceTokenizer } from "./wordpiece.ts";
@@ -20,7 +21,7 @@ const GOLDEN: [string, number[]][] = [
 ];
 
 describe("WordPieceTokenizer", () => {
-  const tokenizer = new WordPieceTokenizer(readFileSync(locateModelFiles().vocab, "utf8"));
+  const tokenizer = new WordPieceTokenizer(readFileSync(join(locateModelFiles().dir, "vocab.txt"), "utf8"));
 
   it.each(GOLDEN)("encodes %j like the reference tokenizer", (text, ids) => {
     expect(tokenizer.encode(text, 256).ids).toEqual(ids);
