@@ -11,7 +11,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { locateModelFiles, readModelConfig } from "../../services/search/src/embedding/model-files.ts";
 import { ModelTokenizer } from "../../services/search/src/embedding/tokenizer.ts";
-import { WordPieceTokenizer } from "../../services/search/src/embedding/wordpiece.ts";
 import { chunkText } from "../../services/search/src/index.ts";
 import { chunks } from "./corpus.ts";
 
@@ -52,16 +51,10 @@ const py = JSON.parse(
 ) as { ms: number[]; ids: number[][] };
 
 const hf = new ModelTokenizer(config.tokenizer, config.tokenizerConfig);
+// The hand-written BERT WordPiece tokenizer this replaced was a second arm in the commit that
+// added this file (`git log --diff-filter=A -- bench/search/tokenize-bench.ts`); figures in
+// bench/search/RESULTS.md, "Tokenization".
 const arms: [string, (t: string) => number[]][] = [["@huggingface/tokenizers", (t) => hf.encode(t, maxTokens)]];
-const vocab = join(files.dir, "vocab.txt");
-let wordPiece: WordPieceTokenizer | undefined;
-try {
-  wordPiece = new WordPieceTokenizer(readFileSync(vocab, "utf8"));
-} catch {}
-if (wordPiece) {
-  const wp = wordPiece;
-  arms.push(["hand-written WordPiece", (t) => wp.encode(t, maxTokens).ids]);
-}
 
 const pieces = py.ids.reduce((s, ids) => s + ids.length, 0);
 console.log(`model folder ${files.dir}: ${texts.length} chunks, ${pieces} tokens, max ${maxTokens}`);

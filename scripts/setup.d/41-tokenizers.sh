@@ -7,6 +7,7 @@
 #  - simple-sentencepiece 0.14 (0.7 MB wheel): gigaspeech-5000.vocab, a SentencePiece Unigram
 #    vocabulary with scores, written out as a Unigram tokenizer.json (NFKC, Metaspace) by the
 #    installed Python `tokenizers`.
+set -euo pipefail
 TOKENIZERS_DIR="${HOME}/.cache/capstan/tokenizers"
 if [ ! -f "$TOKENIZERS_DIR/unigram-gigaspeech-5000.json" ]; then
   tmp="$(mktemp -d)"

@@ -1,8 +1,8 @@
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { pythonIds } from "./fixtures/python-tokenizers.ts";
 import { locateModelFiles, readModelConfig } from "./model-files.ts";
 import { ModelTokenizer } from "./tokenizer.ts";
 
@@ -38,23 +38,6 @@ const TEXTS = [
   "",
   `${"The railway network carries freight at night and connects the capital. ".repeat(60)}END`,
 ];
-
-/** The ids Python `tokenizers` gives for the texts, truncated at maxTokens as sentence-transformers does. */
-function pythonIds(file: string, maxTokens: number, texts: string[]): number[][] {
-  const script = [
-    "import json, sys",
-    "from tokenizers import Tokenizer",
-    "tok = Tokenizer.from_file(sys.argv[1]); tok.enable_truncation(max_length=int(sys.argv[2])); tok.no_padding()",
-    "print(json.dumps([tok.encode(t).ids for t in json.load(sys.stdin)]))",
-  ].join("\n");
-  const out = execFileSync(process.env.PYTHON ?? "python3", ["-c", script, file, String(maxTokens)], {
-    input: JSON.stringify(texts),
-    encoding: "utf8",
-    env: { ...process.env, TOKENIZERS_PARALLELISM: "false" },
-    maxBuffer: 64 << 20,
-  });
-  return JSON.parse(out) as number[][];
-}
 
 function tokenizerFrom(file: string): ModelTokenizer {
   return new ModelTokenizer(JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>);
