@@ -7,7 +7,7 @@
 //    never waits behind a document batch that takes seconds.
 // Each lane is a WorkerLane (worker-lane.ts); the model code is model-runner.ts.
 import { availableParallelism } from "node:os";
-import type { ModelFiles } from "./model-files.ts";
+import { type ModelFiles, readModelConfig } from "./model-files.ts";
 import type { ModelOptions } from "./model-runner.ts";
 import type { Embedder } from "./provider.ts";
 import { WorkerLane } from "./worker-lane.ts";
@@ -47,6 +47,9 @@ export class LocalEmbedder implements Embedder {
   }
 
   static async load(opts: LocalEmbedderOptions): Promise<LocalEmbedder> {
+    // A missing or malformed file of the folder: a ModelFilesError naming it, thrown here rather
+    // than from inside the workers (which read the folder again, each for itself).
+    readModelConfig(opts);
     const model: ModelOptions = {
       onnx: opts.onnx,
       dir: opts.dir,
