@@ -1,10 +1,11 @@
 // The model itself, as the embedding worker runs it: a sentence-transformers model folder
 // (model-files.ts; all-MiniLM-L6-v2 by default) on onnxruntime-node, tokenized by its
 // tokenizer.json (tokenizer.ts), pooled as its Pooling config says (pooling.ts) and
-// L2-normalised — what sentence-transformers does with the same folder. Texts are batched by token length so each batch
-// pads only to its own longest text, never to an outlier of the whole request; the vectors come
-// back in the order of the texts. onnxruntime-node's run() blocks the thread it is called on,
-// which is why this runs in a worker (embed-worker.ts), never on the service's event loop.
+// L2-normalised — what sentence-transformers does with the same folder. Texts are batched by
+// token length so each batch pads only to its own longest text, never to an outlier of the whole
+// request; the vectors come back in the order of the texts. onnxruntime-node's run() blocks the
+// thread it is called on, which is why this runs in a worker (embed-worker.ts), never on the
+// service's event loop.
 import * as ort from "onnxruntime-node";
 import { type ModelConfig, type ModelFiles, readModelConfig } from "./model-files.ts";
 import { pool } from "./pooling.ts";
@@ -66,11 +67,6 @@ export class EmbeddingModel {
     const shape = meta && "shape" in meta ? meta.shape : [];
     const width = shape[this.output.pooled ? 1 : 2];
     this.dims = typeof width === "number" ? width : 0;
-  }
-
-  /** The pooling the folder asks for (mean for all-MiniLM-L6-v2). */
-  get pooling(): ModelConfig["pooling"] {
-    return this.config.pooling;
   }
 
   get dimensions(): number {
