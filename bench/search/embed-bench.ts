@@ -55,7 +55,6 @@ if (!existsSync(python)) {
 
 // 2. The corpus: ingestion-like chunks of varied length, and short questions; one file for both arms.
 const files = locateModelFiles(process.env.CAPSTAN_EMBEDDING_MODEL_DIR);
-if (!files.tokenizerJson) throw new Error(`no tokenizer.json beside ${files.vocab}: the Python arm needs it`);
 const texts = chunks(N, (t) => chunkText(t, { size: 800, overlap: 100 }));
 const queries = questions(QUERIES);
 const corpusFile = join(tmpdir(), `capstan-embed-bench-${process.pid}.json`);

@@ -58,7 +58,13 @@ const old = (await import(join(dir, "services/search/src/embedding/local.ts"))) 
 };
 
 const files = locateModelFiles(process.env.CAPSTAN_EMBEDDING_MODEL_DIR);
-const before = await old.LocalEmbedder.load({ ...files, threads: 1, batchSize: 32 });
+// The earlier embedder read BERT's vocab.txt (its hand-written WordPiece), which the folder has beside tokenizer.json.
+const before = await old.LocalEmbedder.load({
+  ...files,
+  vocab: join(files.dir, "vocab.txt"),
+  threads: 1,
+  batchSize: 32,
+});
 const after = await LocalEmbedder.load({ ...files, batchSize: 32 });
 const arms: Arm[] = [
   {

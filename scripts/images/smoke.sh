@@ -83,8 +83,8 @@ start search "$SEARCH_IMAGE" "${resources[@]}" --
 probe "capstan-smoke-search-$$" "capstan-smoke-search-$$" http://127.0.0.1:8081/readyz 120
 pod exec "capstan-smoke-search-$$" node --input-type=module -e '
   import { LocalEmbedder } from "/app/services/search/src/embedding/local.ts";
-  const dir = process.env.CAPSTAN_EMBEDDING_MODEL_DIR;
-  const e = await LocalEmbedder.load({ onnx: `${dir}/model.onnx`, vocab: `${dir}/vocab.txt` });
+  import { locateModelFiles } from "/app/services/search/src/embedding/model-files.ts";
+  const e = await LocalEmbedder.load(locateModelFiles(process.env.CAPSTAN_EMBEDDING_MODEL_DIR));
   const [a, b, c] = await e.embed(["a cat sat on the mat", "a kitten sits on a rug", "quarterly tax filing"]);
   const dot = (x, y) => x.reduce((s, v, i) => s + v * y[i], 0);
   console.log(`embedded: ${e.name}, ${e.dimensions} dimensions; similar ${dot(a, b).toFixed(3)} > unrelated ${dot(a, c).toFixed(3)}`);

@@ -60,7 +60,7 @@ export const searchConfigSchema = z.object({
     }),
   embedding: z
     .object({
-      /** Folder with model.onnx and vocab.txt; absent: the pip packages of scripts/setup.d/40-search.sh. */
+      /** A sentence-transformers folder exported to ONNX (embedding/model-files.ts); absent: the pip packages of scripts/setup.d/40-search.sh. */
       modelDir: z.string().optional(),
       modelName: z.string().default("all-MiniLM-L6-v2"),
       /** Intra-op threads of the documents (ingestion) worker; absent: every core. */
@@ -68,7 +68,8 @@ export const searchConfigSchema = z.object({
       /** Intra-op threads of the search-query worker. */
       queryThreads: z.int().min(1).max(64).default(1),
       batchSize: z.int().min(1).max(256).default(32),
-      maxTokens: z.int().min(8).max(512).default(256),
+      /** Longest input in tokens; absent: the model folder's max_seq_length (256 for the default model). */
+      maxTokens: z.int().min(8).max(8192).optional(),
       cacheSize: z.int().min(0).default(2048),
       openai: z
         .object({
@@ -80,7 +81,7 @@ export const searchConfigSchema = z.object({
         })
         .optional(),
     })
-    .default({ modelName: "all-MiniLM-L6-v2", queryThreads: 1, batchSize: 32, maxTokens: 256, cacheSize: 2048 }),
+    .default({ modelName: "all-MiniLM-L6-v2", queryThreads: 1, batchSize: 32, cacheSize: 2048 }),
   search: z
     .object({
       maxResultsLimit: z.int().min(1).max(1000).default(100),

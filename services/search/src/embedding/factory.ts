@@ -33,7 +33,7 @@ export async function loadLocalEmbedder(config: SearchConfig, metrics?: SearchMe
     ...(config.embedding.threads ? { threads: config.embedding.threads } : {}),
     queryThreads: config.embedding.queryThreads,
     batchSize: config.embedding.batchSize,
-    maxTokens: config.embedding.maxTokens,
+    ...(config.embedding.maxTokens ? { maxTokens: config.embedding.maxTokens } : {}),
     ...(metrics
       ? {
           onBatch: (size: number, seconds: number) => {

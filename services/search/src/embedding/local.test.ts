@@ -1,7 +1,12 @@
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadSearchConfig } from "../config.ts";
+import { loadLocalEmbedder } from "./factory.ts";
 import { LocalEmbedder } from "./local.ts";
-import { locateModelFiles } from "./model-files.ts";
+import { locateModelFiles, ModelFilesError } from "./model-files.ts";
 import { CachedEmbedder, type Embedder } from "./provider.ts";
 
 const passage = (i: number) =>
@@ -54,9 +59,40 @@ describe("LocalEmbedder", () => {
 
   it("fails to load with the reason when the model file is not a model, without hanging", async () => {
     const files = locateModelFiles();
-    await expect(LocalEmbedder.load({ onnx: files.vocab, vocab: files.vocab })).rejects.toThrow(
+    await expect(LocalEmbedder.load({ ...files, onnx: files.tokenizerJson })).rejects.toThrow(
       /embedding worker \(\w+\) could not load the model/,
     );
+  });
+
+  describe("the local embedder's model folder (CAPSTAN_EMBEDDING_MODEL_DIR)", () => {
+    const files = locateModelFiles();
+    const dir = mkdtempSync(join(tmpdir(), "capstan-model-dir-"));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const load = () => loadLocalEmbedder(loadSearchConfig({ CAPSTAN_EMBEDDING_MODEL_DIR: dir }));
+
+    it("refuses a folder without tokenizer.json, or with a malformed config, naming the file", async () => {
+      symlinkSync(files.onnx, join(dir, "model.onnx"));
+      await expect(load()).rejects.toThrow(new ModelFilesError(`embedding model file missing: ${dir}/tokenizer.json`));
+      symlinkSync(files.tokenizerJson, join(dir, "tokenizer.json"));
+      writeFileSync(join(dir, "sentence_bert_config.json"), '{"max_seq_length": 0}');
+      await expect(load()).rejects.toThrow(ModelFilesError);
+      await expect(load()).rejects.toThrow(/sentence_bert_config\.json is malformed/);
+    });
+
+    it("loads a folder of model.onnx and tokenizer.json alone, with the default model's vectors", async () => {
+      rmSync(join(dir, "sentence_bert_config.json"));
+      const mounted = await load();
+      try {
+        const text = "Grüße aus München, the railway network carries freight at night.";
+        const [[a], [b]] = await Promise.all([mounted.embed([text]), embedder.embed([text])]);
+        // Mean pooling (no pooling config), 128 tokens at most (tokenizer.json): the same vector for a short text.
+        expect(
+          Math.max(...(a as Float32Array).map((x, d) => Math.abs(x - ((b as Float32Array)[d] as number)))),
+        ).toBeLessThan(1e-6);
+      } finally {
+        await mounted.close();
+      }
+    });
   });
 });
 

@@ -1,4 +1,5 @@
-// The in-process sentence-embedding model (all-MiniLM-L6-v2, ONNX, on onnxruntime-node), run in
+// The in-process sentence-embedding model (a sentence-transformers folder exported to ONNX,
+// all-MiniLM-L6-v2 by default, on onnxruntime-node), run in
 // two worker threads so the service's event loop never blocks on a model run:
 //  - the documents lane embeds ingestion (CAPSTAN_EMBEDDING_THREADS intra-op threads, default
 //    every core), texts batched by token length;
@@ -6,15 +7,14 @@
 //    never waits behind a document batch that takes seconds.
 // Each lane is a WorkerLane (worker-lane.ts); the model code is model-runner.ts.
 import { availableParallelism } from "node:os";
+import { type ModelFiles, readModelConfig } from "./model-files.ts";
 import type { ModelOptions } from "./model-runner.ts";
 import type { Embedder } from "./provider.ts";
 import { WorkerLane } from "./worker-lane.ts";
 
-export interface LocalEmbedderOptions {
-  onnx: string;
-  vocab: string;
+export interface LocalEmbedderOptions extends ModelFiles {
   modelName?: string;
-  /** all-MiniLM-L6-v2 was trained on at most 256 word pieces. */
+  /** Longest input in tokens; default: the folder's max_seq_length (256 for all-MiniLM-L6-v2). */
   maxTokens?: number;
   batchSize?: number;
   /** Intra-op threads of the documents lane; default: every core. */
@@ -47,10 +47,14 @@ export class LocalEmbedder implements Embedder {
   }
 
   static async load(opts: LocalEmbedderOptions): Promise<LocalEmbedder> {
+    // A missing or malformed file of the folder: a ModelFilesError naming it, thrown here rather
+    // than from inside the workers (which read the folder again, each for itself).
+    readModelConfig(opts);
     const model: ModelOptions = {
       onnx: opts.onnx,
-      vocab: opts.vocab,
-      maxTokens: opts.maxTokens ?? 256,
+      dir: opts.dir,
+      tokenizerJson: opts.tokenizerJson,
+      ...(opts.maxTokens ? { maxTokens: opts.maxTokens } : {}),
       batchSize: opts.batchSize ?? 32,
       threads: opts.threads ?? availableParallelism(),
     };

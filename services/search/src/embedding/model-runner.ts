@@ -1,19 +1,20 @@
-// The model itself, as the embedding worker runs it: all-MiniLM-L6-v2 (ONNX) on onnxruntime-node,
-// BERT WordPiece tokenization, mean pooling over the attention mask, L2 normalisation — what
-// sentence-transformers does for this model. Texts are batched by token length so each batch
-// pads only to its own longest text, never to an outlier of the whole request; the vectors come
-// back in the order of the texts. onnxruntime-node's run() blocks the thread it is called on,
-// which is why this runs in a worker (embed-worker.ts), never on the service's event loop.
-import { readFileSync } from "node:fs";
+// The model itself, as the embedding worker runs it: a sentence-transformers model folder
+// (model-files.ts; all-MiniLM-L6-v2 by default) on onnxruntime-node, tokenized by its
+// tokenizer.json (tokenizer.ts), pooled as its Pooling config says (pooling.ts) and
+// L2-normalised — what sentence-transformers does with the same folder. Texts are batched by
+// token length so each batch pads only to its own longest text, never to an outlier of the whole
+// request; the vectors come back in the order of the texts. onnxruntime-node's run() blocks the
+// thread it is called on, which is why this runs in a worker (embed-worker.ts), never on the
+// service's event loop.
 import * as ort from "onnxruntime-node";
+import { type ModelConfig, type ModelFiles, readModelConfig } from "./model-files.ts";
+import { pool } from "./pooling.ts";
 import { normalize } from "./provider.ts";
-import { WordPieceTokenizer } from "./wordpiece.ts";
+import { ModelTokenizer } from "./tokenizer.ts";
 
-export interface ModelOptions {
-  onnx: string;
-  vocab: string;
-  /** all-MiniLM-L6-v2 was trained on at most 256 word pieces. */
-  maxTokens: number;
+export interface ModelOptions extends ModelFiles {
+  /** Longest input in tokens; default: the folder's max_seq_length (256 for all-MiniLM-L6-v2), else 512. */
+  maxTokens?: number;
   batchSize: number;
   /** onnxruntime intra-op threads (the matrix kernels' parallelism). */
   threads: number;
@@ -22,6 +23,17 @@ export interface ModelOptions {
 export interface BatchTiming {
   size: number;
   seconds: number;
+}
+
+/**
+ * The graph output to read: a ready `sentence_embedding` ([batch, dims], pooled inside the graph),
+ * else the per-token `token_embeddings` / `last_hidden_state`, else the first output.
+ */
+export function pickOutput(names: readonly string[]): { name: string; pooled: boolean } {
+  if (names.includes("sentence_embedding")) return { name: "sentence_embedding", pooled: true };
+  const name = ["token_embeddings", "last_hidden_state"].find((n) => names.includes(n)) ?? names[0];
+  if (!name) throw new Error("model has no output");
+  return { name, pooled: false };
 }
 
 /** Groups text indices into batches of at most batchSize, each of similar token lengths. */
@@ -35,18 +47,26 @@ export function lengthBatches(lengths: number[], batchSize: number): number[][] 
 export class EmbeddingModel {
   private dims: number;
   private readonly session: ort.InferenceSession;
-  private readonly tokenizer: WordPieceTokenizer;
+  private readonly tokenizer: ModelTokenizer;
+  private readonly config: ModelConfig;
   private readonly opts: ModelOptions;
+  private readonly maxTokens: number;
   private readonly typeIds: boolean;
+  private readonly output: { name: string; pooled: boolean };
 
-  private constructor(session: ort.InferenceSession, tokenizer: WordPieceTokenizer, opts: ModelOptions) {
+  private constructor(session: ort.InferenceSession, config: ModelConfig, opts: ModelOptions) {
     this.session = session;
-    this.tokenizer = tokenizer;
+    this.config = config;
+    this.tokenizer = new ModelTokenizer(config.tokenizer, config.tokenizerConfig);
     this.opts = opts;
+    this.maxTokens = opts.maxTokens ?? config.maxSeqLength ?? 512;
+    // token_type_ids only where the graph takes it (BERT does; RoBERTa/XLM-R exports do not).
     this.typeIds = session.inputNames.includes("token_type_ids");
-    const out = session.outputMetadata[0];
-    const shape = out && "shape" in out ? out.shape : [];
-    this.dims = typeof shape[2] === "number" ? shape[2] : 0;
+    this.output = pickOutput(session.outputNames);
+    const meta = session.outputMetadata.find((m) => m.name === this.output.name);
+    const shape = meta && "shape" in meta ? meta.shape : [];
+    const width = shape[this.output.pooled ? 1 : 2];
+    this.dims = typeof width === "number" ? width : 0;
   }
 
   get dimensions(): number {
@@ -54,7 +74,7 @@ export class EmbeddingModel {
   }
 
   static async load(opts: ModelOptions): Promise<EmbeddingModel> {
-    const tokenizer = new WordPieceTokenizer(readFileSync(opts.vocab, "utf8"));
+    const config = readModelConfig(opts);
     const session = await ort.InferenceSession.create(opts.onnx, {
       intraOpNumThreads: opts.threads,
       interOpNumThreads: 1,
@@ -67,7 +87,7 @@ export class EmbeddingModel {
     for (const name of ["input_ids", "attention_mask"]) {
       if (!session.inputNames.includes(name)) throw new Error(`model ${opts.onnx} has no ${name} input`);
     }
-    const model = new EmbeddingModel(session, tokenizer, opts);
+    const model = new EmbeddingModel(session, config, opts);
     // Output width not declared in the file: run once to learn it.
     if (model.dims === 0) model.dims = (await model.embed(["dimension probe"])).vectors[0]?.length ?? 0;
     return model;
@@ -75,7 +95,11 @@ export class EmbeddingModel {
 
   /** One unit vector per text, in order, and the timing of each model run. */
   async embed(texts: string[]): Promise<{ vectors: Float32Array[]; batches: BatchTiming[] }> {
-    const encoded = texts.map((t) => this.tokenizer.encode(t, this.opts.maxTokens).ids);
+    const encoded = texts.map((t) => {
+      const ids = this.tokenizer.encode(t, this.maxTokens);
+      // An empty text, with a tokenizer that adds no special tokens: one padding token to pool.
+      return ids.length > 0 ? ids : [this.tokenizer.padId];
+    });
     const vectors = new Array<Float32Array>(texts.length);
     const batches: BatchTiming[] = [];
     for (const idx of lengthBatches(
@@ -108,20 +132,14 @@ export class EmbeddingModel {
       attention_mask: new ort.Tensor("int64", mask, [batch, seq]),
     };
     if (this.typeIds) feeds.token_type_ids = new ort.Tensor("int64", new BigInt64Array(batch * seq), [batch, seq]);
-    const output = await this.session.run(feeds);
-    const hidden = output[this.session.outputNames[0] as string] as ort.Tensor;
-    const data = hidden.data as Float32Array;
-    const dims = hidden.dims[2] as number;
-    return rows.map((row, b) => {
-      // Mean over the real tokens only (the attention mask), as sentence-transformers pools.
-      const v = new Float32Array(dims);
-      for (let j = 0; j < row.length; j++) {
-        const base = (b * seq + j) * dims;
-        for (let d = 0; d < dims; d++) v[d] = (v[d] as number) + (data[base + d] as number);
-      }
-      for (let d = 0; d < dims; d++) v[d] = (v[d] as number) / row.length;
-      return normalize(v);
-    });
+    const output = (await this.session.run(feeds))[this.output.name] as ort.Tensor;
+    const data = output.data as Float32Array;
+    if (this.output.pooled) {
+      const dims = output.dims[1] as number;
+      return rows.map((_, b) => normalize(data.slice(b * dims, (b + 1) * dims)));
+    }
+    const dims = output.dims[2] as number;
+    return rows.map((row, b) => pool(this.config.pooling, data, b * seq * dims, row.length, dims));
   }
 
   release(): Promise<void> {
