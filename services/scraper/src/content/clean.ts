@@ -27,15 +27,11 @@ const CHROME = [
   "nav",
   "header",
   "footer",
-  // Footnotes and notes are content (docutils writes footnotes as <aside class="footnote">).
-  'aside:not(.footnote):not([role="doc-footnote"]):not([role="note"])',
   '[role="navigation"]',
   '[role="banner"]',
   '[role="contentinfo"]',
   '[role="complementary"]',
   '[role="dialog"]',
-  ".sidebar",
-  "#sidebar",
   ".nav",
   ".navbar",
   ".menu",
@@ -56,6 +52,32 @@ const CHROME = [
   "#comments",
   ".skip-link",
 ].join(",");
+
+/**
+ * Asides and sidebars: chrome, except where they are content. Footnotes and notes are content:
+ * docutils writes each footnote as <aside class="footnote"> inside an <aside class="footnote-list">,
+ * so an aside holding footnotes is kept too. See also proseInSection.
+ */
+const ASIDES = [
+  'aside:not(.footnote, .footnote-list, [role="doc-footnote"], [role="doc-endnotes"], [role="note"]):not(:has(.footnote, [role="doc-footnote"]))',
+  ".sidebar",
+  "#sidebar",
+].join(",");
+
+/**
+ * An aside inside a section or article of the text that is mostly prose (less than half its
+ * text in links) is part of that text, as the HTML standard defines <aside> ("tangentially
+ * related to the content around it"): docutils' `sidebar` directive ("Important: this page is
+ * reference only; for tutorials see …"), a note box. Page sidebars are navigation: mostly links,
+ * or outside the sections.
+ */
+function proseInSection($: CheerioAPI, el: AnyNode): boolean {
+  const aside = $(el);
+  if (aside.parents("article, section").length === 0) return false;
+  const length = (s: string) => s.replace(/\s+/g, "").length;
+  const text = length(aside.text());
+  return text > 0 && length(aside.find("a").text()) < text / 2;
+}
 
 /** Permalink anchors that documentation generators put in headings and definitions. */
 const PERMALINKS = [
@@ -131,6 +153,9 @@ export function cleanHtml(html: string | CheerioAPI, baseUrl: string, onlyMainCo
   let root: Cheerio<AnyNode> = $("body");
   if (onlyMainContent) {
     $(CHROME).remove();
+    $(ASIDES)
+      .filter((_, el) => !proseInSection($, el))
+      .remove();
     for (const selector of MAIN) {
       const candidates = $(selector);
       if (candidates.length === 0) continue;

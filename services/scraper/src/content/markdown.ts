@@ -1,12 +1,14 @@
 // HTML → Markdown of the quality expected from Firecrawl, on turndown: the cleaned HTML
 // (clean.ts), code blocks fenced and verbatim with their language (code-blocks.ts), tables as
-// GFM or clean HTML (tables.ts), <br> as a hard line break, strikethrough and task lists.
+// GFM or clean HTML (tables.ts), <br> as a hard line break, strikethrough and task lists;
+// headings on one line, code holding links and link destinations as inline.ts says.
 // A text or JSON response is its own Markdown, unescaped.
 import { strikethrough, taskListItems } from "@joplin/turndown-plugin-gfm";
 import type { CheerioAPI } from "cheerio";
 import TurndownService from "turndown";
 import { cleanHtml } from "./clean.ts";
 import { codeBlocks } from "./code-blocks.ts";
+import { inlineRules } from "./inline.ts";
 import { tables } from "./tables.ts";
 
 export { cleanHtml } from "./clean.ts";
@@ -21,7 +23,7 @@ function createTurndown(): TurndownService {
     // A hard line break that survives trimming trailing spaces (CommonMark's backslash form).
     br: "\\",
   });
-  service.use([strikethrough, taskListItems, codeBlocks, tables]);
+  service.use([strikethrough, taskListItems, codeBlocks, tables, inlineRules]);
   // "- item" and "1. item" (turndown's default pads markers to four columns).
   service.addRule("listItem", {
     filter: "li",

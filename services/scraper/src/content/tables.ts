@@ -1,7 +1,9 @@
 // Tables: a GFM table where the table fits one (one header row, no spanning cells, only inline
-// content in cells); otherwise clean HTML (structure, spans and inline markup kept, attributes
-// and styling dropped; <tbody> implied), which Markdown carries as it is. Layout tables (a single cell, or a
-// table holding tables) are unwrapped: their cells read as paragraphs.
+// content or paragraphs in cells: paragraphs become <br> breaks, as in DocBook's catalog tables
+// whose cells hold a definition paragraph and a description paragraph); otherwise clean HTML
+// (structure, spans and inline markup kept, attributes and styling dropped; <tbody> implied),
+// which Markdown carries as it is. Layout tables (a single cell, a table holding tables, a
+// callout of one text cell per row) are unwrapped: their cells read as paragraphs.
 import type TurndownService from "turndown";
 
 const BLOCK_IN_CELL = "ul, ol, dl, pre, table, h1, h2, h3, h4, h5, h6, blockquote, hr";
@@ -59,8 +61,12 @@ export function tableKind(table: HTMLElement): "gfm" | "html" | "layout" {
   const rows = rowsOf(table);
   const cells = rows.flatMap(cellsOf);
   if (cells.length <= 1 || table.querySelector("table")) return "layout";
+  // A callout drawn as a table (DocBook's admonitions: an icon cell spanning two rows beside
+  // the title, the text below): at most two rows hold text, each in at most one cell.
+  const textRows = rows.map((r) => cellsOf(r).filter((c) => (c.textContent ?? "").trim()).length).filter(Boolean);
+  if (textRows.length <= 2 && textRows.every((n) => n === 1)) return "layout";
   if (cells.some((c) => span(c, "colspan") > 1 || span(c, "rowspan") > 1)) return "html";
-  if (cells.some((c) => c.querySelector(BLOCK_IN_CELL) || c.querySelectorAll("p").length > 1)) return "html";
+  if (cells.some((c) => c.querySelector(BLOCK_IN_CELL))) return "html";
   // Only the first row may be a header row.
   if (
     rows.slice(1).some((r) => cellsOf(r).every((c) => c.nodeName === "TH") && r.parentElement?.nodeName === "THEAD")
