@@ -5,6 +5,8 @@
 //   language  of those with a language in their classes, the fence naming it
 //   headings  h1-h6 texts (permalink glyphs removed) present as Markdown headings, exactly
 //   links     link targets (absolute) present as link targets of the output, resolved alike
+//             (CommonMark inline links: <…> or bare destinations with balanced parentheses and
+//             backslash escapes, titles in "…", '…' or (…); also autolinks, href="…", references)
 //   tables    data tables whose cell texts are in table rows of the output (GFM or HTML)
 //   wellFormed GFM tables of the output whose rows all have the header's cell count
 //   boilerplate navigation texts of the page's chrome absent from the output
@@ -114,12 +116,22 @@ export function truthOf(html: string, url: string, site: Site): Truth {
   return { code, headings, links: [...links], tables, boilerplate: [...boilerplate] };
 }
 
+// A CommonMark inline link's destination (<…>, or bare with balanced parentheses) and optional
+// title ("…", '…' or (…)), backslash escapes allowed in both.
+const DEST = String.raw`<(?:[^<>\n\\]|\\.)*>|(?:[^()\s\\]|\\.|\((?:[^()\s\\]|\\.)*\))+`;
+const TITLE = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\)`;
+const LINK_TAIL = String.raw`\]\(\s*(${DEST})(?:\s+(?:${TITLE}))?\s*\)`;
+// The text: not opened by an escaped "\[", on one line, escaped brackets allowed inside.
+const LINK = new RegExp(String.raw`(?<!\\)\[((?:[^\]\\\n]|\\.)*)${LINK_TAIL}`, "g");
+/** A destination as written → the URL it names (angle brackets and backslash escapes removed). */
+const destination = (raw: string) => raw.replace(/^<([\s\S]*)>$/, "$1").replace(/\\([!-/:-@[-`{-~])/g, "$1");
+
 /** Markdown reduced to its words: formatting, escapes and tags dropped, for text comparisons. */
 const plain = (md: string) =>
   norm(
     md
       .replace(/<\/?[a-zA-Z][^<>]*>/g, " ")
-      .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(LINK, "$1")
       .replace(/[\\*_`]/g, "")
       .replace(/&lt;/g, "<")
       .replace(/&gt;/g, ">")
@@ -163,17 +175,26 @@ function gfmTables(md: string): string[][] {
 
 const cellCount = (row: string) => row.trim().replace(/\\\|/g, "").split("|").length - 2;
 
-export function score(md: string, url: string, truth: Truth): Score {
+/** Expected items a converter missed, per measure (what `--misses` lists). */
+export type Misses = Partial<Record<Measure, string[]>>;
+
+/** Scores `md`; with `misses`, also records each expected item that was not found. */
+export function score(md: string, url: string, truth: Truth, misses?: Misses): Score {
   const s = Object.fromEntries(MEASURES.map((m) => [m, { hit: 0, of: 0 }])) as Score;
+  const miss = (m: Measure, item: string) => {
+    if (misses) misses[m] = [...(misses[m] ?? []), item];
+  };
   const fences = fencedBlocks(md).map((f) => ({ info: f.info.toLowerCase(), key: codeKey(f.body) }));
   for (const c of truth.code) {
     const key = codeKey(c.text);
     const match = fences.find((f) => f.key === key) ?? fences.find((f) => key.length > 0 && f.key.includes(key));
     s.code.of++;
     if (match) s.code.hit++;
+    else miss("code", c.text.slice(0, 200));
     if (c.lang) {
       s.language.of++;
       if (match?.info === c.lang) s.language.hit++;
+      else miss("language", `${c.lang}: ${c.text.slice(0, 80)}`);
     }
   }
   const headings = new Set<string>();
@@ -186,12 +207,12 @@ export function score(md: string, url: string, truth: Truth): Score {
   for (const h of truth.headings) {
     s.headings.of++;
     if (headings.has(plain(h))) s.headings.hit++;
+    else miss("headings", h);
   }
   const targets = new Set<string>();
-  for (const m of md.matchAll(
-    /\]\(<?((?:[^()\s>]|\([^()\s]*\))+)>?(?:\s+"[^"]*")?\)|<(https?:\/\/[^>\s]+)>|href="([^"]+)"|^\[[^\]]+\]:\s*(\S+)/gm,
-  )) {
-    const raw = (m[1] ?? m[2] ?? m[3] ?? m[4] ?? "").replace(/&amp;/g, "&");
+  const links = new RegExp(String.raw`${LINK_TAIL}|<(https?:\/\/[^>\s]+)>|href="([^"]+)"|^\[[^\]]+\]:\s*(\S+)`, "gm");
+  for (const m of md.matchAll(links)) {
+    const raw = (m[1] ? destination(m[1]) : (m[2] ?? m[3] ?? m[4] ?? "")).replace(/&amp;/g, "&");
     try {
       targets.add(new URL(raw, url).href);
     } catch {
@@ -201,6 +222,7 @@ export function score(md: string, url: string, truth: Truth): Score {
   for (const l of truth.links) {
     s.links.of++;
     if (targets.has(l)) s.links.hit++;
+    else miss("links", l);
   }
   const gfm = gfmTables(md);
   const htmlTables = [...md.matchAll(/<table[\s\S]*?<\/table>/g)].map((m) => m[0]);
@@ -209,17 +231,27 @@ export function score(md: string, url: string, truth: Truth): Score {
     s.tables.of++;
     const found = cells.filter((c) => tableText.includes(plain(c))).length;
     if (found >= 0.9 * cells.length) s.tables.hit++;
+    else
+      miss(
+        "tables",
+        `${found}/${cells.length} cells; missing: ${cells
+          .filter((c) => !tableText.includes(plain(c)))
+          .slice(0, 5)
+          .join(" · ")}`,
+      );
   }
   for (const t of gfm) {
     s.wellFormed.of++;
     const width = cellCount(t[0] ?? "");
     const separator = /^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$/.test(t[1] ?? "");
     if (separator && t.every((row) => cellCount(row) === width)) s.wellFormed.hit++;
+    else miss("wellFormed", t.slice(0, 3).join("\n"));
   }
   const text = plain(md);
   for (const b of truth.boilerplate) {
     s.boilerplate.of++;
     if (!text.includes(plain(b))) s.boilerplate.hit++;
+    else miss("boilerplate", b);
   }
   return s;
 }
