@@ -3,7 +3,8 @@
 // of expected items, so sites and converters add up:
 //   code      <pre> blocks whose text is inside a fenced block of the output, verbatim
 //   language  of those with a language in their classes, the fence naming it
-//   headings  h1-h6 texts (permalink glyphs removed) present as Markdown headings, exactly
+//   headings  h1-h6 texts (permalink glyphs removed) present as Markdown headings (ATX, indented
+//             or not, or setext), exactly
 //   links     link targets (absolute) present as link targets of the output, resolved alike
 //             (CommonMark inline links: <…> or bare destinations with balanced parentheses and
 //             backslash escapes, titles in "…", '…' or (…); also autolinks, href="…", references)
@@ -200,7 +201,8 @@ export function score(md: string, url: string, truth: Truth, misses?: Misses): S
   const headings = new Set<string>();
   const lines = md.split("\n");
   lines.forEach((line, i) => {
-    const atx = /^#{1,6}\s+(.*?)(\s+#+)?\s*$/.exec(line);
+    // Indented too: a heading inside a list item (DocBook's notes within lists) is indented with it.
+    const atx = /^ *#{1,6}\s+(.*?)(\s+#+)?\s*$/.exec(line);
     if (atx) headings.add(plain(atx[1] ?? ""));
     else if (/^(=+|-+)\s*$/.test(lines[i + 1] ?? "") && line.trim() && !/^\s*\|/.test(line)) headings.add(plain(line));
   });
