@@ -70,7 +70,11 @@ export async function ingestKnowledgeBase(
     }
   }
   // A changed model is built beside the previous one (kept in the data dir): switch to it once
-  // every source is in; with a failure the previous one keeps answering until the next start.
-  if (summary.failures.length === 0) await deps.search.switchKnowledgeBase(ref);
+  // every source is in, the uploads carried into it first; with a failure the previous one keeps
+  // answering until the next start.
+  if (summary.failures.length === 0) {
+    await deps.search.carryUploads(ref);
+    await deps.search.switchKnowledgeBase(ref);
+  }
   return summary;
 }

@@ -291,6 +291,61 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(await store.stats(id, "building")).toBeUndefined();
     });
 
+    it("walks a generation's documents a page at a time and reads one document's chunks", async () => {
+      const id = kb("pages");
+      await store.ensureCollection(info(id));
+      const names = ["upload:a", "doc_1", "upload:b", "upload:c", "doc_2", "upload:d", "upload:e"];
+      for (const [i, d] of names.entries()) {
+        await store.replaceDocument(id, d, [
+          chunk(id, d, 0, 2, unit(i % DIM)),
+          chunk(id, d, 1, 2, unit((i + 1) % DIM)),
+        ]);
+      }
+      // Every upload exactly once, whatever the page size, each page looking at 2 documents at most.
+      const seen: string[] = [];
+      let from: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.documentPage(id, "serving", "upload:", from, 2);
+        expect(page.documents.length).toBeLessThanOrEqual(2);
+        seen.push(...page.documents.map((d) => d.docsId));
+        // A page started at a document's position starts with that document.
+        const [first] = page.documents;
+        if (first)
+          expect((await store.documentPage(id, "serving", "upload:", first.at, 1)).documents[0]?.docsId).toBe(
+            first.docsId,
+          );
+        from = page.next;
+        pages += 1;
+      } while (from !== undefined && pages < 20);
+      expect(seen.sort()).toEqual(["upload:a", "upload:b", "upload:c", "upload:d", "upload:e"]);
+      const whole = await store.documentPage(id, "serving", "upload:", undefined, 100);
+      expect(whole.next).toBeUndefined();
+      expect(whole.documents.find((d) => d.docsId === "upload:c")).toMatchObject({
+        docsName: "upload:c name",
+        chunks: 2,
+        extra: { source: "contract" },
+      });
+
+      const chunks = await store.documentChunks(id, "upload:c", "serving");
+      expect(chunks.map((c) => [c.chunkIndex, c.totalChunks, c.text, c.docsName, c.extra])).toEqual([
+        [0, 2, "upload:c #0", "upload:c name", { source: "contract" }],
+        [1, 2, "upload:c #1", "upload:c name", { source: "contract" }],
+      ]);
+      expect(chunks[0]?.embeddingId).toBe(embeddingIdFor(id, "upload:c", 0, "upload:c #0"));
+      expect(await store.documentChunks(id, "upload:none", "serving")).toEqual([]);
+      // The building generation is walked apart from the serving one.
+      expect(await store.documentChunks(id, "upload:c", "building")).toEqual([]);
+      await store.ensureCollection(info(id, "test:model-p", 4));
+      expect(await store.documentPage(id, "building", "upload:", undefined, 10)).toEqual({ documents: [] });
+      await store.replaceDocument(id, "upload:z", [chunk(id, "upload:z", 0, 1, unit(1).slice(0, 4))]);
+      const building = await store.documentPage(id, "building", "upload:", undefined, 10);
+      expect(building.documents.map((d) => d.docsId)).toEqual(["upload:z"]);
+      expect((await store.documentChunks(id, "upload:z", "building")).map((c) => c.text)).toEqual(["upload:z #0"]);
+      expect(await store.documentPage(kb("nothing"), "serving", "upload:", undefined, 10)).toEqual({ documents: [] });
+      await store.dropCollection(id);
+    });
+
     it("rejects vectors of the wrong size", async () => {
       await expect(
         store.replaceDocument(kb("y"), "bad", [chunk(kb("y"), "bad", 0, 1, new Float32Array(3))]),

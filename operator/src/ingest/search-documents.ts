@@ -4,6 +4,7 @@
 // token may appear after the operator starts, and may change).
 import type { OutboundMetrics } from "@capstan/shared";
 import {
+  type CarriedUploads,
   type DocumentInput,
   type KnowledgeBaseInfo,
   type KnowledgeBaseRef,
@@ -11,7 +12,7 @@ import {
   SearchClient,
 } from "@capstan/shared/clients/search-client";
 
-export type { DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef, KnowledgeBaseSettings };
+export type { CarriedUploads, DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef, KnowledgeBaseSettings };
 
 export interface SearchDocuments {
   ensureKnowledgeBase(knowledgeId: KnowledgeBaseRef, settings: KnowledgeBaseSettings): Promise<unknown>;
@@ -26,6 +27,8 @@ export interface SearchDocuments {
   getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined>;
   /** Makes the generation built after a model change serve (absent: this backend has none). */
   switchKnowledgeBase?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<unknown>;
+  /** Before that switch: copies the uploads the new generation lacks into it (all pages). */
+  carryUploads?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<CarriedUploads>;
 }
 
 export class TokenSearchDocuments implements SearchDocuments {
@@ -69,5 +72,8 @@ export class TokenSearchDocuments implements SearchDocuments {
   }
   switchKnowledgeBase(id: KnowledgeBaseRef, model?: string) {
     return this.c.switchKnowledgeBase(id, model);
+  }
+  carryUploads(id: KnowledgeBaseRef, model?: string) {
+    return this.c.carryUploads(id, model);
   }
 }

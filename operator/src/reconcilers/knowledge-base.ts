@@ -251,9 +251,11 @@ async function ingest(
 }
 
 /**
- * Every source is in the new model's generation: make it serve (one atomic switch in the search
- * service; the old generation's vectors are deleted after it). A failed switch is reported like
- * a failed source, so the build is retried and the old generation keeps serving.
+ * Every source is in the new model's generation: carry the documents uploaded through search's
+ * public API into it (those uploaded before the build; later ones went there already), then make
+ * it serve (one atomic switch in the search service; the old generation's vectors are deleted
+ * after it). A failed carry or switch is reported like a failed source, so the build is retried
+ * (the carry skips what it already copied) and the old generation keeps serving.
  */
 async function completeBuild(
   ctx: OperatorContext,
@@ -262,6 +264,7 @@ async function completeBuild(
   failed: IngestionReport["failed"],
 ): Promise<boolean> {
   try {
+    await ctx.search.carryUploads?.(id, model);
     await ctx.search.switchKnowledgeBase?.(id, model);
     return true;
   } catch (err) {

@@ -2,13 +2,15 @@
 // embed the chunks (uncached, in slices, logging progress), and replace the document's chunks
 // in one store call, so re-ingesting a changed document leaves nothing orphaned. After a model
 // change documents go to the generation being built (with its model and chunking) until the
-// caller switches to it; searches keep reading the serving one meanwhile. Knowledge bases are
-// addressed by store key (`<namespace>.<kb_id>`, see storeKey).
+// caller switches to it; searches keep reading the serving one meanwhile (uploads made before the
+// build are copied into it by carry-uploads.ts). Knowledge bases are addressed by store key
+// (`<namespace>.<kb_id>`, see storeKey).
 
 import type { Logger } from "@capstan/shared";
 import { chunkingSpec, embeddingSpec } from "@capstan/shared/api";
 import type { z } from "zod";
 import { chunkText } from "./chunking.ts";
+import { DocumentLocks } from "./document-lock.ts";
 import { CachedEmbedder, type Embedder } from "./embedding/provider.ts";
 import { SearchError } from "./errors.ts";
 import type { KnowledgeBases } from "./knowledge-bases.ts";
@@ -45,6 +47,7 @@ type EmbeddingSpec = z.infer<typeof embeddingSpec>;
 
 export class Ingester {
   private readonly d: IngesterDeps;
+  private readonly locks = new DocumentLocks();
 
   constructor(deps: IngesterDeps) {
     this.d = deps;
@@ -116,55 +119,99 @@ export class Ingester {
     return existed;
   }
 
+  /** Runs fn under the document's lock (see document-lock.ts): its check-and-write steps. */
+  withDocument<T>(knowledgeId: string, docsId: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(`${knowledgeId}\0${docsId}`, fn);
+  }
+
+  /** Embeds document texts with `model` (uncached, in slices), logging the progress of long ones. */
+  async embedTexts(model: string, texts: string[], log: Record<string, string>): Promise<Float32Array[]> {
+    const embedder = this.d.embedders.get(model);
+    if (!embedder) throw new SearchError("SEARCH_ERR_EMBEDDING", { detail: `model ${model} is not configured` });
+    const vectors: Float32Array[] = [];
+    const slice = this.d.sliceSize ?? 256;
+    for (let i = 0; i < texts.length; i += slice) {
+      const part = texts.slice(i, i + slice);
+      try {
+        // Documents bypass the query cache: they are embedded once and would only evict queries.
+        vectors.push(
+          ...(await (embedder instanceof CachedEmbedder ? embedder.embedUncached(part) : embedder.embed(part))),
+        );
+      } catch (err) {
+        throw new SearchError("SEARCH_ERR_EMBEDDING", { detail: (err as Error).message }, { cause: err });
+      }
+      if (texts.length > slice) {
+        this.d.logger.info({ ...log, done: Math.min(i + slice, texts.length), total: texts.length }, "ingest progress");
+      }
+    }
+    return vectors;
+  }
+
+  /** Writes a document's chunks (a store failure is SEARCH_ERR_STORE). */
+  async write(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
+    try {
+      await this.d.store.replaceDocument(knowledgeId, docsId, chunks);
+    } catch (err) {
+      throw new SearchError("SEARCH_ERR_STORE", { detail: "document write failed" }, { cause: err });
+    }
+  }
+
+  /** Deletes a document from every generation; chunks removed. */
+  async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
+    const deleted = await this.withDocument(knowledgeId, docsId, () =>
+      this.d.store.deleteDocument(knowledgeId, docsId),
+    );
+    this.d.kbs.invalidate(knowledgeId);
+    return deleted;
+  }
+
+  /** Chunks and embeds a document for a generation. */
+  private async prepare(info: CollectionInfo, docsId: string, doc: DocumentInput): Promise<ChunkWithVector[]> {
+    const { knowledgeId } = info;
+    const texts = chunkText(doc.text, info.chunking);
+    const extra = Object.fromEntries(Object.entries(doc.metadata ?? {}).map(([k, v]) => [k, String(v)]));
+    const vectors = await this.embedTexts(info.model, texts, { knowledgeId, docsId });
+    return texts.map((text, chunkIndex) => ({
+      vector: vectors[chunkIndex] as Float32Array,
+      record: {
+        embeddingId: embeddingIdFor(knowledgeId, docsId, chunkIndex, text),
+        knowledgeId,
+        docsId,
+        docsName: doc.docsName,
+        chunkIndex,
+        totalChunks: texts.length,
+        text,
+        ...(Object.keys(extra).length > 0 ? { extra } : {}),
+      },
+    }));
+  }
+
+  /** The generation document writes go to: the one being built, else the serving one. */
+  private async writable(knowledgeId: string): Promise<CollectionInfo | undefined> {
+    const gens = await this.d.store.generations(knowledgeId);
+    return gens && (gens.building ?? gens.serving);
+  }
+
   async upsert(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<number> {
     const started = performance.now();
     this.d.metrics.ingestsInFlight.inc();
     try {
-      const gens = await this.d.store.generations(knowledgeId);
-      const info = gens ? (gens.building ?? gens.serving) : await this.ensure(knowledgeId, {});
-      const embedder = this.d.embedders.get(info.model);
-      if (!embedder) throw new SearchError("SEARCH_ERR_EMBEDDING", { detail: `model ${info.model} is not configured` });
-      const texts = chunkText(doc.text, info.chunking);
-      const extra = Object.fromEntries(Object.entries(doc.metadata ?? {}).map(([k, v]) => [k, String(v)]));
-      const chunks: ChunkWithVector[] = [];
-      const slice = this.d.sliceSize ?? 256;
-      for (let i = 0; i < texts.length; i += slice) {
-        const part = texts.slice(i, i + slice);
-        let vectors: Float32Array[];
-        try {
-          // Documents bypass the query cache: they are embedded once and would only evict queries.
-          vectors = await (embedder instanceof CachedEmbedder ? embedder.embedUncached(part) : embedder.embed(part));
-        } catch (err) {
-          throw new SearchError("SEARCH_ERR_EMBEDDING", { detail: (err as Error).message }, { cause: err });
-        }
-        part.forEach((text, j) => {
-          const chunkIndex = i + j;
-          chunks.push({
-            vector: vectors[j] as Float32Array,
-            record: {
-              embeddingId: embeddingIdFor(knowledgeId, docsId, chunkIndex, text),
-              knowledgeId,
-              docsId,
-              docsName: doc.docsName,
-              chunkIndex,
-              totalChunks: texts.length,
-              text,
-              ...(Object.keys(extra).length > 0 ? { extra } : {}),
-            },
-          });
+      let chunks: ChunkWithVector[] | undefined;
+      // A model change may start a build (or a switch end one) while the text is embedded: the
+      // chunks are written only where that model is written to, else prepared again for the
+      // generation now written to (a model that keeps changing is a 503 to retry).
+      for (let attempt = 0; attempt < 3 && !chunks; attempt++) {
+        const info = (await this.writable(knowledgeId)) ?? (await this.ensure(knowledgeId, {}));
+        const prepared = await this.prepare(info, docsId, doc);
+        chunks = await this.withDocument(knowledgeId, docsId, async () => {
+          const now = await this.writable(knowledgeId);
+          if (now && now.model !== info.model) return undefined;
+          await this.write(knowledgeId, docsId, prepared);
+          return prepared;
         });
-        if (texts.length > slice) {
-          this.d.logger.info(
-            { knowledgeId, docsId, done: Math.min(i + slice, texts.length), total: texts.length },
-            "ingest progress",
-          );
-        }
       }
-      try {
-        await this.d.store.replaceDocument(knowledgeId, docsId, chunks);
-      } catch (err) {
-        throw new SearchError("SEARCH_ERR_STORE", { detail: "document write failed" }, { cause: err });
-      }
+      if (!chunks)
+        throw new SearchError("SEARCH_ERR_STORE", { detail: "the embedding model changed during the write" });
       this.d.kbs.invalidate(knowledgeId);
       this.d.metrics.ingestedChunks.inc(chunks.length);
       const seconds = (performance.now() - started) / 1000;

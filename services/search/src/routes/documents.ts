@@ -2,9 +2,12 @@
 // by the internal token. A knowledge base is addressed by its namespace and id
 // (/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId): its vectors live under the
 // store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses use the same envelope as search. A model change builds a new
-// generation beside the serving one (PUT answers with both); POST .../switch makes it serve.
+// generation beside the serving one (PUT answers with both); POST .../carry-uploads copies the
+// uploads into it a page at a time (carry-uploads.ts), then POST .../switch makes it serve.
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { z } from "zod";
 import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
+import { carryUploads } from "../carry-uploads.ts";
 import type { SearchConfig } from "../config.ts";
 import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
@@ -24,6 +27,12 @@ interface Params {
   knowledgeId: string;
   docsId?: string;
 }
+
+const carryBody = z.object({
+  model: z.string().min(1).max(256).optional(),
+  from: z.string().min(1).max(512).optional(),
+  limit: z.int("must be an integer").min(1, "must be at least 1").max(256, "must be at most 256").default(16),
+});
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -141,6 +150,14 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     });
   });
 
+  // Copies the serving generation's uploads missing from the one being built into it, one page
+  // (`limit` uploads at most) a call; the caller repeats with from = next until there is none.
+  app.post(`${base}/carry-uploads`, async (req) => {
+    const { id, knowledgeId } = params(req);
+    const body = parseBody(carryBody, req.body ?? {});
+    return ok({ knowledgeId: id, ...(await carryUploads(d, knowledgeId, body)) });
+  });
+
   app.delete(base, async (req) => {
     const { id, knowledgeId } = params(req);
     const deleted = await d.ingester.drop(knowledgeId);
@@ -156,7 +173,7 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
 
   app.delete(`${base}/documents/:docsId`, async (req) => {
     const { id, knowledgeId, docsId } = params(req);
-    const deleted = await d.store.deleteDocument(knowledgeId, docsId);
+    const deleted = await d.ingester.deleteDocument(knowledgeId, docsId);
     return ok({ knowledgeId: id, docsId, deleted });
   });
 };

@@ -199,8 +199,7 @@ export const publicDocumentRoutes: FastifyPluginAsync<PublicDocumentRoutesOption
     async (req) => {
       const key = req.documentsKey as string;
       const { knowledgeId, name } = pathOf(req);
-      const deleted = await d.store.deleteDocument(key, UPLOAD_PREFIX + name);
-      d.kbs.invalidate(key);
+      const deleted = await d.ingester.deleteDocument(key, UPLOAD_PREFIX + name);
       return ok({ knowledgeId, name, deleted });
     },
   );

@@ -1,7 +1,7 @@
 // The embedded store's in-memory shape of one knowledge base generation (a usearch HNSW index,
 // the chunk payloads and each document's keys) and how a new one is made.
 import { Index, MetricKind, ScalarKind } from "usearch";
-import type { ChunkRecord, CollectionInfo } from "./types.ts";
+import type { ChunkRecord, CollectionInfo, DocumentPage, DocumentSummary } from "./types.ts";
 
 export interface EmbeddedStoreOptions {
   dataDir?: string | undefined;
@@ -70,4 +70,40 @@ export function track(col: Collection, key: bigint, record: ChunkRecord): void {
   const keys = col.docs.get(record.docsId);
   if (keys) keys.push(key);
   else col.docs.set(record.docsId, [key]);
+}
+
+/** A document as listed: its chunk count and its first chunk's name and metadata. */
+export function summaryOf(col: Collection, docsId: string): DocumentSummary | undefined {
+  const keys = col.docs.get(docsId);
+  const first = keys?.[0] === undefined ? undefined : col.chunks.get(keys[0]);
+  if (!keys || !first) return undefined;
+  return { docsId, docsName: first.docsName, chunks: keys.length, ...(first.extra ? { extra: first.extra } : {}) };
+}
+
+/** VectorStore.documentPage on one generation: its documents of the prefix in docsId order, from `from` on. */
+export function pageOf(
+  col: Collection | undefined,
+  prefix: string,
+  from: string | undefined,
+  scan: number,
+): DocumentPage {
+  // Plain string order (UTF-16 code units) for both the sort and the position comparison.
+  const ids = [...(col?.docs.keys() ?? [])].filter((id) => id.startsWith(prefix)).sort();
+  const start = from === undefined ? 0 : ids.findIndex((id) => id >= from);
+  const window = start < 0 ? [] : ids.slice(start, start + scan);
+  const documents = window.flatMap((id) => {
+    const summary = col && summaryOf(col, id);
+    return summary ? [{ ...summary, at: id }] : [];
+  });
+  const next = start < 0 ? undefined : ids[start + scan];
+  return { documents, ...(next !== undefined ? { next } : {}) };
+}
+
+/** One document's chunks (copies), by chunkIndex. */
+export function chunksOf(col: Collection | undefined, docsId: string): ChunkRecord[] {
+  const records = (col?.docs.get(docsId) ?? []).flatMap((k) => {
+    const r = col?.chunks.get(k);
+    return r ? [{ ...r }] : [];
+  });
+  return records.sort((a, b) => a.chunkIndex - b.chunkIndex);
 }

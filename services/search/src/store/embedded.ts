@@ -7,20 +7,24 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join } from "node:path";
 import {
   type Collection,
+  chunksOf,
   type EmbeddedStoreOptions,
   type Entry,
   emptyCollection,
   type PersistedChunks,
   type Place,
+  pageOf,
   track,
 } from "./embedded-collection.ts";
 import {
+  type ChunkRecord,
   type ChunkWithVector,
   type CollectionInfo,
   type CollectionLayout,
   type CollectionStats,
   cosineToScore,
   DEFAULT_RETIRE_GRACE_MS,
+  type DocumentPage,
   type DocumentSummary,
   type GenerationName,
   type Generations,
@@ -253,24 +257,31 @@ export class EmbeddedStore implements VectorStore {
   }
 
   async documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
-    const col = this.entries.get(knowledgeId)?.serving;
-    const out: DocumentSummary[] = [];
-    for (const [docsId, keys] of col?.docs ?? []) {
-      const first = keys[0] === undefined ? undefined : col?.chunks.get(keys[0]);
-      if (!docsId.startsWith(docsIdPrefix) || !first) continue;
-      out.push({
-        docsId,
-        docsName: first.docsName,
-        chunks: keys.length,
-        ...(first.extra ? { extra: first.extra } : {}),
-      });
-    }
-    return out.sort((a, b) => a.docsId.localeCompare(b.docsId));
+    const page = pageOf(this.generation(knowledgeId, "serving"), docsIdPrefix, undefined, Number.MAX_SAFE_INTEGER);
+    return page.documents.map(({ at: _at, ...doc }) => doc).sort((a, b) => a.docsId.localeCompare(b.docsId));
+  }
+
+  async documentPage(
+    knowledgeId: string,
+    generation: GenerationName,
+    docsIdPrefix: string,
+    from: string | undefined,
+    scan: number,
+  ): Promise<DocumentPage> {
+    return pageOf(this.generation(knowledgeId, generation), docsIdPrefix, from, scan);
+  }
+
+  async documentChunks(knowledgeId: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]> {
+    return chunksOf(this.generation(knowledgeId, generation), docsId);
+  }
+
+  private generation(knowledgeId: string, generation: GenerationName): Collection | undefined {
+    const e = this.entries.get(knowledgeId);
+    return generation === "building" ? e?.building : e?.serving;
   }
 
   async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
-    const e = this.entries.get(knowledgeId);
-    const col = generation === "building" ? e?.building : e?.serving;
+    const col = this.generation(knowledgeId, generation);
     return col ? { documents: col.docs.size, chunks: col.chunks.size } : undefined;
   }
 

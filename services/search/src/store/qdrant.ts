@@ -8,17 +8,19 @@
 // beside the old one, and the switch is one atomic registry upsert.
 // Searches and scores: qdrant-query.ts.
 import type { OutboundMetrics } from "@capstan/shared";
-import { listDocuments } from "./qdrant-documents.ts";
+import { documentChunks, listDocuments, pageDocuments } from "./qdrant-documents.ts";
 import { QdrantHttp } from "./qdrant-http.ts";
 import { type Filter, kbFilter, PAYLOAD_INDEXES, slug } from "./qdrant-payload.ts";
 import { readable, type ScoredPoint, tenantSearch, toHits } from "./qdrant-query.ts";
 import { isMissing, QdrantRegistry, type RegistryEntry, settingsOf } from "./qdrant-registry.ts";
 import {
+  type ChunkRecord,
   type ChunkWithVector,
   type CollectionInfo,
   type CollectionLayout,
   type CollectionStats,
   DEFAULT_RETIRE_GRACE_MS,
+  type DocumentPage,
   type DocumentSummary,
   type GenerationName,
   type Generations,
@@ -96,17 +98,13 @@ export class QdrantStore implements VectorStore {
 
   /** Creates a collection; another replica creating it first (409) is fine. */
   private async create(name: string, body: unknown): Promise<void> {
-    try {
-      await this.http.call("create", "PUT", `collections/${name}`, body);
-    } catch (err) {
-      const exists = await this.exists(name);
-      if (!exists) throw err;
-    }
+    await this.http.call("create", "PUT", `collections/${name}`, body).catch(async (err) => {
+      if (!(await this.exists(name))) throw err;
+    });
   }
 
   private async exists(name: string): Promise<boolean> {
-    const r = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${name}/exists`);
-    return r.exists;
+    return (await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${name}/exists`)).exists;
   }
 
   private async ensureData(info: CollectionInfo): Promise<string> {
@@ -322,22 +320,32 @@ export class QdrantStore implements VectorStore {
     return n;
   }
 
-  async documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
-    const e = await this.reg.get(knowledgeId);
-    if (!e) return [];
-    return this.onData(settingsOf(e), (name) => listDocuments(this.http, name, knowledgeId, docsIdPrefix));
+  async documents(knowledgeId: string, prefix: string): Promise<DocumentSummary[]> {
+    return this.onGeneration(knowledgeId, "serving", [], (c) => listDocuments(this.http, c, knowledgeId, prefix));
+  }
+
+  async documentPage(id: string, g: GenerationName, prefix: string, from?: string, scan = 256): Promise<DocumentPage> {
+    return this.onGeneration(id, g, { documents: [] }, (c) => pageDocuments(this.http, c, id, prefix, from, scan));
+  }
+
+  async documentChunks(knowledgeId: string, docsId: string, g: GenerationName): Promise<ChunkRecord[]> {
+    return this.onGeneration(knowledgeId, g, [], (c) => documentChunks(this.http, c, knowledgeId, docsId));
+  }
+
+  /** Runs fn on one generation's collection; `none` when that generation does not exist. */
+  private async onGeneration<T>(id: string, g: GenerationName, none: T, fn: (c: string) => Promise<T>): Promise<T> {
+    const e = await this.reg.get(id);
+    const info = g === "building" ? e?.building : e && settingsOf(e);
+    return info ? this.onData(info, fn) : none;
   }
 
   async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
-    const e = await this.reg.get(knowledgeId);
-    const info = generation === "building" ? e?.building : e && settingsOf(e);
-    if (!info) return undefined;
     const all = kbFilter(knowledgeId);
     const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
-    const [chunks, documents] = await this.onData(info, (name) =>
-      Promise.all([this.count(name, all), this.count(name, firsts)]),
-    );
-    return { documents, chunks };
+    return this.onGeneration(knowledgeId, generation, undefined, async (name) => {
+      const [chunks, documents] = await Promise.all([this.count(name, all), this.count(name, firsts)]);
+      return { documents, chunks };
+    });
   }
 
   async query(q: VectorQuery): Promise<VectorHit[]> {

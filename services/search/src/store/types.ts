@@ -93,6 +93,17 @@ export interface DocumentSummary {
 }
 
 /**
+ * One page of a generation's documents, for walking all of them a bounded step at a time. `at` of
+ * each document and `next` are positions (opaque: a docsId on the embedded store, a point id on
+ * Qdrant); documentPage from a position starts with the document at it.
+ */
+export interface DocumentPage {
+  documents: (DocumentSummary & { at: string })[];
+  /** Where the next page starts; absent after the last one. */
+  next?: string;
+}
+
+/**
  * A knowledge base's generations. `serving` answers searches; `building` (after a model or
  * dimensions change) receives every document write until switchGeneration promotes it, so
  * searches never see a half-filled collection.
@@ -147,6 +158,20 @@ export interface VectorStore {
   deleteDocument(knowledgeId: string, docsId: string): Promise<number>;
   /** The serving generation's documents whose id starts with `docsIdPrefix`, by id. */
   documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]>;
+  /**
+   * Walks a generation's documents: from position `from` (absent: the first), it looks at up to
+   * `scan` documents and returns those whose id starts with `docsIdPrefix`. A generation only
+   * written to by deletes (the serving one during a build) is walked completely, each once.
+   */
+  documentPage(
+    knowledgeId: string,
+    generation: GenerationName,
+    docsIdPrefix: string,
+    from: string | undefined,
+    scan: number,
+  ): Promise<DocumentPage>;
+  /** One document's chunks in a generation, by chunkIndex, without vectors; [] when it has none. */
+  documentChunks(knowledgeId: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]>;
   /** Counts of one generation (default serving); undefined when it does not exist. */
   stats(knowledgeId: string, generation?: GenerationName): Promise<CollectionStats | undefined>;
   /** Best hits across the listed knowledge bases, best first, at most limit. */

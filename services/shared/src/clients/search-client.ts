@@ -42,6 +42,13 @@ export interface KnowledgeBaseInfo {
   };
 }
 
+/** What carryUploads did: uploads looked at, and those copied into the new generation with their chunks. */
+export interface CarriedUploads {
+  uploads: number;
+  carried: number;
+  chunks: number;
+}
+
 /** GET /v1/knowledge-bases/:knowledgeId/documents. */
 export interface DocumentList {
   knowledgeId: string;
@@ -215,6 +222,28 @@ export class SearchClient {
       dimensions: number;
       switched: boolean;
     }>;
+  }
+
+  /**
+   * Before a switch: copies the uploads of the serving generation that the one being built lacks
+   * into it, their chunk texts embedded again with the new model; with model, only into that
+   * model's. One call per page of uploads (each with the ingestion timeout and the retries of
+   * every call: a page is idempotent), until the last. The totals of every page.
+   */
+  async carryUploads(knowledgeId: KnowledgeBaseRef, model?: string, pageSize = 16): Promise<CarriedUploads> {
+    const total: CarriedUploads = { uploads: 0, carried: 0, chunks: 0 };
+    let from: string | undefined;
+    do {
+      const body = { ...(model ? { model } : {}), ...(from ? { from } : {}), limit: pageSize };
+      const page = (await this.call("carry_uploads", "POST", `${this.kbPath(knowledgeId)}/carry-uploads`, body, {
+        timeoutMs: this.opts.ingestTimeoutMs ?? 300_000,
+      })) as CarriedUploads & { next?: string };
+      total.uploads += page.uploads;
+      total.carried += page.carried;
+      total.chunks += page.chunks;
+      from = page.next;
+    } while (from !== undefined);
+    return total;
   }
 
   /** Counts, or undefined when the knowledge base has no collection. */

@@ -1,0 +1,104 @@
+// Uploads carried across an embedding-model change. A new model's generation is filled from the
+// KnowledgeBase's sources; the documents uploaded through the public documents API before the
+// build started are only in the serving generation. Before the switch, the caller (the operator,
+// the standalone launcher) walks them a page at a time: each upload missing from the building
+// generation has its chunks read from the serving one, their texts embedded again with the new
+// model (vectors of two models are not comparable) and written there with the same chunk
+// records (name, chunk indexes, metadata: format, uploadedAt, title...). Idempotent: what the
+// building generation already holds (copied by an earlier call, or uploaded again during the
+// build, which is newer) is skipped. The last check and the write happen under the document's
+// lock (document-lock.ts) after the embedding, so an upload or a delete made meanwhile wins.
+import { SearchError } from "./errors.ts";
+import type { Ingester } from "./ingest.ts";
+import { UPLOAD_PREFIX } from "./routes/public-documents.ts";
+import type { ChunkRecord, CollectionInfo, VectorStore } from "./store/types.ts";
+
+export interface CarryDeps {
+  ingester: Ingester;
+  store: VectorStore;
+}
+
+export interface CarryRequest {
+  /** The model being built (absent: whichever is). */
+  model?: string | undefined;
+  /** Where this page starts: the previous answer's `next` (absent: the first page). */
+  from?: string | undefined;
+  /** Uploads looked at in this call at most. */
+  limit: number;
+}
+
+export interface CarryPage {
+  model: string;
+  /** Uploads of the serving generation looked at in this call. */
+  uploads: number;
+  /** Of them, those copied now, and their chunks. */
+  carried: number;
+  chunks: number;
+  /** Call again with from = next; absent: every upload has been looked at. */
+  next?: string;
+}
+
+/** One page of the carry; the knowledge base is a store key. */
+export async function carryUploads(d: CarryDeps, knowledgeId: string, req: CarryRequest): Promise<CarryPage> {
+  const gens = await d.store.generations(knowledgeId);
+  const target = gens?.building;
+  if (!gens || !target || (req.model !== undefined && target.model !== req.model)) {
+    // Nothing being built and that model serving (a repeated call after the switch): nothing to do.
+    if (gens && !target && (req.model === undefined || req.model === gens.serving.model)) {
+      return { model: gens.serving.model, uploads: 0, carried: 0, chunks: 0 };
+    }
+    throw notBuilding(knowledgeId, req.model);
+  }
+  const page = await d.store.documentPage(knowledgeId, "serving", UPLOAD_PREFIX, req.from, req.limit);
+  let carried = 0;
+  let chunks = 0;
+  for (const doc of page.documents) {
+    const n = await carryOne(d, target, doc.docsId);
+    if (n > 0) {
+      carried += 1;
+      chunks += n;
+    }
+  }
+  return {
+    model: target.model,
+    uploads: page.documents.length,
+    carried,
+    chunks,
+    ...(page.next !== undefined ? { next: page.next } : {}),
+  };
+}
+
+function notBuilding(knowledgeId: string, model: string | undefined): SearchError {
+  return new SearchError("SEARCH_ERR_NOT_FOUND", {
+    detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${knowledgeId}`,
+  });
+}
+
+const inBuilding = async (d: CarryDeps, knowledgeId: string, docsId: string) =>
+  (await d.store.documentChunks(knowledgeId, docsId, "building")).length > 0;
+
+const sameChunks = (a: ChunkRecord[], b: ChunkRecord[]) =>
+  a.length === b.length && a.every((r, i) => r.embeddingId === b[i]?.embeddingId);
+
+/** Copies one upload into the building generation; its chunks, or 0 when it was skipped. */
+async function carryOne(d: CarryDeps, target: CollectionInfo, docsId: string): Promise<number> {
+  const { knowledgeId } = target;
+  if (await inBuilding(d, knowledgeId, docsId)) return 0;
+  const records = await d.store.documentChunks(knowledgeId, docsId, "serving");
+  if (records.length === 0) return 0; // deleted since the page was read
+  const texts = records.map((r) => r.text);
+  const vectors = await d.ingester.embedTexts(target.model, texts, { knowledgeId, docsId, carry: target.model });
+  return d.ingester.withDocument(knowledgeId, docsId, async () => {
+    const gens = await d.store.generations(knowledgeId);
+    if (gens?.building?.model !== target.model) throw notBuilding(knowledgeId, target.model); // switched or abandoned
+    // Uploaded again meanwhile (newer), or deleted meanwhile (from both generations): theirs wins.
+    if (await inBuilding(d, knowledgeId, docsId)) return 0;
+    if (!sameChunks(await d.store.documentChunks(knowledgeId, docsId, "serving"), records)) return 0;
+    await d.ingester.write(
+      knowledgeId,
+      docsId,
+      records.map((record, i) => ({ record, vector: vectors[i] as Float32Array })),
+    );
+    return records.length;
+  });
+}
