@@ -2,7 +2,7 @@
 // the local embedding model, the namespace's SearchKeys and KnowledgeBases learnt from the API
 // server, served on loopback with the internal-token Secret the operator reads; with a real
 // scraper and an operator using both for tests of url and crawl sources (startScrapingStack).
-import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
+import { buildApp as buildSearch, type Embedder, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import type { Operator } from "../../operator/src/manager.ts";
 import type { TestKube } from "../ground/kube-client.ts";
@@ -30,13 +30,21 @@ export async function startSearchForNamespaces(
   config: Record<string, unknown> = {},
   /** Watch this namespace only (default: every namespace). */
   watchNamespace?: string,
+  /** Models beside the local one (a second model for a model change). */
+  moreEmbedders: Embedder[] = [],
 ): Promise<ServedSearch> {
   const view = new ResourceView();
   const kinds: ["SearchKey", "KnowledgeBase"] = ["SearchKey", "KnowledgeBase"];
   const source = new KubeSource(view, client, watchNamespace ? { namespace: watchNamespace, kinds } : { kinds });
   await source.start();
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
-  const app = await buildSearch({ internalToken: token, logLevel: "warn", ...config }, { view, embedders: [embedder] });
+  const app = await buildSearch(
+    { internalToken: token, logLevel: "warn", ...config },
+    {
+      view,
+      embedders: [embedder, ...moreEmbedders],
+    },
+  );
   const [first, ...others] = namespaces;
   const served = await serveSearchToOperator(client, first as string, app, token, 60_000);
   for (const ns of others) await internalTokenSecret(client, ns, token);

@@ -67,6 +67,8 @@ export async function startSearch(
     now?: () => number;
     /** Let the app load its own model (its metrics then count the model runs). */
     ownModel?: boolean;
+    /** Models beside the local one (a second model for a model change). */
+    moreEmbedders?: Embedder[];
     logger?: Logger;
   } = {},
 ): Promise<Running> {
@@ -77,7 +79,7 @@ export async function startSearch(
     { internalToken: INTERNAL_TOKEN, logLevel: "warn", ...opts.config },
     {
       view,
-      ...(opts.ownModel ? {} : { embedders: [await localEmbedder()] }),
+      ...(opts.ownModel ? {} : { embedders: [await localEmbedder(), ...(opts.moreEmbedders ?? [])] }),
       ...(opts.now ? { now: opts.now } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
     },

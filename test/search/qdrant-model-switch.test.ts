@@ -4,11 +4,9 @@
 // answers empty, the first build of B fails and leaves A serving, the retry completes it, the
 // switch happens, then the hits come from B's vectors and A's are deleted.
 // Provider B is an in-test HTTP server speaking the OpenAI embeddings wire protocol, backed by
-// the real local model: B(v) = [v, 0.5, 0 ...] / |.| in 512 dimensions, so it ranks like A but
-// has its own collection (another size) and its own scores: cosB = (cosA + 0.25) / 1.25.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig, OpenAIEmbedder } from "@capstan/search";
+// the real local model (second-model.ts): it ranks like A but has its own collection (another
+// size) and its own scores: cosB = (cosA + 0.25) / 1.25.
+import { buildApp as buildSearch } from "@capstan/search";
 import type { KnowledgeBase } from "@capstan/shared/api";
 import type { SearchClient } from "@capstan/shared/clients/search-client";
 import { ResourceView } from "@capstan/shared/resource-view";
@@ -28,6 +26,8 @@ import {
   serveSearchToOperator,
   startOperatorFor,
 } from "../operator/helpers.ts";
+import { localEmbedder } from "./helpers.ts";
+import { B_DIMS, type SecondModel, startSecondModel } from "./second-model.ts";
 
 const ns = `kb-switch-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "model-switch-test-token-0123456789";
@@ -35,7 +35,6 @@ const ID = "kb_pumps";
 const MODEL_A = "local:all-MiniLM-L6-v2";
 const MODEL_B = "openai:pump-embed-512";
 const QUESTION = "How long is the warranty on a pump?";
-const B_DIMS = 512;
 
 const sources = [
   { name: "Opening hours", text: "The support desk is open from 8:00 to 18:00 on weekdays." },
@@ -47,47 +46,10 @@ let client: TestKube;
 let operator: Operator;
 let search: Awaited<ReturnType<typeof buildSearch>>;
 let searchClient: SearchClient;
-let provider: Server;
-let providerUrl: string;
+let provider: SecondModel;
 const qdrantUrl = inject("qdrantUrl");
 const prefix = qdrantPrefix("switch");
-/** Provider B refuses document embeddings (503) until the test lets the build through. */
-let documentsFail = true;
-let questionsToB = 0;
-let documentsRefused = 0;
-/** The real model, loaded once: model A of the search service and the engine behind provider B. */
-const local = loadLocalEmbedder(loadSearchConfig({}));
-
-async function embeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  const send = (status: number, data: unknown) => {
-    res.writeHead(status, { "content-type": "application/json" });
-    res.end(JSON.stringify(data));
-  };
-  if (req.url !== "/v1/embeddings" || req.method !== "POST") return send(404, { error: { message: "not found" } });
-  const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { model: string; input: string[] };
-  if (body.input.includes(QUESTION)) questionsToB++;
-  else if (documentsFail) {
-    documentsRefused++;
-    return send(503, { error: { message: "overloaded", type: "server_error" } });
-  }
-  const vectors = await (await local).embed(body.input);
-  const norm = Math.sqrt(1.25);
-  send(200, {
-    object: "list",
-    model: body.model,
-    data: vectors.map((v, index) => {
-      const b = new Array<number>(B_DIMS).fill(0);
-      v.forEach((x, i) => {
-        b[i] = x / norm;
-      });
-      b[v.length] = 0.5 / norm;
-      return { object: "embedding", index, embedding: b };
-    }),
-    usage: { prompt_tokens: 0, total_tokens: 0 },
-  });
-}
+const questionsToB = () => provider.inputs.filter((t) => t === QUESTION).length;
 
 const kbResource = (): KnowledgeBase =>
   ({
@@ -112,9 +74,9 @@ async function pointsIn(model: "a" | "b"): Promise<number> {
 }
 
 beforeAll(async () => {
-  provider = createServer((req, res) => void embeddings(req, res));
-  await new Promise<void>((r) => provider.listen(0, "127.0.0.1", r));
-  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+  provider = await startSecondModel("pump-embed-512");
+  // Provider B refuses document embeddings (503) until the test lets the build through.
+  provider.refusing = (t) => t !== QUESTION;
   client = harnessKubeClient();
   await installCrds(client);
   await ensureNamespace(client, ns);
@@ -124,10 +86,7 @@ beforeAll(async () => {
     { internalToken: TOKEN, logLevel: "silent", qdrant: { url: qdrantUrl, collectionPrefix: prefix } },
     {
       view,
-      embedders: [
-        await local,
-        new OpenAIEmbedder({ baseURL: providerUrl, model: "pump-embed-512", dimensions: B_DIMS, maxRetries: 1 }),
-      ],
+      embedders: [await localEmbedder(), provider.embedder],
     },
   );
   const served = await serveSearchToOperator(client, ns, search, TOKEN, 30_000);
@@ -142,8 +101,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await operator?.stop();
   await search?.close();
-  provider?.closeAllConnections();
-  await new Promise((r) => provider?.close(r));
+  await provider?.embedder.close();
+  await provider?.close();
   await dropCollections(qdrantUrl, prefix);
 });
 
@@ -183,7 +142,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
       client,
       { apiVersion: CAP, kind: "KnowledgeBase", ns, name: "pumps" },
       {
-        spec: { embedding: { provider: "openai", model: "pump-embed-512", baseURL: providerUrl, dimensions: B_DIMS } },
+        spec: { embedding: provider.spec },
       },
     );
     phase = "spec changed";
@@ -197,11 +156,11 @@ describe("changing a KnowledgeBase's embedding model", () => {
     });
     expect(failed.status?.servingModel).toBe(MODEL_A);
     expect(failed.status).toMatchObject({ documents: 3, chunks: 3 });
-    expect(documentsRefused).toBeGreaterThan(0);
+    expect(provider.refused).toBeGreaterThan(0);
     phase = "failed build";
     await searched("failed build", 5);
 
-    documentsFail = false; // the retry (with backoff) completes the build and switches
+    provider.refusing = undefined; // the retry (with backoff) completes the build and switches
     phase = "retrying";
     const done = await eventually(
       "serving model B",
@@ -217,7 +176,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
     expect(done.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
     expect(done.status?.collection).toBe(`${prefix}_openai_pump_embed_512_${B_DIMS}/${ns}.${ID}`);
     expect(done.status?.vectors).toMatchObject({ backend: "qdrant", size: B_DIMS });
-    const questionsBefore = questionsToB;
+    const questionsBefore = questionsToB();
     phase = "after";
     await searched("after", 5);
     stop = true;
@@ -235,7 +194,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
       expect(l.score).toBeCloseTo(scoreA, 5);
     }
     for (const l of log.filter((x) => x.phase === "after")) expect(l.score).toBeCloseTo(scoreB, 3);
-    expect(questionsToB).toBeGreaterThan(questionsBefore); // the question is embedded by B now
+    expect(questionsToB()).toBeGreaterThan(questionsBefore); // the question is embedded by B now
 
     // The new generation holds the documents; the old one's vectors go after the grace period.
     expect(await pointsIn("b")).toBe(3);

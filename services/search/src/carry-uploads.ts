@@ -11,7 +11,7 @@
 import { SearchError } from "./errors.ts";
 import type { Ingester } from "./ingest.ts";
 import { UPLOAD_PREFIX } from "./routes/public-documents.ts";
-import type { ChunkRecord, CollectionInfo, VectorStore } from "./store/types.ts";
+import { type ChunkRecord, type CollectionInfo, plainKnowledgeId, type VectorStore } from "./store/types.ts";
 
 export interface CarryDeps {
   ingester: Ingester;
@@ -70,7 +70,7 @@ export async function carryUploads(d: CarryDeps, knowledgeId: string, req: Carry
 
 function notBuilding(knowledgeId: string, model: string | undefined): SearchError {
   return new SearchError("SEARCH_ERR_NOT_FOUND", {
-    detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${knowledgeId}`,
+    detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${plainKnowledgeId(knowledgeId)}`,
   });
 }
 
