@@ -99,6 +99,12 @@ async function carryOne(d: CarryDeps, target: CollectionInfo, docsId: string): P
       docsId,
       records.map((record, i) => ({ record, vector: vectors[i] as Float32Array })),
     );
+    // The lock is this process's: a delete through another replica between the check and the
+    // write shows here, and the copy is taken back (a later delete reaches both generations).
+    if (!sameChunks(await d.store.documentChunks(knowledgeId, docsId, "serving"), records)) {
+      await d.store.deleteDocument(knowledgeId, docsId);
+      return 0;
+    }
     return records.length;
   });
 }
