@@ -152,7 +152,9 @@ describe("a KnowledgeBase's model change with uploaded documents", () => {
       async () => {
         const o = await kb();
         const ok = o.status?.servingModel === second.name && !o.status?.building && uploadedIn(o) === 3;
-        return ok && condition(o, "Ready")?.status === "True" ? o : undefined;
+        // A finished run's status (Ingested True), not the progress of a run still going.
+        const finished = condition(o, "Ingested")?.status === "True" && condition(o, "Ready")?.status === "True";
+        return ok && finished ? o : undefined;
       },
       90_000,
     );

@@ -11,6 +11,9 @@ import { writeStatus } from "./status.ts";
 
 export const PROGRESS_INTERVAL_MS = 2_000;
 
+/** The generations this run's ensure found, and the serving one's layout. */
+export type ProgressGens = Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">;
+
 export class ProgressWriter {
   private done = 0;
   private readonly pages = new Map<string, number>();
@@ -19,13 +22,9 @@ export class ProgressWriter {
   private closed = false;
   private readonly ctx: OperatorContext;
   private readonly kb: KnowledgeBase & KubeObject;
-  private readonly gens: Pick<KnowledgeBaseInfo, "model" | "building"> | undefined;
+  private readonly gens: ProgressGens | undefined;
 
-  constructor(
-    ctx: OperatorContext,
-    kb: KnowledgeBase & KubeObject,
-    gens: Pick<KnowledgeBaseInfo, "model" | "building"> | undefined,
-  ) {
+  constructor(ctx: OperatorContext, kb: KnowledgeBase & KubeObject, gens: ProgressGens | undefined) {
     this.ctx = ctx;
     this.kb = kb;
     this.gens = gens;

@@ -39,7 +39,7 @@ import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { suppliedKey } from "./key-secret.ts";
-import { ProgressWriter } from "./knowledge-base-progress.ts";
+import { type ProgressGens, ProgressWriter } from "./knowledge-base-progress.ts";
 import { kbRef, needsRefill, SEARCH_UNAVAILABLE, searchUnavailable } from "./knowledge-base-refill.ts";
 import { KB_BY_ID, kbIndexKey } from "./search-key.ts";
 import { writeStatus } from "./status.ts";
@@ -308,12 +308,12 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     const id = kbRef(kb);
     let collection: string | undefined;
     let vectors: IngestionReport["vectors"];
-    let gens: Pick<KnowledgeBaseInfo, "model" | "building"> | undefined;
+    let gens: ProgressGens | undefined;
     try {
       const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
       collection = info?.collection;
       vectors = info?.vectors;
-      gens = info && { model: info.model, building: info.building };
+      gens = info && { model: info.model, building: info.building, collection, vectors };
     } catch (err) {
       const reason = err instanceof OperatorError ? err.reason : "SearchUnavailable";
       ctx.logger.warn({ kb: `${namespace}/${name}`, err: (err as Error).message }, "knowledge base not ensured");

@@ -6,6 +6,7 @@ import {
   documentsAfterRun,
   FAILING_SINCE_ANNOTATION,
   FIRST_RETRY_MS,
+  kbProgressStatus,
   parseDocuments,
   refreshDueIn,
 } from "./knowledge-base.ts";
@@ -135,5 +136,41 @@ describe("documentsAfterRun", () => {
     });
     expect(complete.stale).toEqual(["doc_gone"]);
     expect(parseDocuments(complete.annotation)).toEqual({ [a]: [a], [b]: [bKey("x")] });
+  });
+});
+
+describe("kbProgressStatus", () => {
+  it("shows the serving generation this run found, its layout with its model (after a switch)", () => {
+    const before = {
+      ...kb("2026-01-01T00:00:00Z", 0),
+      status: {
+        observedGeneration: 1,
+        servingModel: "local:a",
+        collection: "a-collection",
+        vectors: { backend: "qdrant", size: 384, distance: "Cosine", hnsw: { m: 0, efConstruct: 128, efSearch: 128 } },
+        building: { model: "openai:b", dimensions: 512, documents: 1, chunks: 1 },
+        uploaded: { documents: 2, chunks: 2 },
+      },
+    } as unknown as KnowledgeBase;
+    const vectors = {
+      backend: "qdrant" as const,
+      size: 512,
+      distance: "Cosine",
+      hnsw: { m: 0, efConstruct: 128, efSearch: 128 },
+    };
+    const st = kbProgressStatus(before, 0, 1, new Date("2026-01-01T01:00:00Z"), {
+      model: "openai:b",
+      collection: "b-collection",
+      vectors,
+    });
+    expect(st).toMatchObject({
+      servingModel: "openai:b",
+      collection: "b-collection",
+      vectors,
+      progress: "0/1 sources",
+    });
+    expect(st.building).toBeUndefined();
+    expect(st.uploaded).toEqual({ documents: 2, chunks: 2 }); // counts kept until the run reads them
+    expect(st.conditions?.find((c) => c.type === "CollectionReady")?.message).toBe("collection b-collection");
   });
 });

@@ -274,7 +274,7 @@ export function kbProgressStatus(
   done: number,
   total: number,
   now: Date,
-  gens?: Pick<KnowledgeBaseInfo, "model" | "building">,
+  gens?: Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">,
   pages?: number,
 ): KnowledgeBaseStatus {
   const st = kb.status ?? {};
@@ -288,7 +288,7 @@ export function kbProgressStatus(
       type: "CollectionReady",
       status: "True",
       reason: "CollectionReady",
-      message: `collection ${st.collection ?? knowledgeIdOf(kb)}`,
+      message: `collection ${gens?.collection ?? st.collection ?? knowledgeIdOf(kb)}`,
     },
     { type: "Ingested", status: "Unknown", reason: "Refreshing", message: `${done}/${total} sources processed` },
   ];
@@ -297,7 +297,11 @@ export function kbProgressStatus(
     knowledgeId: knowledgeIdOf(kb),
     conditions: setConditions(st.conditions, wanted, st.observedGeneration, now),
     progress: progressText(done, total, pages),
+    // The serving generation as this run's ensure found it: its model and layout go together (a
+    // switch made by the previous run changed both).
     ...(gens?.model ? { servingModel: gens.model } : {}),
+    ...(gens?.collection ? { collection: gens.collection } : {}),
+    ...(gens?.vectors ? { vectors: gens.vectors } : {}),
     ...(gens ? { building: gens.building } : {}),
   });
 }
