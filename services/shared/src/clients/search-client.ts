@@ -241,6 +241,9 @@ export class SearchClient {
       total.uploads += page.uploads;
       total.carried += page.carried;
       total.chunks += page.chunks;
+      if (page.next !== undefined && page.next === from) {
+        throw new SearchApiError("carry_uploads", 502, "the page did not advance", MALFORMED);
+      }
       from = page.next;
     } while (from !== undefined);
     return total;
