@@ -121,8 +121,24 @@ describe.each(stores)("carrying uploads across a model change: $name", (store) =
     await upload("carry", "wifi.txt", "text/plain", "The guest wifi password changed: ask at the reception desk.");
 
     const inputsBefore = second.inputs.length;
-    const carried = await client.carryUploads(ref("carry"), second.name, 1);
-    expect(carried).toEqual({ uploads: 3, carried: 2, chunks: (vacation?.chunks ?? 0) + 1 });
+    // One page by hand: one upload handled, the next page's start returned.
+    const first = await call<{ uploads: number; carried: number; chunks: number; next?: string }>(
+      s.internalUrl,
+      `${kbPath("kb_carry")}/carry-uploads`,
+      { token: INTERNAL_TOKEN, body: { model: second.name, limit: 1 } },
+    );
+    expect(first.body.data).toMatchObject({ knowledgeId: "kb_carry", model: second.name, uploads: 1 });
+    expect(typeof first.body.data?.next).toBe("string");
+    // Then every page through the client: the upload copied above is skipped, not copied again.
+    const rest = await client.carryUploads(ref("carry"), second.name, 1);
+    expect(rest.uploads).toBe(3);
+    expect({
+      carried: rest.carried + (first.body.data?.carried ?? 0),
+      chunks: rest.chunks + (first.body.data?.chunks ?? 0),
+    }).toEqual({
+      carried: 2,
+      chunks: (vacation?.chunks ?? 0) + 1,
+    });
     // Their chunk texts went through the new model (not their vectors copied).
     const embedded = second.inputs.slice(inputsBefore);
     expect(embedded.some((t) => t.includes("twenty-eight days"))).toBe(true);

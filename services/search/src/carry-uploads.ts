@@ -38,6 +38,9 @@ export interface CarryPage {
   next?: string;
 }
 
+/** Documents a page looks at (store reads only; the uploads among them are handled `limit` at a time). */
+const SCAN = 256;
+
 /** One page of the carry; the knowledge base is a store key. */
 export async function carryUploads(d: CarryDeps, knowledgeId: string, req: CarryRequest): Promise<CarryPage> {
   const gens = await d.store.generations(knowledgeId);
@@ -49,23 +52,23 @@ export async function carryUploads(d: CarryDeps, knowledgeId: string, req: Carry
     }
     throw notBuilding(knowledgeId, req.model);
   }
-  const page = await d.store.documentPage(knowledgeId, "serving", UPLOAD_PREFIX, req.from, req.limit);
+  // A store that cannot select uploads by id prefix (Qdrant) looks at every document of the page:
+  // it reads more than `limit` at once (no vectors, one request) so that a knowledge base of many
+  // source documents and few uploads takes few calls; only `limit` uploads are handled, and the
+  // next call starts at the first one left.
+  const page = await d.store.documentPage(knowledgeId, "serving", UPLOAD_PREFIX, req.from, Math.max(req.limit, SCAN));
+  const mine = page.documents.slice(0, req.limit);
+  const next = page.documents[req.limit]?.at ?? page.next;
   let carried = 0;
   let chunks = 0;
-  for (const doc of page.documents) {
+  for (const doc of mine) {
     const n = await carryOne(d, target, doc.docsId);
     if (n > 0) {
       carried += 1;
       chunks += n;
     }
   }
-  return {
-    model: target.model,
-    uploads: page.documents.length,
-    carried,
-    chunks,
-    ...(page.next !== undefined ? { next: page.next } : {}),
-  };
+  return { model: target.model, uploads: mine.length, carried, chunks, ...(next !== undefined ? { next } : {}) };
 }
 
 function notBuilding(knowledgeId: string, model: string | undefined): SearchError {
