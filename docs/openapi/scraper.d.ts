@@ -214,7 +214,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadataInput: {
@@ -273,7 +273,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -348,7 +348,7 @@ export interface components {
                 url: string;
                 error: string;
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             }[];
             robotsBlocked: string[];
         };
@@ -371,7 +371,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadata: {
@@ -430,7 +430,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -505,7 +505,7 @@ export interface components {
                 url: string;
                 error: string;
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             }[];
             robotsBlocked: string[];
         };
@@ -1044,6 +1044,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description JOBS_FULL: {max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later; JOBS_KEPT_FULL: {max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description INTERNAL: internal error */
             500: {
                 headers: {
@@ -1312,6 +1321,15 @@ export interface operations {
             };
             /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOBS_FULL: {max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later; JOBS_KEPT_FULL: {max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -92,7 +92,7 @@ export const scraperConfigSchema = z
         concurrency: z.int().min(1).max(256).optional(),
         /** Jobs kept (running or finished, until they expire); a new one past this evicts the oldest finished one. */
         maxJobs: z.int().min(1).max(10_000).default(20),
-        /** Jobs running at once; more are refused with 503 QUEUE_FULL. */
+        /** Jobs running at once; more are refused with 429 JOBS_FULL. */
         maxActive: z.int().min(1).max(1000).default(4),
         /** How long a job and its results are kept after it was created (ms). */
         ttlMs: z

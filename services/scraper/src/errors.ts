@@ -23,6 +23,10 @@ export const ERRORS = defineErrors({
   UNREACHABLE: { status: 502, message: "target unreachable: {detail}" },
   RENDERER_UNAVAILABLE: { status: 503, message: "rendering service unavailable: {detail}" },
   QUEUE_FULL: { status: 503, message: "too many requests in flight, retry later" },
+  // A client asking for more background jobs than the scraper runs at once: its own pace is the
+  // problem (429, as Firecrawl answers a concurrency limit), not the service's health (503).
+  JOBS_FULL: { status: 429, message: "{max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later" },
+  JOBS_KEPT_FULL: { status: 429, message: "{max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later" },
   FEATURE_DISABLED: { status: 501, message: "{feature} is not configured" },
   UPSTREAM_ERROR: { status: 502, message: "{detail}" },
   TIMEOUT: { status: 504, message: "timed out after {ms} ms ({what})" },

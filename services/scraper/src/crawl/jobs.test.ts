@@ -26,7 +26,15 @@ describe("JobStore", () => {
     const { s } = store();
     let finish: () => void = () => {};
     const first = s.start("crawl", () => new Promise<void>((r) => (finish = r)));
-    expect(code(() => s.start("crawl", async () => {}))).toBe("QUEUE_FULL");
+    expect(code(() => s.start("crawl", async () => {}))).toBe("JOBS_FULL");
+    let refused: unknown;
+    try {
+      s.start("batch", async () => {});
+    } catch (err) {
+      refused = err;
+    }
+    // A client's pace, answered like a rate limit with a time to come back.
+    expect(refused).toMatchObject({ status: 429, retryAfter: 5 });
     finish();
     await first.done;
     expect(first.status).toBe("completed");

@@ -146,16 +146,17 @@ export class JobStore {
   }
 
   /**
-   * Starts `run` as a new job and returns it at once. Refused with 503 QUEUE_FULL when
-   * SCRAPER_JOBS_MAX_ACTIVE jobs run, or SCRAPER_JOBS_MAX are kept and none has finished.
+   * Starts `run` as a new job and returns it at once. Refused with 429 (and Retry-After) when
+   * SCRAPER_JOBS_MAX_ACTIVE jobs run (JOBS_FULL), or SCRAPER_JOBS_MAX are kept and none has
+   * finished (JOBS_KEPT_FULL).
    */
   start(kind: JobKind, run: (job: Job) => Promise<void>): Job {
     this.sweep();
-    if (this.active >= this.o.maxActive) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 5 });
+    if (this.active >= this.o.maxActive) throw new ScraperError("JOBS_FULL", [this.o.maxActive], { retryAfter: 5 });
     if (this.jobs.size >= this.o.maxJobs) {
       // Map order is insertion order: the first finished job is the oldest one.
       const oldest = [...this.jobs.values()].find((j) => !j.running);
-      if (!oldest) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 5 });
+      if (!oldest) throw new ScraperError("JOBS_KEPT_FULL", [this.o.maxJobs], { retryAfter: 5 });
       this.jobs.delete(oldest.id);
     }
     const job = new Job(kind, this.now(), this.o.ttlMs, this.o.maxBytes, this.o.onPage);

@@ -141,7 +141,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
         tags: ["jobs"],
         security,
         body: crawlBodySchema,
-        response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503) },
+        response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 502, 503) },
       },
     },
     async (req) => {
@@ -164,7 +164,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
         tags: ["jobs"],
         security,
         body: batchBodySchema,
-        response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503) },
+        response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 502, 503) },
       },
     },
     async (req) => {
