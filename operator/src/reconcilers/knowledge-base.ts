@@ -226,21 +226,21 @@ async function ingest(
     incompleteBuild: buildingModel !== undefined && failed.length > 0,
   });
   for (const d of after.stale) await ctx.search.deleteDocument(id, d);
-  if (buildingModel && failed.length === 0 && (await completeBuild(ctx, id, buildingModel, failed))) {
-    // The serving collection changed with the model: its layout for the status.
-    const now = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
-    collection = now?.collection ?? collection;
-    vectors = now?.vectors ?? vectors;
-  }
+  if (buildingModel && failed.length === 0) await completeBuild(ctx, id, buildingModel, failed);
+  // One read after the run: the counts and the generation serving now (switched or not, also when
+  // the switch's answer was lost). Model, collection and vectors all come from it, so the status
+  // never names one generation's model beside another's collection; the ensure's layout only
+  // when search has none to give.
   const counts = await ctx.search.getKnowledgeBase(id);
+  const serving = counts?.collection ? counts : { collection, vectors };
   return {
     report: {
       sources: sources.length,
       failed,
       documents: counts?.documents ?? after.documents.length,
       chunks: counts?.chunks ?? 0,
-      ...(collection ? { collection } : {}),
-      ...(vectors ? { vectors } : {}),
+      ...(serving.collection ? { collection: serving.collection } : {}),
+      ...(serving.vectors ? { vectors: serving.vectors } : {}),
       servingModel: counts?.model,
       building: counts?.building,
       uploaded: counts?.uploaded,

@@ -1,4 +1,5 @@
-// When a KnowledgeBase is refreshed again: on its interval, and sooner while sources fail.
+// When a KnowledgeBase is refreshed again: on its interval, and sooner while sources fail; which
+// documents a run leaves; and which generation its status names.
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { describe, expect, it } from "vitest";
 import {
@@ -6,6 +7,7 @@ import {
   documentsAfterRun,
   FAILING_SINCE_ANNOTATION,
   FIRST_RETRY_MS,
+  kbCountsStatus,
   kbProgressStatus,
   parseDocuments,
   refreshDueIn,
@@ -172,5 +174,44 @@ describe("kbProgressStatus", () => {
     expect(st.building).toBeUndefined();
     expect(st.uploaded).toEqual({ documents: 2, chunks: 2 }); // counts kept until the run reads them
     expect(st.conditions?.find((c) => c.type === "CollectionReady")?.message).toBe("collection b-collection");
+  });
+});
+
+describe("kbCountsStatus", () => {
+  const vectors = (size: number) => ({
+    backend: "qdrant" as const,
+    size,
+    distance: "Cosine",
+    hnsw: { m: 0, efConstruct: 128, efSearch: 128 },
+  });
+  // The status of the last complete run with model A (an informer that has not seen the switch
+  // to B still holds it).
+  const servedByA = {
+    ...kb("2026-01-01T00:00:00Z", 0),
+    status: {
+      observedGeneration: 1,
+      servingModel: "local:a",
+      collection: "a-collection",
+      vectors: vectors(384),
+      documents: 3,
+      chunks: 3,
+    },
+  } as unknown as KnowledgeBase;
+
+  it("takes the serving model, its collection and vectors from the same read as the counts", () => {
+    const st = kbCountsStatus(servedByA, {
+      knowledgeId: "kb_docs",
+      documents: 3,
+      chunks: 3,
+      model: "openai:b",
+      collection: "b-collection",
+      vectors: vectors(512),
+    });
+    expect(st).toMatchObject({ servingModel: "openai:b", collection: "b-collection", vectors: vectors(512) });
+  });
+
+  it("keeps the status's generation when search names no collection (an older search)", () => {
+    const st = kbCountsStatus(servedByA, { knowledgeId: "kb_docs", documents: 4, chunks: 5, model: "openai:b" });
+    expect(st).toMatchObject({ servingModel: "local:a", collection: "a-collection", documents: 4, chunks: 5 });
   });
 });

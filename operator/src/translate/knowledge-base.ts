@@ -308,11 +308,16 @@ export function kbProgressStatus(
 
 /**
  * Between refreshes: the counts search has now (documents uploaded through the public API add and
- * remove some), everything else as it was. The same object when nothing changed.
+ * remove some) and the generations of the same read (model, collection and vectors together,
+ * never one of them from an older read), everything else as it was. The same object when nothing
+ * changed.
  */
 export function kbCountsStatus(kb: KnowledgeBase, info: KnowledgeBaseInfo): KnowledgeBaseStatus {
   const st = kb.status ?? {};
-  return compact({ ...st, documents: info.documents, chunks: info.chunks, uploaded: info.uploaded });
+  const gens = info.collection
+    ? { servingModel: info.model, collection: info.collection, vectors: info.vectors, building: info.building }
+    : {};
+  return compact({ ...st, ...gens, documents: info.documents, chunks: info.chunks, uploaded: info.uploaded });
 }
 
 /** Chunks that came from the KnowledgeBase's sources (all of them less the uploaded ones). */

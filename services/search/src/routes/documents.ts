@@ -87,16 +87,13 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${knowledgeId} not created` });
     const info = gens.serving;
     const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
-    const l = d.store.layout(info);
     return ok({
       knowledgeId: id,
       model: info.model,
       dimensions: info.dimensions,
       chunking: info.chunking,
       ...stats,
-      // Where the vectors live and how they are indexed (the KnowledgeBase shows this in its status).
-      collection: l.backend === "qdrant" ? `${l.collection}/${l.tenant}` : l.collection,
-      vectors: { backend: l.backend, size: l.vectorSize, distance: l.distance, hnsw: l.hnsw },
+      ...whereStored(d.store, info),
       ...(await building(d.store, gens.building)),
     });
   });
@@ -108,6 +105,8 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     const stats = gens && (await d.store.stats(knowledgeId));
     if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${id}` });
     const { model, dimensions } = gens.serving;
+    // The serving generation's model and collection come from this one read, so the KnowledgeBase
+    // status taken from it never names one generation's model beside another's collection.
     // The documents uploaded through the public API, counted apart (when there are any): the
     // operator keeps them out of what its sources produce (status.uploaded).
     const docs = await d.store.documents(knowledgeId, UPLOAD_PREFIX);
@@ -117,6 +116,7 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
       model,
       dimensions,
       ...stats,
+      ...whereStored(d.store, gens.serving),
       ...(docs.length > 0 ? { uploaded } : {}),
       ...(await building(d.store, gens.building)),
     });
@@ -177,6 +177,15 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     return ok({ knowledgeId: id, docsId, deleted });
   });
 };
+
+/** Where a generation's vectors live and how they are indexed (the KnowledgeBase shows this in its status). */
+function whereStored(store: VectorStore, info: CollectionInfo) {
+  const l = store.layout(info);
+  return {
+    collection: l.backend === "qdrant" ? `${l.collection}/${l.tenant}` : l.collection,
+    vectors: { backend: l.backend, size: l.vectorSize, distance: l.distance, hnsw: l.hnsw },
+  };
+}
 
 /** The generation being built, with its counts so far: the KnowledgeBase status shows its progress. */
 async function building(store: VectorStore, info: CollectionInfo | undefined) {

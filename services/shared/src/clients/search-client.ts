@@ -32,7 +32,7 @@ export interface KnowledgeBaseInfo {
   building?: { model: string; dimensions: number; documents: number; chunks: number };
   /** Of `documents` and `chunks`: those uploaded through the public documents API (not from sources). */
   uploaded?: { documents: number; chunks: number };
-  /** Set by PUT (ensure): where the vectors live and how they are indexed. */
+  /** Where the serving generation's vectors live and how they are indexed (from the same read as `model`). */
   collection?: string;
   vectors?: {
     backend: "embedded" | "qdrant";
