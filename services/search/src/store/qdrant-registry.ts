@@ -32,6 +32,12 @@ export class QdrantRegistry {
   private ready = false;
   /** Entries, cached briefly: every query needs them and they rarely change. */
   private readonly cache = new Map<string, { entry: RegistryEntry | undefined; at: number }>();
+  /**
+   * Writes (and forgets) of each entry so far. A read that a write overtook may hold the entry
+   * from before it (a search's read still on its way during a switch): it is not cached, else
+   * every read for the next ttlMs would see the old generation.
+   */
+  private readonly writes = new Map<string, number>();
 
   constructor(http: QdrantHttp, prefix: string, ttlMs: number) {
     this.http = http;
@@ -68,13 +74,19 @@ export class QdrantRegistry {
   }
 
   forget(knowledgeId: string): void {
+    this.wrote(knowledgeId);
     this.cache.delete(knowledgeId);
+  }
+
+  private wrote(knowledgeId: string): void {
+    this.writes.set(knowledgeId, (this.writes.get(knowledgeId) ?? 0) + 1);
   }
 
   /** The entry, from the cache when fresh (fresh: always read it). */
   async get(knowledgeId: string, fresh = false): Promise<RegistryEntry | undefined> {
     const cached = this.cache.get(knowledgeId);
     if (!fresh && cached && Date.now() - cached.at < this.ttlMs) return cached.entry;
+    const writes = this.writes.get(knowledgeId) ?? 0;
     const points = await this.on(() =>
       this.http.call<{ payload?: unknown }[]>("retrieve", "POST", `collections/${this.name}/points`, {
         ids: [registryId(knowledgeId)],
@@ -82,18 +94,24 @@ export class QdrantRegistry {
       }),
     );
     const entry = (points[0]?.payload ?? undefined) as RegistryEntry | undefined;
-    this.cache.set(knowledgeId, { entry, at: Date.now() });
+    if ((this.writes.get(knowledgeId) ?? 0) === writes) this.cache.set(knowledgeId, { entry, at: Date.now() });
     return entry;
   }
 
   /** Replaces the whole entry in one upsert (atomic on the server). */
   async put(entry: RegistryEntry): Promise<void> {
     const payload = JSON.parse(JSON.stringify(entry)) as RegistryEntry; // drops undefined fields
-    await this.on(() =>
-      this.http.call("upsert", "PUT", `collections/${this.name}/points?wait=true`, {
-        points: [{ id: registryId(entry.knowledgeId), vector: [1], payload }],
-      }),
-    );
+    try {
+      await this.on(() =>
+        this.http.call("upsert", "PUT", `collections/${this.name}/points?wait=true`, {
+          points: [{ id: registryId(entry.knowledgeId), vector: [1], payload }],
+        }),
+      );
+    } catch (err) {
+      this.forget(entry.knowledgeId); // it may have been applied all the same: read it again
+      throw err;
+    }
+    this.wrote(entry.knowledgeId);
     this.cache.set(entry.knowledgeId, { entry: payload, at: Date.now() });
   }
 
@@ -103,6 +121,6 @@ export class QdrantRegistry {
         points: [registryId(knowledgeId)],
       }),
     );
-    this.cache.delete(knowledgeId);
+    this.forget(knowledgeId);
   }
 }
