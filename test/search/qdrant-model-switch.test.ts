@@ -6,11 +6,14 @@
 // Provider B is an in-test HTTP server speaking the OpenAI embeddings wire protocol, backed by
 // the real local model (second-model.ts): it ranks like A but has its own collection (another
 // size) and its own scores: cosB = (cosA + 0.25) / 1.25.
+// A second knowledge base switches while the operator never gets the switch's answer: its status
+// names model B with B's collection all the same (never B beside A's collection).
 import { buildApp as buildSearch } from "@capstan/search";
 import type { KnowledgeBase } from "@capstan/shared/api";
 import type { SearchClient } from "@capstan/shared/clients/search-client";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { SearchDocuments } from "../../operator/src/ingest/search-documents.ts";
 import type { Operator } from "../../operator/src/manager.ts";
 import { cosineToScore, scoreToCosine } from "../../services/search/src/store/types.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
@@ -49,15 +52,19 @@ let searchClient: SearchClient;
 let provider: SecondModel;
 const qdrantUrl = inject("qdrantUrl");
 const prefix = qdrantPrefix("switch");
+/** Knowledge ids whose next switch happens in search but whose answer the operator never gets. */
+const switchAnswerLost = new Set<string>();
 const questionsToB = () => provider.inputs.filter((t) => t === QUESTION).length;
 
-const kbResource = (): KnowledgeBase =>
+const kbResource = (name = "pumps", knowledgeId = ID): KnowledgeBase =>
   ({
     apiVersion: CAP,
     kind: "KnowledgeBase",
-    metadata: { name: "pumps", namespace: ns },
-    spec: { knowledgeId: ID, chunking: { size: 200, overlap: 20 }, sources },
+    metadata: { name, namespace: ns },
+    spec: { knowledgeId, chunking: { size: 200, overlap: 20 }, sources },
   }) as unknown as KnowledgeBase;
+const collectionOf = (model: "a" | "b", knowledgeId: string) =>
+  `${prefix}_${model === "a" ? "local_all_minilm_l6_v2_384" : `openai_pump_embed_512_${B_DIMS}`}/${ns}.${knowledgeId}`;
 
 /** Points of the knowledge base in one of the prefix's model collections. */
 async function pointsIn(model: "a" | "b"): Promise<number> {
@@ -91,10 +98,27 @@ beforeAll(async () => {
   );
   const served = await serveSearchToOperator(client, ns, search, TOKEN, 30_000);
   searchClient = served.searchClient;
-  operator = startOperatorFor(inject("kubeconfig"), ns, {
-    search: { internalUrl: served.internalUrl },
-    resyncSeconds: 2,
-  });
+  const s = searchClient;
+  // The operator's documents API: the real client, with a switch answer dropped on request.
+  const documents: SearchDocuments = {
+    ensureKnowledgeBase: (id, settings) => s.ensureKnowledgeBase(id, settings),
+    deleteKnowledgeBase: (id) => s.deleteKnowledgeBase(id),
+    upsertDocument: (id, docsId, doc) => s.upsertDocument(id, docsId, doc),
+    deleteDocument: (id, docsId) => s.deleteDocument(id, docsId),
+    getKnowledgeBase: (id) => s.getKnowledgeBase(id),
+    carryUploads: (id, model) => s.carryUploads(id, model),
+    switchKnowledgeBase: async (id, model) => {
+      const answer = await s.switchKnowledgeBase(id, model);
+      if (switchAnswerLost.delete(id.knowledgeId)) throw new Error("socket hang up (the switch's answer was lost)");
+      return answer;
+    },
+  };
+  operator = startOperatorFor(
+    inject("kubeconfig"),
+    ns,
+    { search: { internalUrl: served.internalUrl }, resyncSeconds: 2 },
+    { search: documents },
+  );
   await operator.start();
 });
 
@@ -174,7 +198,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
       120_000,
     );
     expect(done.status).toMatchObject({ documents: 3, chunks: 3, failures: 0 });
-    expect(done.status?.collection).toBe(`${prefix}_openai_pump_embed_512_${B_DIMS}/${ns}.${ID}`);
+    expect(done.status?.collection).toBe(collectionOf("b", ID));
     expect(done.status?.vectors).toMatchObject({ backend: "qdrant", size: B_DIMS });
     const questionsBefore = questionsToB();
     phase = "after";
@@ -199,5 +223,36 @@ describe("changing a KnowledgeBase's embedding model", () => {
     // The new generation holds the documents; the old one's vectors go after the grace period.
     expect(await pointsIn("b")).toBe(3);
     await eventually("model A's vectors deleted", async () => (await pointsIn("a")) === 0, 60_000);
+  });
+
+  it("names the new model's collection when the switch happened but its answer was lost", async () => {
+    provider.refusing = undefined;
+    const VALVES = "kb_valves";
+    const valves = () => get(client, CAP, "KnowledgeBase", ns, "valves");
+    await create(client, kbResource("valves", VALVES) as unknown as Obj);
+    await eventually("valves ingested with model A", async () => {
+      const o = await valves();
+      return o?.status?.servingModel === MODEL_A && o.status.chunks === 3;
+    });
+
+    switchAnswerLost.add(VALVES);
+    await patch(
+      client,
+      { apiVersion: CAP, kind: "KnowledgeBase", ns, name: "valves" },
+      { spec: { embedding: provider.spec } },
+    );
+    // The first status naming model B: the final one of the run whose switch call failed, or the
+    // progress of a refresh that the events of that run's earlier writes started (from the
+    // informer's status of before the switch). Either named A's collection before the fix.
+    const switched = await eventually("valves serving model B", async () => {
+      const o = await valves();
+      return o?.status?.servingModel === MODEL_B ? o : undefined;
+    });
+    const ingested = condition(switched, "Ingested");
+    console.info(`[model switch] lost answer: first status with model B has Ingested ${ingested?.reason}`);
+    expect(switchAnswerLost.has(VALVES)).toBe(false); // the switch was asked, its answer dropped
+    expect(switched.status?.building).toBeUndefined();
+    expect(switched.status?.collection).toBe(collectionOf("b", VALVES));
+    expect(switched.status?.vectors).toMatchObject({ backend: "qdrant", size: B_DIMS });
   });
 });
