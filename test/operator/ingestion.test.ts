@@ -114,7 +114,11 @@ describe("KnowledgeBase ingestion through the search service", () => {
       dimensions: 384,
       documents: 1,
       chunks: 1,
+      // The embedded store's collection, as the status names it.
+      collection: changed.status?.collection,
+      vectors: { backend: "embedded", size: 384, distance: "Cosine", hnsw: { m: 16, efConstruct: 128, efSearch: 256 } },
     });
+    expect(changed.status?.collection).toBe(`${ns}.kb_support`);
     const after = await searchClient.search({
       knowledgeIds: ["kb_support"],
       text: "warranty",

@@ -13,6 +13,11 @@ const ref = (knowledgeId: string) => ({ namespace: "default", knowledgeId });
 
 /** The serving generation's model, as the documents API names it. */
 const MINILM = "local:all-MiniLM-L6-v2";
+/** Where kb_manual's vectors live (the embedded store): PUT and GET name the same generation. */
+const MANUAL_LAYOUT = {
+  collection: "default.kb_manual",
+  vectors: { backend: "embedded", size: 384, distance: "Cosine", hnsw: { m: 16, efConstruct: 128, efSearch: 256 } },
+};
 
 const KEY = "cap_srch_docs_key";
 const dataDir = mkdtempSync(join(tmpdir(), "capstan-search-docs-"));
@@ -64,6 +69,7 @@ describe("documents API", () => {
       dimensions: 384,
       documents: 0,
       chunks: 0,
+      ...MANUAL_LAYOUT,
     });
     expect(await client.getKnowledgeBase(ref("kb_notes"))).toBeUndefined();
   });
@@ -91,6 +97,7 @@ describe("documents API", () => {
       dimensions: 384,
       documents: 1,
       chunks: r.chunks,
+      ...MANUAL_LAYOUT,
     });
   });
 
@@ -119,6 +126,7 @@ describe("documents API", () => {
       dimensions: 384,
       documents: 1,
       chunks: 1,
+      ...MANUAL_LAYOUT,
     });
   });
 
@@ -161,6 +169,7 @@ describe("documents API", () => {
       dimensions: 384,
       documents: 2,
       chunks: 2,
+      ...MANUAL_LAYOUT,
     });
     const hits = await new SearchClient({ baseURL: s.url, token: KEY }).search({
       knowledgeIds: ["kb_manual"],

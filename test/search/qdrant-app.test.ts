@@ -82,6 +82,13 @@ describe("search on the Qdrant adapter", () => {
       dimensions: 384,
       documents: 6,
       chunks: 6,
+      collection: `${prefix}_local_all_minilm_l6_v2_384/default.kb_handbook`,
+      vectors: {
+        backend: "qdrant",
+        size: 384,
+        distance: "Cosine",
+        hnsw: { m: 0, payloadM: 16, efConstruct: 128, efSearch: 128 },
+      },
     });
   });
 });
