@@ -137,7 +137,11 @@ describe("EmbeddingModel on a byte-level BPE folder whose graph has no token_typ
     try {
       // The tokenizer keeps case ("Hello" and "hello" are different ids): the vectors must be
       // those of the lowercased texts' ids.
-      const lower = pythonIds(tokenizerJson, 512, TEXTS.map((t) => t.toLowerCase()));
+      const lower = pythonIds(
+        tokenizerJson,
+        512,
+        TEXTS.map((t) => t.toLowerCase()),
+      );
       expect(lower[2]).not.toEqual(pythonIds(tokenizerJson, 512, [TEXTS[2] as string])[0]);
       for (const [i, text] of TEXTS.entries()) {
         const { vectors } = await model.embed([text]);
