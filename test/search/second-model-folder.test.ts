@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { maxDiff } from "../../services/search/src/embedding/fixtures/max-diff.ts";
 import { locateModelFiles, readModelConfig } from "../../services/search/src/embedding/model-files.ts";
 import {
   type Embedder,
@@ -19,7 +20,8 @@ import {
 import type { Doc } from "./corpus.ts";
 import { call, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
 
-const DIR = join(homedir(), ".cache/capstan/models/bge-small-zh-v1.5");
+// Where scripts/setup.d/43-second-model.sh puts it (CAPSTAN_CACHE moves the cache, as for the ground).
+const DIR = join(process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache/capstan"), "models/bge-small-zh-v1.5");
 const MODEL = "bge-small-zh-v1.5";
 const REFERENCE = JSON.parse(
   readFileSync(new URL("./fixtures/bge-small-zh-reference.json", import.meta.url), "utf8"),
@@ -34,9 +36,6 @@ function requireFolder(): void {
     throw new Error(`${DIR} is missing or incomplete: run scripts/setup.d/43-second-model.sh`);
   }
 }
-
-const maxDiff = (a: Float32Array, b: ArrayLike<number>) =>
-  a.reduce((m, x, i) => Math.max(m, Math.abs(x - (b[i] as number))), 0);
 
 describe("bge-small-zh-v1.5 from CAPSTAN_EMBEDDING_MODEL_DIR", () => {
   let embedder: Embedder & { close(): Promise<void> };
