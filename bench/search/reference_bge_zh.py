@@ -7,6 +7,7 @@
 # Run with the venv of embed-bench.ts:
 #   ~/.cache/capstan/embed-bench/venv-*/bin/python bench/search/reference_bge_zh.py \
 #     ~/.cache/capstan/models/bge-small-zh-v1.5 test/search/fixtures/bge-small-zh-reference.json
+# then `npx biome format --write` the file (the linter checks its layout).
 import json, os, sys
 import numpy as np, onnxruntime as ort
 from tokenizers import Tokenizer
