@@ -4,15 +4,11 @@
 // lands after the refresh's final status.
 import type { KnowledgeBase } from "@capstan/shared/api";
 import type { KubeObject } from "@capstan/shared/kube";
-import type { KnowledgeBaseInfo } from "../ingest/search-documents.ts";
-import { kbProgressStatus } from "../translate/knowledge-base.ts";
+import { kbProgressStatus, type RunGenerations } from "../translate/knowledge-base.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { writeStatus } from "./status.ts";
 
 export const PROGRESS_INTERVAL_MS = 2_000;
-
-/** The generations this run's ensure found, and the serving one's layout. */
-export type ProgressGens = Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">;
 
 export class ProgressWriter {
   private done = 0;
@@ -22,9 +18,9 @@ export class ProgressWriter {
   private closed = false;
   private readonly ctx: OperatorContext;
   private readonly kb: KnowledgeBase & KubeObject;
-  private readonly gens: ProgressGens | undefined;
+  private readonly gens: RunGenerations | undefined;
 
-  constructor(ctx: OperatorContext, kb: KnowledgeBase & KubeObject, gens: ProgressGens | undefined) {
+  constructor(ctx: OperatorContext, kb: KnowledgeBase & KubeObject, gens: RunGenerations | undefined) {
     this.ctx = ctx;
     this.kb = kb;
     this.gens = gens;

@@ -31,6 +31,7 @@ import {
   kbSettings,
   kbStatus,
   kbUnavailableStatus,
+  type RunGenerations,
   refreshDueIn,
   sourceChunks,
   sourceIdOf,
@@ -39,7 +40,7 @@ import { scraperApiKeyRef, scraperEndpoint } from "../translate/scraper.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { suppliedKey } from "./key-secret.ts";
-import { type ProgressGens, ProgressWriter } from "./knowledge-base-progress.ts";
+import { ProgressWriter } from "./knowledge-base-progress.ts";
 import { kbRef, needsRefill, SEARCH_UNAVAILABLE, searchUnavailable } from "./knowledge-base-refill.ts";
 import { KB_BY_ID, kbIndexKey } from "./search-key.ts";
 import { writeStatus } from "./status.ts";
@@ -181,11 +182,10 @@ async function finalize(ctx: OperatorContext, kb: KB): Promise<void> {
 async function ingest(
   ctx: OperatorContext,
   kb: KB,
-  collection: string | undefined,
-  vectors: IngestionReport["vectors"],
-  buildingModel: string | undefined,
+  gens: RunGenerations | undefined,
   progress: ProgressWriter,
 ): Promise<{ report: IngestionReport; documents: string }> {
+  const buildingModel = gens?.building?.model;
   const id = kbRef(kb);
   const sources = kb.spec.sources;
   const failed: IngestionReport["failed"] = [];
@@ -232,7 +232,7 @@ async function ingest(
   // never names one generation's model beside another's collection; the ensure's layout only
   // when search has none to give.
   const counts = await ctx.search.getKnowledgeBase(id);
-  const serving = counts?.collection ? counts : { collection, vectors };
+  const serving = counts?.collection ? counts : { collection: gens?.collection, vectors: gens?.vectors };
   return {
     report: {
       sources: sources.length,
@@ -306,14 +306,10 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     if (dueIn > 0 && !(await needsRefill(ctx, kb))) return syncCounts(ctx, kb, dueIn);
 
     const id = kbRef(kb);
-    let collection: string | undefined;
-    let vectors: IngestionReport["vectors"];
-    let gens: ProgressGens | undefined;
+    let gens: RunGenerations | undefined;
     try {
       const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
-      collection = info?.collection;
-      vectors = info?.vectors;
-      gens = info && { model: info.model, building: info.building, collection, vectors };
+      gens = info && { model: info.model, building: info.building, collection: info.collection, vectors: info.vectors };
     } catch (err) {
       const reason = err instanceof OperatorError ? err.reason : "SearchUnavailable";
       ctx.logger.warn({ kb: `${namespace}/${name}`, err: (err as Error).message }, "knowledge base not ensured");
@@ -324,7 +320,7 @@ export function knowledgeBaseReconciler(ctx: OperatorContext): Reconcile {
     await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
     ctx.metrics.ingestsInFlight.inc();
     const writer = new ProgressWriter(ctx, kb, gens);
-    const { report, documents: joined } = await ingest(ctx, kb, collection, vectors, gens?.building?.model, writer)
+    const { report, documents: joined } = await ingest(ctx, kb, gens, writer)
       .finally(() => writer.close())
       .finally(() => ctx.metrics.ingestsInFlight.dec());
     recordIngestion(ctx, report);

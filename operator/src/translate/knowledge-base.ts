@@ -265,6 +265,9 @@ export function kbUnavailableStatus(
   });
 }
 
+/** The generations a run's ensure found, and the serving one's layout. */
+export type RunGenerations = Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">;
+
 /**
  * Status while a refresh runs: progress and an Ingested=Unknown condition, counts kept; after a
  * model change, the generation being built (searches still use the serving one).
@@ -274,7 +277,7 @@ export function kbProgressStatus(
   done: number,
   total: number,
   now: Date,
-  gens?: Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">,
+  gens?: RunGenerations,
   pages?: number,
 ): KnowledgeBaseStatus {
   const st = kb.status ?? {};
