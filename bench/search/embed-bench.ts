@@ -12,6 +12,9 @@
 // run shifts both arms of a round alike; short rounds (64 chunks, two batches) keep the two
 // arms of a pair seconds apart on a machine whose load swings.
 //
+// --smoke: 1 thread, 8 chunks, 1 round, 5 queries (bench/work.ts). Every round must embed every
+// chunk on both arms, and the two arms' vectors must agree (largest difference below 1e-3).
+//
 // The Python arm runs in a venv the script creates under ~/.cache/capstan/embed-bench/ with
 // pinned versions (PyPI must be reachable the first time).
 import { execFileSync, spawn } from "node:child_process";
@@ -21,16 +24,17 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { chunkText, LocalEmbedder, locateModelFiles } from "../../services/search/src/index.ts";
+import { expectCount, expectWork, sized, workChecked } from "../work.ts";
 import { chunks, questions } from "./corpus.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return (i >= 0 ? process.argv[i + 1] : undefined) ?? fallback;
 };
-const THREADS = arg("threads", "1,2").split(",").map(Number);
-const N = Number(arg("chunks", "64"));
-const ROUNDS = Number(arg("rounds", "20"));
-const QUERIES = Number(arg("queries", "100"));
+const THREADS = arg("threads", sized("1,2", "1")).split(",").map(Number);
+const N = Number(arg("chunks", sized("64", "8")));
+const ROUNDS = Number(arg("rounds", sized("20", "1")));
+const QUERIES = Number(arg("queries", sized("100", "5")));
 const BATCH = 32;
 const PINS = ["onnxruntime==1.30.0", "tokenizers==0.23.3", "numpy==2.3.5"];
 const log = (s: string) => process.stdout.write(`${s}\n`);
@@ -112,12 +116,14 @@ for (const threads of THREADS) {
   for (let r = 0; r < ROUNDS; r++) {
     const runCapstan = async () => {
       const t0 = performance.now();
-      await embedDocs(texts);
+      const out = await embedDocs(texts);
       capstan.push(texts.length / ((performance.now() - t0) / 1000));
+      expectCount(`chunks Capstan embedded in round ${r + 1}`, out.length, texts.length);
     };
     const runPy = async () => {
-      const { seconds } = (await py.ask("corpus")) as { seconds: number };
+      const { seconds, count } = (await py.ask("corpus")) as { seconds: number; count: number };
       ref.push(texts.length / seconds);
+      expectCount(`chunks Python embedded in round ${r + 1}`, count, texts.length);
     };
     if (r % 2 === 0) await runCapstan().then(runPy);
     else await runPy().then(runCapstan);
@@ -154,6 +160,8 @@ for (const threads of THREADS) {
     });
   });
   log(`vectors: largest difference to the Python runtime ${maxDiff.toExponential(2)} (64 chunks x ${mine[0]?.length})`);
+  expectCount("vectors from the Python runtime to compare", theirs.length, mine.length);
+  expectWork(maxDiff < 1e-3, `Capstan's vectors equal the Python runtime's (largest difference ${maxDiff})`);
   py.quit();
 
   // Queries during an ingestion: a query every 25 ms while the corpus is embedded as documents,
@@ -191,3 +199,6 @@ log(
 log("|---|---|---|---|---|---|---|---|---|");
 for (const row of summary) log(row);
 log(`load average at end ${load()}`);
+workChecked(
+  `${THREADS.length} thread setting(s): every round embedded ${texts.length} chunks on both arms, the same vectors`,
+);

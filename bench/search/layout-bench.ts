@@ -5,14 +5,17 @@
 // storage on disk, and a filtered search's latency. Bounded; stops by itself.
 //
 //   node bench/search/layout-bench.ts        (TENANTS=100 POINTS=200 QUERIES=200)
+//   --smoke: 3 knowledge bases of 50 chunks, 10 queries (bench/work.ts). Every layout must hold
+//   every point, and every filtered query must answer 10 hits of its own knowledge base.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { startQdrant } from "../../test/ground/qdrant.ts";
+import { expectCount, expectWork, sized, workChecked } from "../work.ts";
 import { rng } from "./corpus.ts";
 
-const TENANTS = Number(process.env.TENANTS ?? 100);
-const POINTS = Number(process.env.POINTS ?? 200);
-const QUERIES = Number(process.env.QUERIES ?? 200);
+const TENANTS = Number(process.env.TENANTS ?? sized(100, 3));
+const POINTS = Number(process.env.POINTS ?? sized(200, 50));
+const QUERIES = Number(process.env.QUERIES ?? sized(200, 10));
 const DIMS = 384;
 const r = rng(3);
 const vec = () => {
@@ -57,18 +60,28 @@ async function run(layout: "per-kb" | "shared"): Promise<string> {
     await api("PUT", `/collections/${name}/points?wait=true`, { points });
   }
   const fillS = (performance.now() - started) / 1000;
+  let stored = 0;
+  for (const name of layout === "shared" ? ["shared"] : Array.from({ length: TENANTS }, (_, t) => `kb_${t}`)) {
+    stored += ((await api("POST", `/collections/${name}/points/count`, { exact: true })) as { count: number }).count;
+  }
+  expectCount(`points stored in the ${layout} layout`, stored, TENANTS * POINTS);
   const lat: number[] = [];
   for (let i = 0; i < QUERIES; i++) {
     const t = i % TENANTS;
     const name = layout === "shared" ? "shared" : `kb_${t}`;
     const s = performance.now();
-    await api("POST", `/collections/${name}/points/query`, {
+    const { points } = (await api("POST", `/collections/${name}/points/query`, {
       query: vec(),
       limit: 10,
       filter: { must: [{ key: "knowledgeId", match: { value: `kb_${t}` } }] },
       with_payload: true,
-    });
+    })) as { points: { payload: { knowledgeId: string } }[] };
     lat.push(performance.now() - s);
+    expectCount(`hits of ${layout} query ${i} (k=10)`, points.length, Math.min(10, POINTS));
+    expectWork(
+      points.every((p) => p.payload.knowledgeId === `kb_${t}`),
+      `${layout} query ${i} answers with points of kb_${t} only`,
+    );
   }
   const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${q.proc.child.pid}/status`, "utf8"))?.[1];
   const disk = execFileSync("du", ["-sm", `${q.dir}/storage`])
@@ -84,3 +97,6 @@ process.stdout.write(
 );
 process.stdout.write("|---|---|---|---|---|---|\n");
 for (const row of rows) process.stdout.write(`${row}\n`);
+workChecked(
+  `both layouts hold ${TENANTS * POINTS} points; ${QUERIES} filtered queries each answered from their tenant`,
+);

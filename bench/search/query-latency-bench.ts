@@ -10,20 +10,23 @@
 // Bounded; stops by itself.
 //
 //   node bench/search/query-latency-bench.ts [--queries 400] [--rounds 4] [--chunks 96] [--before <commit>]
+//   --smoke: 10 queries, 1 round of 16 chunks (bench/work.ts). Every query and every ingestion
+//   must answer one vector per text, of the model's dimensions, on both arms.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { chunkText, LocalEmbedder, locateModelFiles } from "../../services/search/src/index.ts";
+import { expectCount, sized, workChecked } from "../work.ts";
 import { chunks, questions } from "./corpus.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return (i >= 0 ? process.argv[i + 1] : undefined) ?? fallback;
 };
-const QUERIES = Number(arg("queries", "400"));
-const ROUNDS = Number(arg("rounds", "4"));
-const CHUNKS = Number(arg("chunks", "96"));
+const QUERIES = Number(arg("queries", sized("400", "10")));
+const ROUNDS = Number(arg("rounds", sized("4", "1")));
+const CHUNKS = Number(arg("chunks", sized("96", "16")));
 // The parent of the commit that moved embedding into worker threads.
 const BEFORE = arg("before", "4a610f1^");
 const log = (s: string) => process.stdout.write(`${s}\n`);
@@ -66,17 +69,26 @@ const before = await old.LocalEmbedder.load({
   batchSize: 32,
 });
 const after = await LocalEmbedder.load({ ...files, batchSize: 32 });
+/** The arm's answer must hold `count` vectors of the model's dimensions; counted per arm. */
+const answered = new Map<string, number>();
+const vectors = (name: string, count: number) => (out: unknown) => {
+  const list = out as ArrayLike<ArrayLike<number>>;
+  expectCount(`vectors ${name} answered`, list?.length ?? 0, count);
+  expectCount(`dimensions of ${name}'s vectors`, list[0]?.length ?? 0, after.dimensions);
+  answered.set(name, (answered.get(name) ?? 0) + count);
+  return out;
+};
 const arms: Arm[] = [
   {
     name: `before (${sha}: the service's thread, 1 thread)`,
-    query: (t) => before.embed([t]),
-    ingest: (ts) => before.embed(ts),
+    query: (t) => before.embed([t]).then(vectors("before", 1)),
+    ingest: (ts) => before.embed(ts).then(vectors("before", ts.length)),
     close: async () => before.close?.(),
   },
   {
     name: "after (queries worker, 1 thread; documents worker, every core)",
-    query: (t) => after.embed([t]),
-    ingest: (ts) => after.embedDocuments(ts),
+    query: (t) => after.embed([t]).then(vectors("after", 1)),
+    ingest: (ts) => after.embedDocuments(ts).then(vectors("after", ts.length)),
     close: () => after.close(),
   },
 ];
@@ -136,3 +148,6 @@ for (const [a, arm] of arms.entries()) {
 }
 log(`load average at end ${load()}`);
 for (const arm of arms) await arm.close();
+workChecked(
+  `every query and ingestion answered its vectors (${[...answered].map(([n, c]) => `${n} ${c}`).join(", ")})`,
+);

@@ -5,6 +5,8 @@
 //   3. the raw cosine interval that separates relevant from unrelated best (highest recall +
 //      unanswerable-empty rate), whose middle is RELEVANT_COSINE in services/search/src/store/types.ts.
 // Usage: node bench/search/relevance.ts [--list]   (--list prints every question's best cosines)
+// (--smoke runs the same; it takes seconds. The run stops unless every document was ingested and
+// every answerable question found hits at minSimilarity 0.)
 import type { SearchResult } from "../../services/search/src/index.ts";
 import { RELEVANT_COSINE, scoreToCosine } from "../../services/search/src/store/types.ts";
 import { call, ingest, knowledgeBase, searchKey, startSearch } from "../../test/search/helpers.ts";
@@ -17,6 +19,7 @@ import {
   loadEvaluationSet,
   runEvaluation,
 } from "../../test/search/relevance/evaluation.ts";
+import { expectAtLeast, expectCount, workChecked } from "../work.ts";
 
 const KEY = "cap_srch_relevance_bench";
 const set = loadEvaluationSet();
@@ -25,7 +28,7 @@ const s = await startSearch({
   kbs: [knowledgeBase("product-docs")],
   keys: [searchKey("bench", KEY, { knowledgeIds: [set.knowledgeBase] })],
 });
-await ingest(s.url, set.knowledgeBase, docs);
+await ingest(s.internalUrl, set.knowledgeBase, docs);
 const search = (extra: Record<string, number>) => async (text: string) => {
   const r = await call<SearchResult[]>(s.url, "/v1/rag/search", {
     token: KEY,
@@ -57,6 +60,18 @@ console.log(
 );
 
 const all = await runEvaluation(set, search({ minSimilarity: 0, maxResults: 100 }));
+expectCount("questions evaluated", all.length, set.answerable.length + set.unanswerable.length);
+expectCount(
+  "answerable questions with hits at minSimilarity 0",
+  all.filter((o) => o.answerable && o.hits.length > 0).length,
+  set.answerable.length,
+);
+// The expected documents: most answerable questions find a relevant chunk among 100 hits.
+expectAtLeast(
+  "answerable questions whose relevant document is among their hits",
+  all.filter((o) => o.firstRelevant > 0).length,
+  Math.ceil(set.answerable.length / 2),
+);
 console.log("\nSweep (recall and emptiness are exact; ranks come from the minSimilarity 0 ordering):");
 console.log(row(["minSimilarity", "cosine", "recall", "top-1", "precision", "unanswerable → nothing"]));
 console.log(row(["---", "---", "---", "---", "---", "---"]));
@@ -97,4 +112,5 @@ if (process.argv.includes("--list")) {
   console.log("unanswerable, best cosine:");
   for (const x of unrelatedCos.sort((a, b) => b.cos - a.cos)) console.log(`  ${x.cos.toFixed(3)}  ${x.q}`);
 }
+workChecked(`${all.length} questions searched over ${docs.length} documents, every answerable one with hits`);
 await s.close();

@@ -7,16 +7,21 @@
 //   node bench/search/search-bench.ts [--backend embedded,qdrant] [--chunks 10000,100000]
 //                                     [--qdrant-url URL]   (default: starts the vendored server)
 //   knobs: QUERIES=300 REAL=1000 CAPSTAN_EMBEDDING_THREADS (default every core) QDRANT_API_KEY=...
+//   --smoke: 2,000 chunks, 20 queries, 100 real passages (bench/work.ts)
+// Every figure is checked before it is printed: the store holds every chunk written, recall is
+// measured on non-empty answers, and every end-to-end search answers with hits of the benchmark's
+// knowledge base among the exact nearest (an app that searches the wrong key answers [] at once).
 // (embedding alone, against onnxruntime's Python runtime: embed-bench.ts; ingestion end to end:
 // ingest-bench.ts)
 import { hashKey } from "@capstan/shared";
 import type { KnowledgeBase, SearchKey } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
-import { buildApp, loadLocalEmbedder, loadSearchConfig } from "../../services/search/src/index.ts";
+import { buildApp, loadLocalEmbedder, loadSearchConfig, type SearchResult } from "../../services/search/src/index.ts";
 import { EmbeddedStore } from "../../services/search/src/store/embedded.ts";
 import { QdrantStore } from "../../services/search/src/store/qdrant.ts";
-import type { VectorStore } from "../../services/search/src/store/types.ts";
+import { storeKey, type VectorStore } from "../../services/search/src/store/types.ts";
 import { dropCollections, type QdrantServer, startQdrant } from "../../test/ground/qdrant.ts";
+import { expectAtLeast, expectCount, expectWork, sized, workChecked } from "../work.ts";
 import { passages, questions } from "./corpus.ts";
 import { chunkMatrix, documentChunks, exactTop10, inExact, PER_DOC } from "./vectors.ts";
 
@@ -25,11 +30,13 @@ const arg = (name: string) => {
   return i >= 0 ? process.argv[i + 1] : undefined;
 };
 const BACKENDS = (arg("backend") ?? "embedded,qdrant").split(",") as ("embedded" | "qdrant")[];
-const SIZES = (arg("chunks") ?? process.env.CHUNKS ?? "10000,100000").split(",").map(Number);
-const QUERIES = Number(process.env.QUERIES ?? 300);
-const REAL = Number(process.env.REAL ?? 1000);
+const SIZES = (arg("chunks") ?? process.env.CHUNKS ?? sized("10000,100000", "2000")).split(",").map(Number);
+const QUERIES = Number(process.env.QUERIES ?? sized(300, 20));
+const REAL = Number(process.env.REAL ?? sized(1000, 100));
 const THREADS = process.env.CAPSTAN_EMBEDDING_THREADS ? Number(process.env.CAPSTAN_EMBEDDING_THREADS) : undefined;
+/** The knowledge id clients send, and the store key search addresses it by (`<namespace>.<kb_id>`). */
 const KB = "kb_bench";
+const KEY = storeKey("default", KB);
 const PREFIX = "capstan_bench";
 
 const pct = (xs: number[], p: number) => {
@@ -125,6 +132,26 @@ function appFor(store: VectorStore) {
   return buildApp({ logLevel: "warn", embedding: { cacheSize: 0 } }, { view, store, embedders: [embedder] });
 }
 
+/**
+ * 1 when the answer holds hits of the benchmark's knowledge base, one of them among the query's
+ * exact top 10; 0 when it holds hits but none of those. An empty answer stops the benchmark.
+ */
+function agreesWithExact(data: SearchResult[] | null, exact: Set<number>, i: number): number {
+  expectWork(
+    Array.isArray(data) && data.length > 0,
+    `end-to-end search ${i} returns hits of ${KB} (it returned ${JSON.stringify(data)})`,
+  );
+  for (const hit of data) {
+    expectWork(hit.knowledgeId === KB, `end-to-end search ${i} returns hits of ${KB} (one was of ${hit.knowledgeId})`);
+  }
+  return inExact(
+    exact,
+    data.map((h) => ({ record: h.metadata })),
+  ) > 0
+    ? 1
+    : 0;
+}
+
 interface Row {
   backend: string;
   size: number;
@@ -145,7 +172,7 @@ for (const size of SIZES) {
   for (const backend of BACKENDS) {
     const store = makeStore(backend);
     await store.ensureCollection({
-      knowledgeId: KB,
+      knowledgeId: KEY,
       model: embedder.name,
       dimensions: dims,
       chunking: { size: 800, overlap: 100 },
@@ -153,9 +180,11 @@ for (const size of SIZES) {
     // 3. Ingestion: documents of 1,000 chunks, vectors given (embedding is measured above).
     t0 = performance.now();
     for (let doc = 0; doc * PER_DOC < size; doc++) {
-      await store.replaceDocument(KB, `doc${doc}`, documentChunks(KB, doc, matrix, size, dims, texts));
+      await store.replaceDocument(KEY, `doc${doc}`, documentChunks(KEY, doc, matrix, size, dims, texts));
     }
     const ingestS = (performance.now() - t0) / 1000;
+    const stored = await store.stats(KEY);
+    expectCount(`chunks the ${backend} store holds under ${KEY}`, stored?.chunks ?? 0, size);
     let indexing = "in the write (synchronous)";
     if (store instanceof QdrantStore) {
       t0 = performance.now();
@@ -171,8 +200,9 @@ for (const size of SIZES) {
     const vectorMs: number[] = [];
     for (const [i, q] of qvecs.entries()) {
       t0 = performance.now();
-      const hits = await store.query({ knowledgeIds: [KB], vector: q, limit: 10, minScore: 0 });
+      const hits = await store.query({ knowledgeIds: [KEY], vector: q, limit: 10, minScore: 0 });
       vectorMs.push(performance.now() - t0);
+      expectCount(`hits of ${backend}'s vector query ${i} (k=10, no threshold)`, hits.length, 10);
       found += inExact(exact[i] as Set<number>, hits);
     }
     const recall = (found / (qvecs.length * 10)).toFixed(4);
@@ -181,6 +211,7 @@ for (const size of SIZES) {
     // 5. End-to-end through the app (auth, embed, vector query k=30, rerank), distinct texts.
     const app = await appFor(store);
     const e2e: number[] = [];
+    let agreeing = 0;
     for (const [i, text] of qtexts.entries()) {
       t0 = performance.now();
       const res = await app.inject({
@@ -190,11 +221,21 @@ for (const size of SIZES) {
         payload: { knowledgeIds: [KB], text: `${text} #${i}`, maxResults: 10, minSimilarity: 0.5 },
       });
       e2e.push(performance.now() - t0);
-      if (res.statusCode !== 200) throw new Error(`search failed: ${res.statusCode} ${res.body}`);
+      expectWork(res.statusCode === 200, `end-to-end search ${i} answered 200 (saw ${res.statusCode} ${res.body})`);
+      agreeing += agreesWithExact(res.json().data, exact[i] as Set<number>, i);
     }
-    log(`${backend}: search end-to-end p50 ${ms(pct(e2e, 50))}, p99 ${ms(pct(e2e, 99))}`);
+    // The texts differ from the exact queries by their " #i" and the hits are reranked, so a few
+    // answers may miss the exact top 10; most must not.
+    expectAtLeast(
+      `${backend}'s end-to-end answers with a hit among the exact top 10`,
+      agreeing,
+      Math.ceil(0.8 * qtexts.length),
+    );
+    log(
+      `${backend}: search end-to-end p50 ${ms(pct(e2e, 50))}, p99 ${ms(pct(e2e, 99))} (${agreeing}/${qtexts.length} answers hit the exact top 10)`,
+    );
     await app.close();
-    await store.dropCollection(KB);
+    await store.dropCollection(KEY);
     await store.close();
     if (backend === "qdrant") await dropCollections(qdrantUrl as string, PREFIX);
     rows.push({
@@ -214,5 +255,8 @@ log("|---|---|---|---|---|---|---|");
 for (const r of rows) {
   log(`| ${r.backend} | ${r.size} | ${r.ingest} | ${r.indexing} | ${r.recall} | ${r.vector} | ${r.e2e} |`);
 }
+workChecked(
+  `${rows.length} runs (${BACKENDS.join(", ")} × ${SIZES.join(", ")} chunks): every chunk stored, every query answered with hits`,
+);
 await qdrant?.stop();
 await embedder.close();

@@ -1,16 +1,21 @@
 // What a model change costs on a real Qdrant (the vendored server, started privately): search
 // latency on the serving generation alone and while a new model's generation is being filled
 // beside it in another collection, and the time of the switch itself (one registry upsert).
-// Run: node bench/search/switch-bench.ts [--chunks 1000] [--rounds 5]
+// Run: node bench/search/switch-bench.ts [--chunks 1000] [--rounds 5]   (--smoke: 100 chunks, 2 rounds)
+// Every search must answer 10 hits, and after each switch the serving generation is the model
+// switched to; otherwise the run stops (bench/work.ts).
 import { parseArgs } from "node:util";
 import { QdrantStore } from "../../services/search/src/store/qdrant.ts";
 import { type CollectionInfo, embeddingIdFor } from "../../services/search/src/store/types.ts";
 import { startQdrant } from "../../test/ground/qdrant.ts";
+import { expectCount, expectWork, sized, workChecked } from "../work.ts";
 import { rng } from "./corpus.ts";
 
-const { values } = parseArgs({ options: { chunks: { type: "string" }, rounds: { type: "string" } } });
-const CHUNKS = Number(values.chunks ?? 1000);
-const ROUNDS = Number(values.rounds ?? 5);
+const { values } = parseArgs({
+  options: { chunks: { type: "string" }, rounds: { type: "string" }, smoke: { type: "boolean" } },
+});
+const CHUNKS = Number(values.chunks ?? sized(1000, 100));
+const ROUNDS = Number(values.rounds ?? sized(5, 2));
 const PER_DOC = 50;
 const GRACE_MS = 1000;
 const KB = "kb_bench";
@@ -53,12 +58,13 @@ async function fill(dims: number): Promise<void> {
   }
 }
 
-async function latency(dims: number, n = 300): Promise<string> {
+async function latency(dims: number, n = sized(300, 20)): Promise<string> {
   const t: number[] = [];
   for (let i = 0; i < n; i++) {
     const started = performance.now();
-    await store.query({ knowledgeIds: [KB], vector: unitVector(dims), limit: 10, minScore: 0 });
+    const hits = await store.query({ knowledgeIds: [KB], vector: unitVector(dims), limit: 10, minScore: 0 });
     t.push(performance.now() - started);
+    expectCount(`hits of search ${i} on the serving generation`, hits.length, 10);
   }
   t.sort((a, b) => a - b);
   return `p50 ${t[Math.floor(n / 2)]?.toFixed(2)} ms, p99 ${t[Math.floor(n * 0.99)]?.toFixed(2)} ms`;
@@ -76,13 +82,16 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     const [to, next] = r % 2 === 0 ? [b, a] : [a, b];
     const started = performance.now();
-    await store.switchGeneration(KB, to.model);
+    const serving = await store.switchGeneration(KB, to.model);
     switches.push(performance.now() - started);
+    expectWork(serving?.model === to.model, `switch ${r + 1} serves ${to.model} (serves ${serving?.model})`);
     await new Promise((res) => setTimeout(res, GRACE_MS + 200)); // the retired generation goes
     await store.ensureCollection(info(next));
     await fill(next.dims);
   }
   console.log(`switch: ${switches.map((x) => `${x.toFixed(1)} ms`).join(", ")}`);
+  expectCount("chunks of the serving generation after the switches", (await store.stats(KB))?.chunks ?? 0, CHUNKS);
+  workChecked(`${ROUNDS} switches, each serving its model with ${CHUNKS} chunks; every search answered 10 hits`);
 } finally {
   await store.close();
   await q.stop();

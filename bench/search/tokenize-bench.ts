@@ -5,6 +5,7 @@
 //
 //   node bench/search/tokenize-bench.ts [--chunks 256] [--rounds 9]
 //   (CAPSTAN_EMBEDDING_MODEL_DIR: another model folder; default all-MiniLM-L6-v2 from PyPI)
+//   --smoke: 16 chunks, 1 round (bench/work.ts). Stops when any chunk's ids differ from Python's.
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,14 +13,15 @@ import { join } from "node:path";
 import { locateModelFiles, readModelConfig } from "../../services/search/src/embedding/model-files.ts";
 import { ModelTokenizer } from "../../services/search/src/embedding/tokenizer.ts";
 import { chunkText } from "../../services/search/src/index.ts";
+import { expectCount, sized, workChecked } from "../work.ts";
 import { chunks } from "./corpus.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return (i >= 0 ? process.argv[i + 1] : undefined) ?? fallback;
 };
-const N = Number(arg("chunks", "256"));
-const ROUNDS = Number(arg("rounds", "9"));
+const N = Number(arg("chunks", sized("256", "16")));
+const ROUNDS = Number(arg("rounds", sized("9", "1")));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 const files = locateModelFiles(process.env.CAPSTAN_EMBEDDING_MODEL_DIR);
@@ -49,6 +51,7 @@ const py = JSON.parse(
     },
   ),
 ) as { ms: number[]; ids: number[][] };
+expectCount("chunks Python's tokenizers encoded", py.ids.length, texts.length);
 
 const hf = new ModelTokenizer(config.tokenizer, config.tokenizerConfig);
 // The hand-written BERT WordPiece tokenizer this replaced was a second arm in the commit that
@@ -74,4 +77,7 @@ for (const [name, encode] of arms) {
     `${name}: median ${median(ms).toFixed(1)} ms (${perSec.toFixed(0)} chunks/s, first round ${ms[0]?.toFixed(1)} ms); ` +
       `ids differing from Python: ${differ}/${texts.length}`,
   );
+  expectCount(`chunks ${name} encoded`, ids.filter((row) => row.length > 0).length, texts.length);
+  expectCount(`chunks whose ${name} ids differ from Python's`, differ, 0);
 }
+workChecked(`${texts.length} chunks tokenized by both arms, the same ids`);
