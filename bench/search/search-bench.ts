@@ -7,12 +7,14 @@
 //   node bench/search/search-bench.ts [--backend embedded,qdrant] [--chunks 10000,100000]
 //                                     [--qdrant-url URL]   (default: starts the vendored server)
 //   knobs: QUERIES=300 REAL=1000 CAPSTAN_EMBEDDING_THREADS (default every core) QDRANT_API_KEY=...
+//          INGEST_CONCURRENCY=1 (documents written at once) INDEX_TIMEOUT_S=1200 (Qdrant until green)
 //   --smoke: 2,000 chunks, 20 queries, 100 real passages (bench/work.ts)
 // Every figure is checked before it is printed: the store holds every chunk written, recall is
 // measured on non-empty answers, and every end-to-end search answers with hits of the benchmark's
 // knowledge base among the exact nearest (an app that searches the wrong key answers [] at once).
 // (embedding alone, against onnxruntime's Python runtime: embed-bench.ts; ingestion end to end:
 // ingest-bench.ts)
+import { readFileSync } from "node:fs";
 import { hashKey } from "@capstan/shared";
 import type { KnowledgeBase, SearchKey } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
@@ -33,6 +35,8 @@ const BACKENDS = (arg("backend") ?? "embedded,qdrant").split(",") as ("embedded"
 const SIZES = (arg("chunks") ?? process.env.CHUNKS ?? sized("10000,100000", "2000")).split(",").map(Number);
 const QUERIES = Number(process.env.QUERIES ?? sized(300, 20));
 const REAL = Number(process.env.REAL ?? sized(1000, 100));
+const INGEST_CONCURRENCY = Number(process.env.INGEST_CONCURRENCY ?? 1);
+const INDEX_TIMEOUT_S = Number(process.env.INDEX_TIMEOUT_S ?? 1200);
 const THREADS = process.env.CAPSTAN_EMBEDDING_THREADS ? Number(process.env.CAPSTAN_EMBEDDING_THREADS) : undefined;
 /** The knowledge id clients send, and the store key search addresses it by (`<namespace>.<kb_id>`). */
 const KB = "kb_bench";
@@ -45,6 +49,7 @@ const pct = (xs: number[], p: number) => {
 };
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 const log = (s: string) => process.stdout.write(`${s}\n`);
+const load = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 
 const config = loadSearchConfig({}, { embedding: { ...(THREADS ? { threads: THREADS } : {}), cacheSize: 0 } });
 const embedder = await loadLocalEmbedder(config);
@@ -96,13 +101,13 @@ function makeStore(backend: "embedded" | "qdrant"): VectorStore {
 async function qdrantIndexed(store: QdrantStore): Promise<void> {
   const name = store.collectionName({ model: embedder.name, dimensions: dims });
   const headers: Record<string, string> = process.env.QDRANT_API_KEY ? { "api-key": process.env.QDRANT_API_KEY } : {};
-  for (let i = 0; i < 2400; i++) {
+  for (let i = 0; i < INDEX_TIMEOUT_S * 2; i++) {
     const res = await fetch(`${qdrantUrl}/collections/${name}`, { headers });
     const info = (await res.json()) as { result: { status: string } };
     if (info.result.status === "green") return;
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new Error("qdrant did not finish indexing within 20 minutes");
+  throw new Error(`qdrant did not finish indexing within ${INDEX_TIMEOUT_S} s (INDEX_TIMEOUT_S)`);
 }
 
 function appFor(store: VectorStore) {
@@ -152,11 +157,21 @@ function agreesWithExact(data: SearchResult[] | null, exact: Set<number>, i: num
     : 0;
 }
 
+/** The store's resident memory: the Qdrant server's RSS, or this process's growth for the embedded store. */
+function memoryOf(backend: "embedded" | "qdrant", rssBefore: number): string {
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+  if (backend === "embedded") return `+${mb(process.memoryUsage().rss - rssBefore)} in the process`;
+  if (!qdrant) return "n/a (a server given by URL)";
+  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${qdrant.proc.child.pid}/status`, "utf8"))?.[1];
+  return `${mb(Number(kb) * 1024)} server RSS`;
+}
+
 interface Row {
   backend: string;
   size: number;
   ingest: string;
   indexing: string;
+  memory: string;
   recall: string;
   vector: string;
   e2e: string;
@@ -177,11 +192,18 @@ for (const size of SIZES) {
       dimensions: dims,
       chunking: { size: 800, overlap: 100 },
     });
-    // 3. Ingestion: documents of 1,000 chunks, vectors given (embedding is measured above).
+    // 3. Ingestion: documents of 1,000 chunks, vectors given (embedding is measured above),
+    //    INGEST_CONCURRENCY documents in flight (default 1, as the service's ingester writes).
+    const rssBefore = process.memoryUsage().rss;
     t0 = performance.now();
-    for (let doc = 0; doc * PER_DOC < size; doc++) {
-      await store.replaceDocument(KEY, `doc${doc}`, documentChunks(KEY, doc, matrix, size, dims, texts));
-    }
+    let nextDoc = 0;
+    await Promise.all(
+      Array.from({ length: INGEST_CONCURRENCY }, async () => {
+        for (let doc = nextDoc++; doc * PER_DOC < size; doc = nextDoc++) {
+          await store.replaceDocument(KEY, `doc${doc}`, documentChunks(KEY, doc, matrix, size, dims, texts));
+        }
+      }),
+    );
     const ingestS = (performance.now() - t0) / 1000;
     const stored = await store.stats(KEY);
     expectCount(`chunks the ${backend} store holds under ${KEY}`, stored?.chunks ?? 0, size);
@@ -191,8 +213,9 @@ for (const size of SIZES) {
       await qdrantIndexed(store);
       indexing = `${((performance.now() - t0) / 1000).toFixed(1)} s more until green`;
     }
+    const memory = memoryOf(backend, rssBefore);
     log(
-      `${backend}: ingestion ${(size / ingestS).toFixed(0)} chunks/s (${ingestS.toFixed(1)} s); indexing ${indexing}`,
+      `${backend}: ingestion ${(size / ingestS).toFixed(0)} chunks/s (${ingestS.toFixed(1)} s); indexing ${indexing}; memory ${memory}; load ${load()}`,
     );
 
     // 4. Recall@10 against exact search, and the vector query alone (k=10).
@@ -232,7 +255,7 @@ for (const size of SIZES) {
       Math.ceil(0.8 * qtexts.length),
     );
     log(
-      `${backend}: search end-to-end p50 ${ms(pct(e2e, 50))}, p99 ${ms(pct(e2e, 99))} (${agreeing}/${qtexts.length} answers hit the exact top 10)`,
+      `${backend}: search end-to-end p50 ${ms(pct(e2e, 50))}, p99 ${ms(pct(e2e, 99))} (${agreeing}/${qtexts.length} answers hit the exact top 10); load ${load()}`,
     );
     await app.close();
     await store.dropCollection(KEY);
@@ -243,6 +266,7 @@ for (const size of SIZES) {
       size,
       ingest: `${(size / ingestS).toFixed(0)}`,
       indexing,
+      memory,
       recall,
       vector: `${ms(pct(vectorMs, 50))} / ${ms(pct(vectorMs, 99))}`,
       e2e: `${ms(pct(e2e, 50))} / ${ms(pct(e2e, 99))}`,
@@ -250,10 +274,14 @@ for (const size of SIZES) {
   }
 }
 
-log("\n| backend | chunks | ingestion chunks/s | indexing | recall@10 | vector p50 / p99 | end-to-end p50 / p99 |");
-log("|---|---|---|---|---|---|---|");
+log(
+  "\n| backend | chunks | ingestion chunks/s | indexing | memory | recall@10 | vector p50 / p99 | end-to-end p50 / p99 |",
+);
+log("|---|---|---|---|---|---|---|---|");
 for (const r of rows) {
-  log(`| ${r.backend} | ${r.size} | ${r.ingest} | ${r.indexing} | ${r.recall} | ${r.vector} | ${r.e2e} |`);
+  log(
+    `| ${r.backend} | ${r.size} | ${r.ingest} | ${r.indexing} | ${r.memory} | ${r.recall} | ${r.vector} | ${r.e2e} |`,
+  );
 }
 workChecked(
   `${rows.length} runs (${BACKENDS.join(", ")} × ${SIZES.join(", ")} chunks): every chunk stored, every query answered with hits`,
