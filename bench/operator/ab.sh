@@ -37,7 +37,6 @@ trap cleanup EXIT
 checkout() {
   local d e
   d="$(mktemp -d /tmp/capstan-ab-XXXXXX)"
-  dirs+=("$d")
   git worktree add --detach "$d" "$HEAD" >/dev/null 2>&1
   cp "$here"/bench/operator/*.ts "$here"/bench/operator/hand-written.patch "$d/bench/operator/"
   cp "$here"/bench/work.ts "$d/bench/"
@@ -53,8 +52,11 @@ checkout() {
   done
   echo "$d"
 }
+# checkout runs in a subshell ($(...)): the caller records each tree for the cleanup.
 with_dir="$(checkout)"
+dirs+=("$with_dir")
 without_dir="$(checkout)"
+dirs+=("$without_dir")
 (cd "$without_dir" && git checkout "$LAYER_BASE" -- "${LAYER_FILES[@]}" && git apply bench/operator/hand-written.patch)
 echo "[ab] HEAD $(git rev-parse --short "$HEAD"); hand-written layer from $(git rev-parse --short "$LAYER_BASE")" >&2
 results="$(mktemp)"
