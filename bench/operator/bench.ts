@@ -2,21 +2,26 @@
 // time until all are Ready; (2) API writes during a forced resync of every cached object in
 // steady state; (3) RSS of the process with TOTAL AccessChannels (+ their key Secrets) cached.
 //   node bench/operator/bench.ts            (CHANNELS=1000 TOTAL=10000 by default)
+//   node bench/operator/bench.ts --smoke    (CHANNELS=3 TOTAL=6)
 // bench/operator/ab.sh runs it with and without client-node, with the same flags.
 //
 // Every wait is bounded and reports instead of hanging: a progress line every PROGRESS_S (30 s)
 // while waiting, and a phase that runs out of time (READY_TIMEOUT_S, FILL_TIMEOUT_S, QUIET_TIMEOUT_S)
-// ends the run with what it reached (RESULT with "complete": false), not with a stack trace.
+// prints what it reached (RESULT with "complete": false) and exits 1 naming what it did not reach.
+// Each phase's figures are printed only once the API server's own view agrees with the operator's
+// counts (every channel Ready with its key Secret) and the resync reconciled every channel: a
+// resync that reconciled nothing would "write nothing" too.
 import { fork } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { allCrds } from "@capstan/shared/api";
 import { startKube } from "../../test/ground/kube.ts";
-import { Driver, DriverError } from "./driver.ts";
+import { expectAtLeast, MissingWorkError, sized, workChecked } from "../work.ts";
+import { Driver, DriverError, expectChannelsDone } from "./driver.ts";
 import { LAYER } from "./layer.ts";
 
-const CHANNELS = Number(process.env.CHANNELS ?? 1000);
-const TOTAL = Number(process.env.TOTAL ?? 10_000);
+const CHANNELS = Number(process.env.CHANNELS ?? sized(1000, 3));
+const TOTAL = Number(process.env.TOTAL ?? sized(10_000, 6));
 /** Creates in flight at once (the driver's pooled connections). */
 const WIDTH = Number(process.env.WIDTH ?? 32);
 /** While filling: channels created but not yet Ready, at most. */
@@ -230,6 +235,8 @@ async function installCrds(client: Driver): Promise<void> {
 
 const kube = await startKube();
 let exitCode = 0;
+/** The work line, printed last once the run has checked it. */
+let checked = "";
 try {
   const client = new Driver(kube.server, kube.dir);
   await installCrds(client);
@@ -282,49 +289,73 @@ try {
   const before = await quiesce(op, "after Ready");
   result.readySeconds = allReady ? Number(readySeconds.toFixed(1)) : null;
   result.cpuPerEventReadyMicros = Math.round(cpuPerEvent(base, before));
-  console.log(
-    `[1] ${CHANNELS} AccessChannels created at once -> ${allReady ? `all Ready in ${readySeconds.toFixed(1)} s` : `${before.ready} Ready after ${readySeconds.toFixed(0)} s`} (target <= 30 s; load ${loadStart.toFixed(1)} -> ${load().toFixed(1)}); operator CPU ${((before.cpuMicros - base.cpuMicros) / 1e6).toFixed(1)} s for ${before.events - base.events} informer events = ${cpuPerEvent(base, before).toFixed(0)} µs per event`,
-  );
   if (!allReady) {
     report(false);
-  } else {
-    // (2) Steady state: a forced resync of every cached object writes nothing.
-    await op.resync();
-    const after = await quiesce(op, "resync");
-    result.resyncWrites = after.writes - before.writes;
-    console.log(
-      `[2] steady-state resync: ${after.reconciles - before.reconciles} reconciles, ${after.writes - before.writes} API writes (target 0)`,
+    throw new MissingWorkError(
+      `benchmark did not do its work: ${CHANNELS} AccessChannels Ready within READY_TIMEOUT_S, saw ${before.ready}`,
     );
-
-    // (3) RSS with TOTAL AccessChannels and their TOTAL key Secrets in the cache.
-    // Created at the pace the operator readies them (at most WINDOW waiting), so a starved API
-    // server is not buried under a backlog of creates it then times out; at FILL_TIMEOUT_S the
-    // creation stops and the memory is measured with what is there, reported as such.
-    const t1 = performance.now();
-    let stopFill = false;
-    const created = { value: CHANNELS };
-    const filling = createChannels(client, CHANNELS, TOTAL, async () => {
-      while (!stopFill && created.value - (last?.ready ?? 0) >= WINDOW) await new Promise((r) => setTimeout(r, 250));
-      if (!stopFill) created.value += 1;
-      return !stopFill;
-    });
-    const filled = await until(`${TOTAL} Ready`, readyAtLeast(TOTAL), FILL_TIMEOUT_MS, readyProgress(TOTAL));
-    stopFill = true;
-    const fill = await filling;
-    result.createFailures = (result.createFailures as number) + fill.failed;
-    const full = await quiesce(op, "filled");
-    result.fillSeconds = Math.round((performance.now() - t1) / 1000);
-    result.cpuPerEventFillMicros = Math.round(cpuPerEvent(after, full));
-    result.ready = full.ready;
-    result.cached = full.cached;
-    result.rssMB = Math.round(full.rss / 2 ** 20);
-    result.heapMB = Math.round(full.heap / 2 ** 20);
-    result.externalMB = Math.round(full.external / 2 ** 20);
-    console.log(
-      `[3] ${full.cached} objects cached (${full.ready}/${TOTAL} AccessChannels Ready + their key Secrets + data plane) after ${result.fillSeconds} s: operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}, heap ${mb(base.heap)}) (target < 200 MB); ${cpuPerEvent(after, full).toFixed(0)} µs CPU per informer event while the rest were created`,
-    );
-    report(filled && full.quiet);
   }
+  await expectChannelsDone(client, ns, "[1]", CHANNELS, before.ready);
+  console.log(
+    `[1] ${CHANNELS} AccessChannels created at once -> all Ready in ${readySeconds.toFixed(1)} s (target <= 30 s; load ${loadStart.toFixed(1)} -> ${load().toFixed(1)}); operator CPU ${((before.cpuMicros - base.cpuMicros) / 1e6).toFixed(1)} s for ${before.events - base.events} informer events = ${cpuPerEvent(base, before).toFixed(0)} µs per event`,
+  );
+
+  // (2) Steady state: a forced resync of every cached object writes nothing.
+  await op.resync();
+  const after = await quiesce(op, "resync");
+  result.resyncWrites = after.writes - before.writes;
+  // Every channel reconciled again: a resync that reached nothing would write nothing too.
+  expectAtLeast(
+    "[2] reconciles in the forced resync (one per AccessChannel)",
+    after.reconciles - before.reconciles,
+    CHANNELS,
+  );
+  console.log(
+    `[2] steady-state resync: ${after.reconciles - before.reconciles} reconciles, ${after.writes - before.writes} API writes (target 0)`,
+  );
+
+  // (3) RSS with TOTAL AccessChannels and their TOTAL key Secrets in the cache.
+  // Created at the pace the operator readies them (at most WINDOW waiting), so a starved API
+  // server is not buried under a backlog of creates it then times out; at FILL_TIMEOUT_S the
+  // creation stops and the memory is measured with what is there, printed as such (RESULT with
+  // "complete": false), and the run fails.
+  const t1 = performance.now();
+  let stopFill = false;
+  const created = { value: CHANNELS };
+  const filling = createChannels(client, CHANNELS, TOTAL, async () => {
+    while (!stopFill && created.value - (last?.ready ?? 0) >= WINDOW) await new Promise((r) => setTimeout(r, 250));
+    if (!stopFill) created.value += 1;
+    return !stopFill;
+  });
+  const filled = await until(`${TOTAL} Ready`, readyAtLeast(TOTAL), FILL_TIMEOUT_MS, readyProgress(TOTAL));
+  stopFill = true;
+  const fill = await filling;
+  result.createFailures = (result.createFailures as number) + fill.failed;
+  const full = await quiesce(op, "filled");
+  result.fillSeconds = Math.round((performance.now() - t1) / 1000);
+  result.cpuPerEventFillMicros = Math.round(cpuPerEvent(after, full));
+  result.ready = full.ready;
+  result.cached = full.cached;
+  result.rssMB = Math.round(full.rss / 2 ** 20);
+  result.heapMB = Math.round(full.heap / 2 ** 20);
+  result.externalMB = Math.round(full.external / 2 ** 20);
+  const line3 = `[3] ${full.cached} objects cached (${full.ready}/${TOTAL} AccessChannels Ready + their key Secrets + data plane) after ${result.fillSeconds} s: operator RSS ${mb(full.rss)}, heap ${mb(full.heap)}, external ${mb(full.external)} (idle with an empty cache: RSS ${mb(base.rss)}, heap ${mb(base.heap)}) (target < 200 MB); ${cpuPerEvent(after, full).toFixed(0)} µs CPU per informer event while the rest were created`;
+  if (!filled || !full.quiet) {
+    console.log(`${line3} (incomplete)`);
+    report(false);
+    throw new MissingWorkError(
+      `benchmark did not do its work: ${TOTAL} AccessChannels Ready within FILL_TIMEOUT_S and the operator ` +
+        `quiet after, saw ${full.ready} Ready${full.quiet ? "" : ", the operator still busy"}`,
+    );
+  }
+  await expectChannelsDone(client, ns, "[3]", TOTAL, full.ready);
+  // The cache holds each channel and its key Secret (and the Agent, data plane objects).
+  expectAtLeast("[3] objects in the operator's cache", full.cached, 2 * TOTAL);
+  console.log(line3);
+  report(true);
+  checked =
+    `${TOTAL} AccessChannels Ready with their key Secrets on the API server (${CHANNELS} at once), ` +
+    `${after.reconciles - before.reconciles} reconciles in the resync, ${full.cached} objects cached`;
   await op.stop();
   await client.close();
 } catch (err) {
@@ -333,4 +364,5 @@ try {
 } finally {
   await kube.stop();
 }
+if (checked) workChecked(checked);
 process.exit(exitCode);

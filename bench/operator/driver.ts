@@ -1,9 +1,11 @@
 // The benchmark's own client of the API server: plain undici over one pooled agent with the admin
 // client certificate of the test ground, so the driver that creates the objects is the same code
-// in both arms of the A/B and uses neither Kubernetes layer under test.
+// in both arms of the A/B and uses neither Kubernetes layer under test. It also checks the
+// operator's work on the API server's own view (expectChannelsDone).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, fetch } from "undici";
+import { expectCount } from "../work.ts";
 
 export class DriverError extends Error {
   readonly status: number;
@@ -51,7 +53,62 @@ export class Driver {
     return (text ? JSON.parse(text) : {}) as T;
   }
 
+  /** Every item of a list (paged, 500 at a time), e.g. to count what the operator made. */
+  async list<T = unknown>(path: string): Promise<T[]> {
+    const items: T[] = [];
+    let token = "";
+    do {
+      const sep = path.includes("?") ? "&" : "?";
+      const page = await this.json<{ items: T[]; metadata?: { continue?: string } }>(
+        `${path}${sep}limit=500${token ? `&continue=${encodeURIComponent(token)}` : ""}`,
+      );
+      items.push(...page.items);
+      token = page.metadata?.continue ?? "";
+    } while (token);
+    return items;
+  }
+
   close(): Promise<void> {
     return this.agent.close();
   }
+}
+
+interface Condition {
+  type: string;
+  status: string;
+}
+
+/**
+ * What the API server holds in `ns` (not what the operator says it did): AccessChannels, those
+ * Ready with a key hash in status, and the key Secrets owned by AccessChannels.
+ */
+async function onServer(client: Driver, ns: string): Promise<{ channels: number; ready: number; keySecrets: number }> {
+  const channels = await client.list<{ status?: { keyHash?: string; conditions?: Condition[] } }>(
+    `/apis/capstan.dev/v1alpha1/namespaces/${ns}/accesschannels`,
+  );
+  const secrets = await client.list(
+    `/api/v1/namespaces/${ns}/secrets?labelSelector=${encodeURIComponent("capstan.dev/owner-kind=AccessChannel")}`,
+  );
+  const ready = channels.filter(
+    (c) => c.status?.keyHash && c.status.conditions?.some((k) => k.type === "Ready" && k.status === "True"),
+  ).length;
+  return { channels: channels.length, ready, keySecrets: secrets.length };
+}
+
+/**
+ * Stops the benchmark (MissingWorkError) unless the API server holds `expected` AccessChannels,
+ * each Ready with a key hash and its key Secret, and the operator counted as many Ready.
+ */
+export async function expectChannelsDone(
+  client: Driver,
+  ns: string,
+  phase: string,
+  expected: number,
+  operatorReady: number,
+): Promise<void> {
+  const seen = await onServer(client, ns);
+  expectCount(`${phase} AccessChannels on the API server`, seen.channels, expected);
+  expectCount(`${phase} AccessChannels Ready with a key hash on the API server`, seen.ready, expected);
+  expectCount(`${phase} key Secrets of AccessChannels on the API server`, seen.keySecrets, expected);
+  expectCount(`${phase} AccessChannels Ready in the operator's cache`, operatorReady, expected);
 }

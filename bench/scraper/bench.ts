@@ -1,22 +1,28 @@
 // Scraper benchmark: pages per second through the whole path (API → rendering service →
 // Chromium → markdown) on loopback pages at concurrency 1, 4 and 8, then RSS of the process
 // tree (Node + Chromium) over a long run. Each level is compared with a plain HTTP fetch of the
-// same pages in the same run. Bounded in count and time; prints its figures.
+// same pages in the same run. Bounded in count and time; prints its figures. Every scrape must
+// answer the page asked for, rendered (its title, its heading and the paragraph its script adds),
+// and every level must scrape the number of pages asked for, before its figure is printed.
 //
 //   node bench/scraper/bench.ts [--pages 2000] [--per-level 200] [--max-seconds 1200] [--recycle 25]
+//   node bench/scraper/bench.ts --smoke     (a few pages per level, 100 in the RSS run)
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buildApp, buildRenderService, scraperConfig } from "@capstan/scraper";
 import { createLogger, createRegistry } from "@capstan/shared";
 import { Agent, fetch } from "undici";
+import { expectCount, expectWork, sized, workChecked } from "../work.ts";
 
 const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i] ?? "", process.argv[i + 1] ?? "");
-const RSS_PAGES = Number(args.get("--pages") ?? 2000);
+const argv = process.argv.slice(2).filter((a) => a !== "--smoke");
+for (let i = 0; i < argv.length; i += 2) args.set(argv[i] ?? "", argv[i + 1] ?? "");
+const RSS_PAGES = Number(args.get("--pages") ?? sized(2000, 100));
 /** Bounds the RSS run; the throughput runs are bounded by --per-level. */
 const MAX_SECONDS = Number(args.get("--max-seconds") ?? 1200);
-const PER_LEVEL = Number(args.get("--per-level") ?? 200);
+const PER_LEVEL = Number(args.get("--per-level") ?? sized(200, 8));
+const WARM_UP = sized(40, 4);
 /** Scrapes per pooled page before it is replaced (the scraper's pageRecycleAfter; its default when absent). */
 const RECYCLE = args.has("--recycle") ? { pageRecycleAfter: Number(args.get("--recycle")) } : {};
 
@@ -104,7 +110,12 @@ const site = createServer((req, res) => {
     res.end("body{font-family:sans-serif} table{border-collapse:collapse}");
     return;
   }
-  const i = Number(/\/p\/(\d+)/.exec(req.url ?? "")?.[1] ?? 0);
+  const m = /^\/p\/(\d+)$/.exec(req.url ?? "");
+  if (!m) {
+    res.writeHead(404, { "content-type": "text/html" }).end("<title>Not found</title><h1>Not found</h1>");
+    return;
+  }
+  const i = Number(m[1]);
   res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
   res.end(page(i));
 });
@@ -130,32 +141,61 @@ const agent = new Agent({ connections: 16 });
 let deadline = Number.POSITIVE_INFINITY;
 
 let counter = 0;
+/** Scrapes and fetches that did not answer their page, and what the first of them answered. */
 let failures = 0;
+let firstFailure = "";
+function failed(what: string): void {
+  failures++;
+  firstFailure ||= what.slice(0, 300);
+}
+
 async function scrapeOne(): Promise<void> {
   const i = counter++ % 500;
+  const url = `http://127.0.0.1:${sitePort}/p/${i}`;
   const res = await fetch(`${api}/scrape`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ url: `http://127.0.0.1:${sitePort}/p/${i}` }),
+    body: JSON.stringify({ url }),
     dispatcher: agent,
   });
-  const body = (await res.json()) as { success: boolean; data?: { markdown: string } };
-  if (!body.success || !body.data?.markdown.includes(`# Page ${i}`)) failures++;
+  const text = await res.text();
+  const body = JSON.parse(text) as {
+    success: boolean;
+    data?: { markdown?: string; metadata?: { title?: string; statusCode?: number } };
+  };
+  const md = body.data?.markdown ?? "";
+  // The page asked for, rendered: its title, its heading, and the paragraph its script adds.
+  const rendered =
+    body.success &&
+    body.data?.metadata?.statusCode === 200 &&
+    body.data.metadata.title === `Bench page ${i}` &&
+    md.includes(`# Page ${i}`) &&
+    md.includes(`script ${i}`);
+  if (!rendered) failed(`scrape of ${url}: ${res.status} ${text}`);
 }
 
 /** Baseline: the same page fetched over plain HTTP, no scraper, no browser. */
 async function fetchOne(): Promise<void> {
   const i = counter++ % 500;
-  const res = await fetch(`http://127.0.0.1:${sitePort}/p/${i}`, { dispatcher: agent });
-  if (!(await res.text()).includes(`Page ${i}`)) failures++;
+  const url = `http://127.0.0.1:${sitePort}/p/${i}`;
+  const res = await fetch(url, { dispatcher: agent });
+  const text = await res.text();
+  if (res.status !== 200 || !text.includes(`<title>Bench page ${i}</title>`)) failed(`fetch of ${url}: ${res.status}`);
 }
 
+/** Stops the run unless every scrape and fetch so far answered its page, and `done` of `asked` were done. */
+function expectPages(what: string, done: number, asked: number): void {
+  expectWork(failures === 0, `every page answered with its content (${failures} did not; first: ${firstFailure})`);
+  expectCount(what, done, asked);
+}
+
+/** Pages per second at `concurrency`, and how many pages were done (fewer than asked at the deadline). */
 async function run(
   concurrency: number,
   pages: number,
   onProgress?: (done: number) => void,
   one: () => Promise<void> = scrapeOne,
-): Promise<number> {
+): Promise<{ rate: number; done: number }> {
   let done = 0;
   let started = 0;
   const t0 = performance.now();
@@ -169,14 +209,14 @@ async function run(
       }
     }),
   );
-  return done / ((performance.now() - t0) / 1000);
+  return { rate: done / ((performance.now() - t0) / 1000), done };
 }
 
 console.log(
   `scraper bench: node ${process.version}, ${config.workerConcurrency} pages in the pool, each replaced after ` +
     `${config.pageRecycleAfter} scrapes, loopback site`,
 );
-await run(4, 40); // warm-up
+expectPages("warm-up pages scraped", (await run(4, WARM_UP)).done, WARM_UP);
 const rates: Record<number, number> = {};
 /** Share of the machine's CPU time the hypervisor gave to others (steal), from /proc/stat. */
 function cpuTimes(): number[] {
@@ -196,15 +236,18 @@ const stealPct = (a: number[], b: number[]) => {
 for (const c of [1, 4, 8]) {
   const stat0 = cpuTimes();
   const cpu0 = treeCpuMs();
-  rates[c] = await run(c, PER_LEVEL);
+  const scraped = await run(c, PER_LEVEL);
+  rates[c] = scraped.rate;
   const cpu1 = treeCpuMs();
   const steal = stealPct(stat0, cpuTimes());
   const perPage = (k: "node" | "chromium") => ((cpu1[k] - cpu0[k]) / PER_LEVEL).toFixed(0);
   const baseline = await run(c, PER_LEVEL, undefined, fetchOne);
+  expectPages(`pages scraped at concurrency ${c}`, scraped.done, PER_LEVEL);
+  expectPages(`pages fetched at concurrency ${c}`, baseline.done, PER_LEVEL);
   console.log(
     `concurrency ${c}: ${rates[c]?.toFixed(1)} pages/s (${PER_LEVEL} pages); CPU per page: ` +
       `Chromium ${perPage("chromium")} ms, Node ${perPage("node")} ms; plain HTTP fetch of the same ` +
-      `pages ${baseline.toFixed(0)} pages/s (scrape/fetch ${((rates[c] ?? 0) / baseline).toFixed(3)}); ` +
+      `pages ${baseline.rate.toFixed(0)} pages/s (scrape/fetch ${((rates[c] ?? 0) / baseline.rate).toFixed(3)}); ` +
       `CPU stolen by the hypervisor ${steal.toFixed(1)} %`,
   );
 }
@@ -215,17 +258,20 @@ for (const c of [1, 4, 8]) {
  * exiting while its successor starts) does not stand for the level. The raw extremes are printed
  * too. "After warm-up" starts at 500 pages (at a quarter of a shorter run).
  */
-async function memoryRun(pages: number): Promise<void> {
+async function memoryRun(pages: number): Promise<number> {
   const raw: number[] = [];
   const samples: { pages: number; rss: number }[] = [{ pages: 0, rss: treeRssMiB() }];
   deadline = Date.now() + MAX_SECONDS * 1000;
   const t0 = performance.now();
-  const rate = await run(8, pages, (done) => {
+  const { rate, done } = await run(8, pages, (done) => {
     if (done % 20 !== 0) return;
     raw.push(treeRssMiB());
     if (done % 100 === 0) samples.push({ pages: done, rss: raw.slice(-5).reduce((x, y) => x + y, 0) / 5 });
   });
   const elapsed = (performance.now() - t0) / 1000;
+  const stopped = Date.now() >= deadline;
+  // Stopped by --max-seconds, the run reports the pages it reached, but at least one 100-page sample.
+  expectPages("pages scraped in the RSS run", done, stopped ? Math.max(100, done) : pages);
   const warm = samples.find((s) => s.pages >= Math.min(500, pages / 4)) ?? samples[0];
   const last = samples.at(-1) ?? samples[0];
   const after = samples.filter((s) => s.pages >= (warm?.pages ?? 0));
@@ -243,7 +289,7 @@ async function memoryRun(pages: number): Promise<void> {
   const rss = after.map((s) => s.rss);
   console.log(
     `RSS run: ${last?.pages} pages in ${elapsed.toFixed(0)} s (${rate.toFixed(1)} pages/s at concurrency 8)` +
-      `${Date.now() >= deadline ? " — stopped by --max-seconds" : ""}`,
+      `${stopped ? " — stopped by --max-seconds" : ""}`,
   );
   console.log(
     `RSS (PSS of Node + Chromium processes): start ${samples[0]?.rss.toFixed(0)} MiB; after warm-up ` +
@@ -253,14 +299,18 @@ async function memoryRun(pages: number): Promise<void> {
       `${Math.min(...raw).toFixed(0)}–${Math.max(...raw).toFixed(0)} MiB)`,
   );
   console.log(`RSS samples (pages:MiB): ${samples.map((s) => `${s.pages}:${s.rss.toFixed(0)}`).join(" ")}`);
+  return done;
 }
 
-if (RSS_PAGES >= 100) await memoryRun(RSS_PAGES);
-else console.log("RSS run skipped (--pages below 100)");
-console.log(`failed scrapes: ${failures}`);
+const rssDone = RSS_PAGES >= 100 ? await memoryRun(RSS_PAGES) : 0;
+if (!rssDone) console.log("RSS run skipped (--pages below 100)");
 
 await app.close();
 await render.close();
 await agent.close();
 site.close();
-process.exit(failures ? 1 : 0);
+workChecked(
+  `${WARM_UP + 3 * PER_LEVEL + rssDone} pages scraped and ${3 * PER_LEVEL} fetched, each with its title, ` +
+    "heading and scripted paragraph",
+);
+process.exit(0);
