@@ -14,14 +14,14 @@ describe("operator benchmarks (smoke)", () => {
   });
 
   it("ab.sh runs both arms, each on the layer it is named after", async () => {
-    const out = await smoke("test/bench/run-shell.ts", ["bench/operator/ab.sh"], { timeoutMs: 180_000 });
+    const out = await smoke("bench/operator/ab.sh", [], { timeoutMs: 180_000 });
     expect(out).toContain("work checked: 2 complete runs (1 per arm)");
     expect(out).toMatch(/^\| hand-written \| true \|/m);
     expect(out).toMatch(/^\| client-node \| true \|/m);
   });
 
   it("module-graph.sh measures undici, client-node and the bundle, each loaded", async () => {
-    const out = await smoke("test/bench/run-shell.ts", ["bench/operator/module-graph.sh"], { timeoutMs: 60_000 });
+    const out = await smoke("bench/operator/module-graph.sh", [], { timeoutMs: 60_000 });
     expect(out).toContain("work checked: 3 processes (1 each of undici, client-node, bundle)");
   });
 });
