@@ -1,6 +1,7 @@
 // What the gateway benchmarks share: a private Redis, the fake provider and gateway processes
 // (src/main.ts, as deployed) on free loopback ports, resources written as YAML, and a precise
-// closed-loop latency probe (autocannon's histogram has 1 ms resolution; added latency needs µs).
+// closed-loop latency probe (autocannon's histogram has 1 ms resolution; added latency needs µs)
+// that counts only real completions, and the checks every gateway benchmark makes of its work.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { generateKey, hashKey } from "@capstan/shared";
 import { Pool } from "undici";
 import { freePort } from "../../test/ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../../test/ground/process.ts";
+import { expectWork } from "../work.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const procs: ManagedProcess[] = [];
@@ -101,8 +103,39 @@ export interface Probe {
   p90: number;
   p99: number;
   mean: number;
+  /** Answers that were 200 with a completion's content (an assistant message that is not empty). */
   count: number;
   errors: number;
+  /** The first answer that was not a completion, for the error that names it. */
+  firstError?: string;
+}
+
+/** The content of a chat completion's first choice, or undefined when the body is not one. */
+export function completionContent(body: string): string | undefined {
+  try {
+    const content = (JSON.parse(body) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message
+      ?.content;
+    return typeof content === "string" && content.length > 0 ? content : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stops the benchmark unless every request of the probe was answered with a completion. */
+export function expectAnswered(what: string, p: Probe, total: number): void {
+  expectWork(
+    p.count === total && p.errors === 0,
+    `${what}: ${total} completions expected, ${p.count} seen, ${p.errors} other answers (first: ${p.firstError})`,
+  );
+}
+
+/** Chat completions the gateway sent upstream so far (its upstream histogram's count, every label). */
+export async function upstreamCalls(url: string): Promise<number> {
+  const text = await (await fetch(`${internalUrlOf(url)}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("capstan_gateway_upstream_duration_seconds_count"))
+    .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -119,6 +152,7 @@ export async function probeLatency(
   const pool = new Pool(origin, { connections: opts.concurrency, pipelining: 1 });
   const times: number[] = [];
   let errors = 0;
+  let firstError: string | undefined;
   let sent = 0;
   const worker = async () => {
     while (sent < opts.total) {
@@ -130,10 +164,13 @@ export async function probeLatency(
         headers: { "content-type": "application/json", ...headers },
         body: CHAT_BODY,
       });
-      await res.body.arrayBuffer();
+      const body = await res.body.text();
       const dt = performance.now() - t0;
-      if (res.statusCode === 200) times.push(dt);
-      else errors++;
+      if (res.statusCode === 200 && completionContent(body) !== undefined) times.push(dt);
+      else {
+        errors++;
+        firstError ??= `${res.statusCode} ${body.slice(0, 200)}`;
+      }
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, worker));
@@ -147,6 +184,7 @@ export async function probeLatency(
     mean,
     count: times.length,
     errors,
+    ...(firstError ? { firstError } : {}),
   };
 }
 

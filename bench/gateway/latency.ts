@@ -3,23 +3,29 @@
 //      the gateway, alternating rounds so both see the same machine load: p50/p99 added latency;
 //   2. autocannon at saturation on both: requests/s and the throughput ratio.
 // Run: node bench/gateway/latency.ts   (env: BENCH_DURATION=seconds, BENCH_PROBE=requests per round)
+//   --smoke: 1 s of autocannon, 50 requests per round (bench/work.ts). Every probe request must be
+//   answered with a completion, the gateway must have called the provider once per request it
+//   answered, and autocannon must see only 2xx answers; otherwise the run stops.
 import autocannon from "autocannon";
 import { startRedis } from "../../test/ground/redis.ts";
+import { expectAtLeast, expectCount, expectWork, sized, workChecked } from "../work.ts";
 import {
   CHAT_BODY,
   cleanup,
   cpuMs,
+  expectAnswered,
   fmt,
   type Probe,
   probeLatency,
   procs,
   startFakeUpstream,
   startGatewayProcess,
+  upstreamCalls,
   writeResources,
 } from "./harness.ts";
 
-const duration = Number(process.env.BENCH_DURATION ?? 10);
-const probeTotal = Number(process.env.BENCH_PROBE ?? 2000);
+const duration = Number(process.env.BENCH_DURATION ?? sized(10, 1));
+const probeTotal = Number(process.env.BENCH_PROBE ?? sized(2000, 50));
 const rounds = 3;
 
 function cannon(url: string, headers: Record<string, string>) {
@@ -45,6 +51,7 @@ try {
   await probeLatency(gateway, "/api/v1/chat/completions", auth, { total: 500, concurrency: 4 });
 
   const [fakePid, gatewayPid] = procs.map((p) => p.child.pid as number) as [number, number];
+  const callsBefore = await upstreamCalls(gateway);
   const direct: Probe[] = [];
   const through: Probe[] = [];
   let fakeCpu = 0;
@@ -63,9 +70,34 @@ try {
   const g50 = median(through.map((p) => p.p50));
   const g99 = median(through.map((p) => p.p99));
   const errors = [...direct, ...through].reduce((n, p) => n + p.errors, 0);
+  for (const [i, p] of direct.entries()) expectAnswered(`direct round ${i + 1}`, p, probeTotal);
+  for (const [i, p] of through.entries()) expectAnswered(`gateway round ${i + 1}`, p, probeTotal);
+  expectCount(
+    "provider calls the gateway made for its probe rounds",
+    (await upstreamCalls(gateway)) - callsBefore,
+    rounds * probeTotal,
+  );
 
   const a = await cannon(`${upstream}/v1/chat/completions`, {});
+  const callsBeforeCannon = await upstreamCalls(gateway);
   const b = await cannon(`${gateway}/api/v1/chat/completions`, auth);
+  for (const [name, r] of [
+    ["direct", a],
+    ["gateway", b],
+  ] as const) {
+    expectAtLeast(`2xx answers to autocannon (${name})`, r["2xx"], 1);
+    expectWork(
+      r.non2xx === 0 && r.errors === 0,
+      `autocannon (${name}) saw ${r.non2xx} non-2xx answers and ${r.errors} errors`,
+    );
+  }
+  // autocannon counts the answers that arrived within its duration; the requests still in flight
+  // then (at most one per connection) reached the provider too.
+  const cannonCalls = (await upstreamCalls(gateway)) - callsBeforeCannon;
+  expectWork(
+    cannonCalls >= b["2xx"] && cannonCalls <= b["2xx"] + 32,
+    `provider calls the gateway made under autocannon: ${b["2xx"]} to ${b["2xx"] + 32} expected, saw ${cannonCalls}`,
+  );
 
   const lines = [
     `gateway added latency (closed loop, 1 connection, ${rounds} rounds × ${probeTotal} requests, median of rounds)`,
@@ -80,6 +112,9 @@ try {
     `  ratio    ${(b.requests.average / a.requests.average).toFixed(3)} (gateway / direct)`,
   ];
   console.log(lines.join("\n"));
+  workChecked(
+    `${2 * rounds * probeTotal} probe completions and ${b["2xx"]} under load, each gateway one a provider call`,
+  );
 } finally {
   await cleanup();
   await redis.stop();

@@ -1,13 +1,23 @@
 // Limiter accuracy across replicas: 4 gateway processes sharing one Redis, 1,000 concurrent
 // requests spread over them on one channel with QPM 100: exactly 100 must be accepted.
 // Run: node bench/gateway/limiter-accuracy.ts   (env: BENCH_INSTANCES, BENCH_REQUESTS, BENCH_QPM)
+//   --smoke: 2 processes, 60 requests, QPM 10 (bench/work.ts). Every accepted request must be a
+//   completion, every other one a 429, and the limiters' decisions must add up to the requests.
 import { Pool } from "undici";
 import { startRedis } from "../../test/ground/redis.ts";
-import { CHAT_BODY, cleanup, internalUrlOf, startGatewayProcess, writeResources } from "./harness.ts";
+import { expectCount, expectWork, sized, workChecked } from "../work.ts";
+import {
+  CHAT_BODY,
+  cleanup,
+  completionContent,
+  internalUrlOf,
+  startGatewayProcess,
+  writeResources,
+} from "./harness.ts";
 
-const instances = Number(process.env.BENCH_INSTANCES ?? 4);
-const total = Number(process.env.BENCH_REQUESTS ?? 1000);
-const qpm = Number(process.env.BENCH_QPM ?? 100);
+const instances = Number(process.env.BENCH_INSTANCES ?? sized(4, 2));
+const total = Number(process.env.BENCH_REQUESTS ?? sized(1000, 60));
+const qpm = Number(process.env.BENCH_QPM ?? sized(100, 10));
 
 const redis = await startRedis();
 try {
@@ -32,7 +42,11 @@ try {
         headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
         body: CHAT_BODY,
       });
-      await res.body.arrayBuffer();
+      const body = await res.body.text();
+      expectWork(
+        res.statusCode !== 200 || completionContent(body) !== undefined,
+        `an accepted request is answered with a completion (saw ${body.slice(0, 200)})`,
+      );
       return res.statusCode;
     }),
   );
@@ -60,7 +74,13 @@ try {
       ...Object.entries(metrics).map(([k, v]) => `  ${k} ${v}`),
     ].join("\n"),
   );
-  if (accepted !== qpm || other !== 0) process.exitCode = 1;
+  const decided = Object.entries(metrics)
+    .filter(([k]) => k.startsWith("capstan_gateway_limiter_decisions_total"))
+    .reduce((n, [, v]) => n + v, 0);
+  expectCount("limiter decisions across the replicas", decided, total);
+  expectCount("requests accepted", accepted, qpm);
+  expectCount("answers other than 200 and 429", other, 0);
+  workChecked(`${total} requests decided by ${instances} replicas' limiters, ${accepted} accepted as completions`);
 } finally {
   await cleanup();
   await redis.stop();

@@ -3,22 +3,27 @@
 // BENCH_PROBE requests (default 5000, closed loop, BENCH_CONCURRENCY=1) and prints the CPU per
 // request and where it went (self time by function and by package).
 // Run: node bench/gateway/profile.ts   (env: BENCH_PROFILE_DIR, default a temp folder)
+//   --smoke: 100 requests (bench/work.ts). Every request must be answered with a completion that
+//   the provider was called for, and the profile must hold samples of the gateway's own code.
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRedis } from "../../test/ground/redis.ts";
+import { expectAtLeast, expectCount, sized, workChecked } from "../work.ts";
 import {
   cleanup,
   cpuMs,
+  expectAnswered,
   fmt,
   probeLatency,
   procs,
   startFakeUpstream,
   startGatewayProcess,
+  upstreamCalls,
   writeResources,
 } from "./harness.ts";
 
-const total = Number(process.env.BENCH_PROBE ?? 5000);
+const total = Number(process.env.BENCH_PROBE ?? sized(5000, 100));
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 1);
 const profDir = process.env.BENCH_PROFILE_DIR ?? mkdtempSync(join(tmpdir(), "gw-prof-"));
 
@@ -29,7 +34,7 @@ interface Node {
 }
 
 /** Self and inclusive time of the samples taken in [from, to] (µs on the monotonic clock). */
-function summarise(file: string, from: number, to: number): void {
+function summarise(file: string, from: number, to: number): { busyMs: number; gatewayFunctions: number } {
   const prof = JSON.parse(readFileSync(file, "utf8")) as {
     nodes: Node[];
     samples: number[];
@@ -98,6 +103,8 @@ function summarise(file: string, from: number, to: number): void {
       .map(([name, us]) => `  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${name}`)
       .join("\n");
   console.log(`profile ${file}: busy ${(busy / 1000).toFixed(0)} ms of ${(all / 1000).toFixed(0)} ms sampled`);
+  const gatewayCode = [...fn].filter(([name]) => name.includes("services/gateway/src/")).length;
+  return { busyMs: busy / 1000, gatewayFunctions: gatewayCode };
   console.log(`self time by package:\n${top(pkg, 25)}`);
   console.log(`self time by function:\n${top(fn, 40)}`);
   console.log(`inclusive time by function:\n${top(incl, 70)}`);
@@ -119,7 +126,10 @@ try {
   const from = Number(process.hrtime.bigint() / 1000n);
   const g0 = cpuMs(gatewayPid);
   const f0 = cpuMs(fakePid);
+  const calls0 = await upstreamCalls(gateway);
   const p = await probeLatency(gateway, "/api/v1/chat/completions", auth, { total, concurrency });
+  expectAnswered("profiled requests", p, total);
+  expectCount("provider calls for the profiled requests", (await upstreamCalls(gateway)) - calls0, total);
   window = [from, Number(process.hrtime.bigint() / 1000n)];
   console.log(
     `load ${readFileSync("/proc/loadavg", "utf8").trim()}\n${total} requests, concurrency ${concurrency}: p50 ${fmt(p.p50)} p99 ${fmt(p.p99)}, errors ${p.errors}; CPU per request: gateway ${fmt((cpuMs(gatewayPid) - g0) / total)}, provider ${fmt((cpuMs(fakePid) - f0) / total)}`,
@@ -129,4 +139,11 @@ try {
   await redis.stop();
 }
 const files = readdirSync(profDir).filter((f) => f.endsWith(".cpuprofile"));
-for (const f of files) summarise(join(profDir, f), ...window);
+expectAtLeast(`CPU profiles written to ${profDir}`, files.length, 1);
+const summaries = files.map((f) => summarise(join(profDir, f), ...window));
+expectAtLeast(
+  "functions of services/gateway/src sampled in the request window",
+  Math.max(...summaries.map((x) => x.gatewayFunctions)),
+  1,
+);
+workChecked(`${total} completions profiled; ${files.length} profile(s) with the gateway's own code sampled`);

@@ -3,10 +3,15 @@
 // limiter's Redis timeout; once it is open, no request waits on Redis. One gateway process as
 // deployed (src/main.ts, default breaker settings), the offline agent, a QPM too high to bind.
 // Run: node bench/gateway/redis-frozen.ts   (env: BENCH_REQUESTS, BENCH_CONCURRENCY)
+//   --smoke: 100 requests per phase (bench/work.ts). Every request of both phases must be answered
+//   with a completion, the breaker must have opened, and the frozen phase's decisions must all
+//   have been made without Redis.
 import { startRedis } from "../../test/ground/redis.ts";
+import { expectAtLeast, expectWork, sized, workChecked } from "../work.ts";
 import {
   CHAT_BODY,
   cleanup,
+  expectAnswered,
   internalUrlOf,
   type Probe,
   probeLatency,
@@ -14,7 +19,7 @@ import {
   writeResources,
 } from "./harness.ts";
 
-const total = Number(process.env.BENCH_REQUESTS ?? 2000);
+const total = Number(process.env.BENCH_REQUESTS ?? sized(2000, 100));
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
 
 async function metric(url: string, name: string, label: string): Promise<number> {
@@ -54,6 +59,10 @@ try {
   const frozen = await probeLatency(url, "/api/v1/chat/completions", headers, { total, concurrency });
   const circuitOpen = await metric(url, "capstan_gateway_limiter_backend_errors_total", 'reason="circuit_open"');
   redis.thaw();
+  expectAnswered("Redis healthy", healthy, total);
+  expectAnswered("Redis frozen, breaker open", frozen, total);
+  expectWork(opening.length > 0, "requests met the frozen Redis before the breaker opened");
+  expectAtLeast("decisions made without Redis while the breaker was open (circuit_open)", circuitOpen, total);
 
   const row = (name: string, p: Probe) =>
     `| ${name} | ${p.count} | ${p.p50.toFixed(2)} | ${p.p90.toFixed(2)} | ${p.p99.toFixed(2)} | ${p.errors} |`;
@@ -68,6 +77,7 @@ try {
   );
   console.log(`added p99 with the breaker open: ${(frozen.p99 - healthy.p99).toFixed(2)} ms`);
   console.log(`decisions made without Redis (circuit_open): ${circuitOpen}`);
+  workChecked(`${2 * total} completions; the breaker opened and ${circuitOpen} decisions were made without Redis`);
 } finally {
   redis.thaw();
   await cleanup();
