@@ -2,7 +2,14 @@
 // Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
 
 import type { KubeObject, OwnerReference } from "@capstan/shared/kube";
-import { GATEWAY_NAME, type OperatorConfig, type PodSettings, SEARCH_NAME, searchPublicServiceUrl } from "../config.ts";
+import {
+  dataPlaneNamespace,
+  GATEWAY_NAME,
+  type OperatorConfig,
+  type PodSettings,
+  SEARCH_NAME,
+  searchPublicServiceUrl,
+} from "../config.ts";
 import {
   CONFIG_HASH,
   CONTAINER_SECURITY,
@@ -217,7 +224,7 @@ export function gatewayObjects(
         env("PORT", c.gateway.port),
         env("CAPSTAN_INTERNAL_PORT", c.gateway.internalPort),
         ...redisEnv(c),
-        ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
         // Search itself (the public port): the internal token reaches only the Agent's namespace.
         env("CAPSTAN_SEARCH_URL", searchPublicServiceUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
@@ -264,7 +271,7 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
         ...qdrant.env,
         ...optionalEnv("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
-        ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
         ...otelEnv(c.otel, SEARCH_NAME),
         ...extraEnv(c.search.extraEnv),
       ],
