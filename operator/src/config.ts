@@ -76,6 +76,11 @@ export const operatorConfigSchema = z.object({
   ownerConfigMap: z.string().min(1).optional(),
   /** Secret (in namespace) holding the gateway-to-search token; generated when absent. */
   internalTokenSecret: z.string().min(1).default("capstan-internal-token"),
+  /**
+   * Secret (in namespace) holding the HMAC key under which status carries user-supplied keys; the
+   * gateway and search get it in env. Generated when absent (docs/security.md "Key verifiers").
+   */
+  keyVerifierSecret: z.string().min(1).default("capstan-key-verifier"),
   gateway: z
     .object({
       ...workloadFields("gateway", 8080, 2, 80),

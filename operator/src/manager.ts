@@ -216,6 +216,10 @@ export class Operator {
     ac.watchOwned(i.secrets, "AccessChannel");
     ac.watchMapped(i.agents, (a) => keys(i.channels.byIndex("agent", secretKey(a))));
     ac.watchMapped(i.secrets, (s) => keys(i.channels.byIndex("secret", secretKey(s))));
+    // The key-verifier Secret appearing (first start): the user-supplied keys get their verifier.
+    const isVerifier = (s: KubeObject) =>
+      s.metadata.namespace === this.config.namespace && s.metadata.name === this.config.keyVerifierSecret;
+    ac.watchMapped(i.secrets, (s) => (isVerifier(s) ? keys(i.channels.list().filter((o) => o.spec.keySecretRef)) : []));
 
     const sk = c.searchKey as Controller;
     sk.watchFor(i.searchKeys);
@@ -224,6 +228,9 @@ export class Operator {
       kbIndexKey(kb.metadata.namespace, knowledgeIdOf(kb));
     sk.watchMapped(i.knowledgeBases, (kb) => keys(i.searchKeys.byIndex("kb", kbKey(kb))));
     sk.watchMapped(i.secrets, (s) => keys(i.searchKeys.byIndex("secret", secretKey(s))));
+    sk.watchMapped(i.secrets, (s) =>
+      isVerifier(s) ? keys(i.searchKeys.list().filter((o) => o.spec.keySecretRef)) : [],
+    );
 
     const ag = c.agent as Controller;
     ag.watchFor(i.agents);

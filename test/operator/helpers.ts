@@ -42,8 +42,25 @@ export async function serveSearchToOperator(
   };
 }
 
-/** The internal-token Secret an operator of this namespace reads (as the chart would create it). */
+/** The key-verifier key of test/operator's search services (the operator's Secret in their namespaces). */
+export const TEST_KEY_VERIFIER = "test-key-verifier-0123456789abcdef";
+
+/**
+ * The internal-token Secret an operator of this namespace reads, and its key-verifier Secret (the
+ * HMAC key of user-supplied keys, TEST_KEY_VERIFIER, which the test's search is given), as the
+ * operator would generate them: it never overwrites either.
+ */
 export async function internalTokenSecret(client: TestKube, ns: string, token: string): Promise<void> {
+  await create(client, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: "capstan-key-verifier",
+      namespace: ns,
+      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
+    },
+    data: { key: Buffer.from(TEST_KEY_VERIFIER).toString("base64") },
+  });
   await create(client, {
     apiVersion: "v1",
     kind: "Secret",
