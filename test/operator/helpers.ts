@@ -51,26 +51,14 @@ export const TEST_KEY_VERIFIER = "test-key-verifier-0123456789abcdef";
  * operator would generate them: it never overwrites either.
  */
 export async function internalTokenSecret(client: TestKube, ns: string, token: string): Promise<void> {
-  await create(client, {
+  const owned = (name: string, data: Record<string, string>): Obj => ({
     apiVersion: "v1",
     kind: "Secret",
-    metadata: {
-      name: "capstan-key-verifier",
-      namespace: ns,
-      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
-    },
-    data: { key: Buffer.from(TEST_KEY_VERIFIER).toString("base64") },
+    metadata: { name, namespace: ns, labels: { "app.kubernetes.io/managed-by": "capstan-operator" } },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
   });
-  await create(client, {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: {
-      name: "capstan-internal-token",
-      namespace: ns,
-      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
-    },
-    data: { token: Buffer.from(token).toString("base64") },
-  });
+  await create(client, owned("capstan-key-verifier", { key: TEST_KEY_VERIFIER }));
+  await create(client, owned("capstan-internal-token", { token }));
 }
 
 export function startOperatorFor(
