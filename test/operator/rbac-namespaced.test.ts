@@ -127,7 +127,7 @@ describe("operator.watchNamespaces: namespaced RBAC", () => {
       apiVersion: CAP,
       kind: "Agent",
       metadata: { name: "helper", namespace: n },
-      spec: { systemPrompt: "answer briefly" },
+      spec: { provider: { baseURL: "https://llm.example/v1", model: "m" } },
     });
     const channel = (n: string): Obj => ({
       apiVersion: CAP,
