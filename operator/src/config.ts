@@ -54,7 +54,12 @@ const workloadFields = (image: string, port: number, replicas: number, servicePo
 export const operatorConfigSchema = z.object({
   /** Namespace of the operator and the shared gateway/search workloads. */
   namespace: z.string().min(1).default("capstan-system"),
-  /** Watch the five kinds in this namespace only; "" watches all namespaces. */
+  /**
+   * Watch the five kinds in these namespaces only (the chart then grants Roles there, no
+   * ClusterRole); empty, with watchNamespace "", watches all namespaces.
+   */
+  watchNamespaces: z.array(z.string().min(1).max(63)).default([]),
+  /** The earlier single-namespace form of watchNamespaces, still read: "" adds nothing. */
   watchNamespace: z.string().default(""),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
   /** This instance's identity in the Lease (the pod name). */
@@ -71,6 +76,11 @@ export const operatorConfigSchema = z.object({
   ownerConfigMap: z.string().min(1).optional(),
   /** Secret (in namespace) holding the gateway-to-search token; generated when absent. */
   internalTokenSecret: z.string().min(1).default("capstan-internal-token"),
+  /**
+   * Secret (in namespace) holding the HMAC key under which status carries user-supplied keys; the
+   * gateway and search get it in env. Generated when absent (docs/security.md "Key verifiers").
+   */
+  keyVerifierSecret: z.string().min(1).default("capstan-key-verifier"),
   gateway: z
     .object({
       ...workloadFields("gateway", 8080, 2, 80),
@@ -208,6 +218,22 @@ export function loadOperatorConfig(
     strictEnv: { prefixes: ["CAPSTAN_"], also: ["CAPSTAN_OPERATOR_CONFIG", "CAPSTAN_KUBE_CONTEXT"] },
     ...(overrides ? { overrides } : {}),
   });
+}
+
+/** The namespaces the operator watches (watchNamespaces and watchNamespace), or undefined for all. */
+export function watchedNamespaces(c: Pick<OperatorConfig, "watchNamespaces" | "watchNamespace">): string[] | undefined {
+  const all = [...new Set([...c.watchNamespaces, ...(c.watchNamespace ? [c.watchNamespace] : [])])];
+  return all.length > 0 ? all : undefined;
+}
+
+/**
+ * The one namespace the data plane watches: the watched namespace when there is exactly one; with
+ * several (or all) it reads the five kinds cluster-wide (its ClusterRole is read-only and names no
+ * Secret) and serves only what the operator gave a status, i.e. resources of watched namespaces.
+ */
+export function dataPlaneNamespace(c: Pick<OperatorConfig, "watchNamespaces" | "watchNamespace">): string | undefined {
+  const watched = watchedNamespaces(c);
+  return watched?.length === 1 ? watched[0] : undefined;
 }
 
 /** In-cluster URL of a Service. */

@@ -7,7 +7,7 @@ import { knowledgeIdOf } from "@capstan/shared/api";
 import type { KubeConfig } from "@capstan/shared/kube";
 import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
-import { searchInternalUrl } from "./config.ts";
+import { searchInternalUrl, watchedNamespaces } from "./config.ts";
 import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
 import { operatorMetrics } from "./fleet-metrics.ts";
@@ -80,10 +80,16 @@ export class Operator {
     this.logger = deps.logger ?? createLogger({ name: "capstan-operator", level: config.logLevel });
     this.http = new KubeHttp(deps.kubeConfig, this.registry, { timeoutMs: config.apiTimeoutSeconds * 1000 });
     this.client = new ObjectClient(this.http);
-    const ns = config.watchNamespace || undefined;
+    const watched = watchedNamespaces(config);
     const resyncMs = config.resyncSeconds * 1000;
-    const base = { namespace: ns, resyncMs, logger: this.logger };
-    const managed = { ...base, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };
+    const base = { namespaces: watched, resyncMs, logger: this.logger };
+    // The Deployments and Services it owns: in the watched namespaces (Scrapers) and its own
+    // (the shared gateway and search), so namespaced RBAC suffices.
+    const managed = {
+      ...base,
+      namespaces: watched && [...watched, config.namespace],
+      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+    };
     this.informers = {
       agents: new Informer(this.http, AGENT, base),
       channels: new Informer(this.http, ACCESS_CHANNEL, base),
@@ -94,7 +100,7 @@ export class Operator {
       // operator never lists or watches other Secrets; it gets the ones a resource names.
       secrets: new Informer(this.http, SECRET, {
         ...managed,
-        namespace: config.namespace,
+        namespaces: [config.namespace],
         resyncMs: 0,
         transform: secretTransform,
       }),
@@ -210,6 +216,10 @@ export class Operator {
     ac.watchOwned(i.secrets, "AccessChannel");
     ac.watchMapped(i.agents, (a) => keys(i.channels.byIndex("agent", secretKey(a))));
     ac.watchMapped(i.secrets, (s) => keys(i.channels.byIndex("secret", secretKey(s))));
+    // The key-verifier Secret appearing (first start): the user-supplied keys get their verifier.
+    const isVerifier = (s: KubeObject) =>
+      s.metadata.namespace === this.config.namespace && s.metadata.name === this.config.keyVerifierSecret;
+    ac.watchMapped(i.secrets, (s) => (isVerifier(s) ? keys(i.channels.list().filter((o) => o.spec.keySecretRef)) : []));
 
     const sk = c.searchKey as Controller;
     sk.watchFor(i.searchKeys);
@@ -218,6 +228,9 @@ export class Operator {
       kbIndexKey(kb.metadata.namespace, knowledgeIdOf(kb));
     sk.watchMapped(i.knowledgeBases, (kb) => keys(i.searchKeys.byIndex("kb", kbKey(kb))));
     sk.watchMapped(i.secrets, (s) => keys(i.searchKeys.byIndex("secret", secretKey(s))));
+    sk.watchMapped(i.secrets, (s) =>
+      isVerifier(s) ? keys(i.searchKeys.list().filter((o) => o.spec.keySecretRef)) : [],
+    );
 
     const ag = c.agent as Controller;
     ag.watchFor(i.agents);

@@ -1,6 +1,9 @@
 // The RBAC rules of the operator and of the read-only data plane, in one place: the chart's
-// ClusterRoles and Role are generated from here (charts/capstan/files/rbac/*.yaml, kept in step
-// by a drift test) and docs/operator.md explains each rule.
+// ClusterRoles and Roles are generated from here (charts/capstan/files/rbac/*.yaml, kept in step
+// by a drift test) and docs/operator.md explains each rule. OPERATOR_RULES are granted by a
+// ClusterRole when the operator watches every namespace, and by a Role in each watched namespace
+// when it watches named ones (operator.watchNamespaces); RELEASE_NAMESPACE_RULES always by a Role
+// in its own namespace. Nothing cluster-scoped is needed in namespaced mode.
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -10,7 +13,7 @@ export interface PolicyRule {
 
 const KINDS = ["agents", "accesschannels", "searchkeys", "knowledgebases", "scrapers"];
 
-/** Cluster-wide (or, in single-namespace mode, namespaced) rules of the operator. */
+/** The operator's rules where it watches the five kinds: cluster-wide, or each watched namespace. */
 export const OPERATOR_RULES: PolicyRule[] = [
   // Watch the five kinds; patch only to add/remove the KnowledgeBase finalizer and its document list.
   { apiGroups: ["capstan.dev"], resources: KINDS, verbs: ["get", "list", "watch", "patch"] },
@@ -42,11 +45,16 @@ export const OPERATOR_RULES: PolicyRule[] = [
 ];
 
 /**
- * Namespaced rules of the operator in its own namespace: the leader-election Lease, and the cache
- * of the Secrets it owns there (internal token, provider-key mirror; label-selected watch).
+ * Rules of the operator in its own (the release) namespace, whatever it watches: the cache of the
+ * Secrets it owns there (internal token, provider-key mirror; label-selected list and watch) and
+ * their writes, the chart's ConfigMap that owns the shared data plane, the gateway and search
+ * Deployments and Services, the leader-election Lease and Events.
  */
-export const LEADER_ELECTION_RULES: PolicyRule[] = [
-  { apiGroups: [""], resources: ["secrets"], verbs: ["list", "watch", "patch"] },
+export const RELEASE_NAMESPACE_RULES: PolicyRule[] = [
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
+  { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] },
+  { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch", "create", "patch"] },
+  { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch", "create", "patch"] },
   {
     apiGroups: ["coordination.k8s.io"],
     resources: ["leases"],

@@ -20,6 +20,7 @@ import {
   eventually,
   serveSearchToOperator,
   startOperatorFor,
+  TEST_KEY_VERIFIER,
   whenCondition,
 } from "../operator/helpers.ts";
 import { type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles, trySearchFinds } from "./helpers.ts";
@@ -69,7 +70,10 @@ beforeAll(async () => {
   source = new KubeSource(view, admin, { namespace: ns, kinds: ["SearchKey", "KnowledgeBase"] });
   await source.start();
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
-  search = await buildSearch({ internalToken: TOKEN, logLevel: "warn" }, { view, embedders: [embedder] });
+  search = await buildSearch(
+    { internalToken: TOKEN, keyVerifier: TEST_KEY_VERIFIER, logLevel: "warn" },
+    { view, embedders: [embedder] },
+  );
   const served = await serveSearchToOperator(admin, ns, search, TOKEN, 60_000);
   searchUrl = served.url;
   operator = startOperatorFor(inject("kubeconfig"), ns, {

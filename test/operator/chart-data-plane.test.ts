@@ -64,6 +64,7 @@ describe("the shared data plane as the chart configures it", () => {
       ["apps/v1", "Deployment", "capstan-search"],
       ["v1", "Service", "capstan-search"],
       ["v1", "Secret", "capstan-internal-token"],
+      ["v1", "Secret", "capstan-key-verifier"],
     ] as const) {
       const obj = await eventually(`${kind} ${name}`, () => get(client, apiVersion, kind, owned, name));
       expect(obj.metadata.ownerReferences, `${kind} ${name}`).toEqual([owner]);

@@ -49,6 +49,8 @@ export const KINDS: Record<string, { plural: string; namespaced: boolean }> = {
   PodDisruptionBudget: { plural: "poddisruptionbudgets", namespaced: true },
   Ingress: { plural: "ingresses", namespaced: true },
   HTTPRoute: { plural: "httproutes", namespaced: true },
+  ValidatingAdmissionPolicy: { plural: "validatingadmissionpolicies", namespaced: false },
+  ValidatingAdmissionPolicyBinding: { plural: "validatingadmissionpolicybindings", namespaced: false },
 };
 
 export function parseRendered(stdout: string): Rendered[] {

@@ -157,7 +157,11 @@ describe("charts/capstan with helm", () => {
 
   it("installs, upgrades and uninstalls a release on the API server", async () => {
     const kc = ["--kubeconfig", kubeconfig, "-n", ns];
-    const set = MINIMAL.flatMap((v) => ["--set", v]);
+    // The reference policy is cluster-scoped: bound to this namespace only, so that other test
+    // files' users are not checked by this release's policy while it is installed.
+    const set = [...MINIMAL, `admission.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=${ns}`].flatMap(
+      (v) => ["--set", v],
+    );
     const install = await helm(["install", release, chart, ...kc, "--set", "installCRDs=false", ...set], home);
     expect(install.stderr).toBe("");
     expect(install.code).toBe(0);

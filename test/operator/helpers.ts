@@ -42,18 +42,23 @@ export async function serveSearchToOperator(
   };
 }
 
-/** The internal-token Secret an operator of this namespace reads (as the chart would create it). */
+/** The key-verifier key of test/operator's search services (the operator's Secret in their namespaces). */
+export const TEST_KEY_VERIFIER = "test-key-verifier-0123456789abcdef";
+
+/**
+ * The internal-token Secret an operator of this namespace reads, and its key-verifier Secret (the
+ * HMAC key of user-supplied keys, TEST_KEY_VERIFIER, which the test's search is given), as the
+ * operator would generate them: it never overwrites either.
+ */
 export async function internalTokenSecret(client: TestKube, ns: string, token: string): Promise<void> {
-  await create(client, {
+  const owned = (name: string, data: Record<string, string>): Obj => ({
     apiVersion: "v1",
     kind: "Secret",
-    metadata: {
-      name: "capstan-internal-token",
-      namespace: ns,
-      labels: { "app.kubernetes.io/managed-by": "capstan-operator" },
-    },
-    data: { token: Buffer.from(token).toString("base64") },
+    metadata: { name, namespace: ns, labels: { "app.kubernetes.io/managed-by": "capstan-operator" } },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
   });
+  await create(client, owned("capstan-key-verifier", { key: TEST_KEY_VERIFIER }));
+  await create(client, owned("capstan-internal-token", { token }));
 }
 
 export function startOperatorFor(

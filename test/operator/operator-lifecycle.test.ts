@@ -2,6 +2,7 @@
 // and expiry flip conditions, rotation overlaps keys, finalizers and owner references clean up
 // (what the examples themselves become: operator.test.ts).
 import { createHash } from "node:crypto";
+import { verifyingHash } from "@capstan/shared";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TestKube } from "../ground/kube-client.ts";
 import { CAP, condition, create, eventually, get, list, type Obj, remove, whenCondition } from "./helpers.ts";
@@ -48,7 +49,7 @@ describe("conditions", () => {
     expect(condition(after, "Ready")).toMatchObject({ status: "False", reason: "Expired" });
   });
 
-  it("a user-supplied key is hashed; a missing Secret is reported", async () => {
+  it("a user-supplied key is in status only as an HMAC under the operator's verifier key; a missing Secret is reported", async () => {
     await create(client, {
       apiVersion: CAP,
       kind: "AccessChannel",
@@ -63,7 +64,16 @@ describe("conditions", () => {
       data: { value: Buffer.from("my-own-secret-key").toString("base64") },
     });
     const ch = await whenCondition(client, "AccessChannel", ns, "byok", "Ready", "True");
-    expect(ch.status?.keyHash).toBe(`sha256:${createHash("sha256").update("my-own-secret-key").digest("hex")}`);
+    // The operator generated the verifier key into its namespace; status carries nothing a reader of
+    // the resource could test guesses against: no bare hash, no characters of the key.
+    const verifier = await get(client, "v1", "Secret", ns, "capstan-key-verifier");
+    const verifierKey = Buffer.from(verifier?.data?.key ?? "", "base64").toString("utf8");
+    expect(verifierKey.length).toBeGreaterThanOrEqual(32);
+    expect(ch.status?.keyHash).toBe(verifyingHash("my-own-secret-key", verifierKey));
+    const status = JSON.stringify(ch.status);
+    expect(status).not.toContain(createHash("sha256").update("my-own-secret-key").digest("hex"));
+    expect(status).not.toContain("my-o");
+    expect(ch.status?.keyPrefix).toBeUndefined();
     expect(condition(ch, "KeyIssued")?.reason).toBe("KeySupplied");
   });
 

@@ -215,6 +215,7 @@ describe("examples/", () => {
       CAPSTAN_NAMESPACE: ns,
       CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
       CAPSTAN_INTERNAL_TOKEN: { secretKeyRef: { name: "capstan-internal-token", key: "token" } },
+      CAPSTAN_KEY_VERIFIER: { secretKeyRef: { name: "capstan-key-verifier", key: "key" } },
       CAPSTAN_SECRETS_DIR: "/var/run/capstan/secrets",
       CAPSTAN_LIMITER_REPLICAS: "2",
       CAPSTAN_TERMINATION_GRACE_SECONDS: String(g.template.spec.terminationGracePeriodSeconds),

@@ -9,69 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadOperatorConfig } from "../../operator/src/config.ts";
 import { Operator } from "../../operator/src/manager.ts";
-import {
-  ensureNamespace,
-  harnessKubeClient,
-  installCrds,
-  kubeConfigAs,
-  rawExamples,
-  TestKube,
-} from "../ground/kube-client.ts";
+import { ensureNamespace, harnessKubeClient, installCrds, rawExamples, type TestKube } from "../ground/kube-client.ts";
 import { CAP, create, InMemorySearchDocuments, type Obj, whenCondition } from "./helpers.ts";
+import { serviceAccountClient } from "./rbac-kit.ts";
 
 const ns = `rbac-${process.pid}-${Date.now().toString(36)}`;
 const rbacDir = fileURLToPath(new URL("../../charts/capstan/files/rbac/", import.meta.url));
 const rules = (f: string) => parse(readFileSync(rbacDir + f, "utf8"));
 let admin: TestKube;
 let operator: Operator | undefined;
-
-async function serviceAccountClient(name: string, clusterRules: unknown, nsRules?: unknown): Promise<TestKube> {
-  await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } } as Obj);
-  const subject = [{ kind: "ServiceAccount", name, namespace: ns }];
-  const roleName = `${ns}-${name}`;
-  await admin.json("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
-    method: "POST",
-    body: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: roleName },
-      rules: clusterRules,
-    },
-  });
-  await admin.json("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-    method: "POST",
-    body: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: roleName },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName },
-      subjects: subject,
-    },
-  });
-  if (nsRules) {
-    await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-      method: "POST",
-      body: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name }, rules: nsRules },
-    });
-    await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-      method: "POST",
-      body: {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: { name },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-        subjects: subject,
-      },
-    });
-  }
-  const tr = await admin.json<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`, {
-    method: "POST",
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
-  // The admin's server and CA, the ServiceAccount's token: no client certificate.
-  const kc = kubeConfigAs(admin.kubeConfig, { name, token: tr.status.token }, ns);
-  return new TestKube(kc, createRegistry({ defaultMetrics: false }));
-}
 
 beforeAll(async () => {
   admin = harnessKubeClient();
@@ -86,9 +32,11 @@ afterAll(async () => {
 describe("RBAC from charts/capstan/files/rbac", () => {
   it("the operator works with exactly its rules", async () => {
     const sa = await serviceAccountClient(
+      admin,
+      ns,
       "capstan-operator",
       rules("operator-rules.yaml"),
-      rules("leader-election-rules.yaml"),
+      rules("release-namespace-rules.yaml"),
     );
     const config = loadOperatorConfig(
       {},
@@ -116,9 +64,11 @@ describe("RBAC from charts/capstan/files/rbac", () => {
 
   it("the operator cannot list or watch Secrets it does not own: none cluster-wide, none in another namespace", async () => {
     const sa = await serviceAccountClient(
+      admin,
+      ns,
       "capstan-operator-secrets",
       rules("operator-rules.yaml"),
-      rules("leader-election-rules.yaml"),
+      rules("release-namespace-rules.yaml"),
     );
     const foreign = `${ns}-foreign`;
     await ensureNamespace(admin, foreign);
@@ -148,7 +98,7 @@ describe("RBAC from charts/capstan/files/rbac", () => {
   });
 
   it("the data plane can read the five kinds and nothing else", async () => {
-    const dp = await serviceAccountClient("capstan-data-plane", rules("data-plane-rules.yaml"));
+    const dp = await serviceAccountClient(admin, ns, "capstan-data-plane", rules("data-plane-rules.yaml"));
     for (const plural of ["agents", "accesschannels", "searchkeys", "knowledgebases", "scrapers"]) {
       await expect(dp.json(`/apis/${CAP}/namespaces/${ns}/${plural}`)).resolves.toBeDefined();
     }

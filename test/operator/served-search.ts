@@ -7,7 +7,7 @@ import { KubeSource, ResourceView } from "@capstan/shared/resource-view";
 import type { Operator } from "../../operator/src/manager.ts";
 import type { TestKube } from "../ground/kube-client.ts";
 import { type Scraper, type Site, startScraper } from "../scraper/helpers.ts";
-import { internalTokenSecret, serveSearchToOperator, startOperatorFor } from "./helpers.ts";
+import { internalTokenSecret, serveSearchToOperator, startOperatorFor, TEST_KEY_VERIFIER } from "./helpers.ts";
 
 export type ServedSearch = Awaited<ReturnType<typeof serveSearchToOperator>> & {
   app: Awaited<ReturnType<typeof buildSearch>>;
@@ -39,7 +39,7 @@ export async function startSearchForNamespaces(
   await source.start();
   const embedder = await loadLocalEmbedder(loadSearchConfig({}));
   const app = await buildSearch(
-    { internalToken: token, logLevel: "warn", ...config },
+    { internalToken: token, keyVerifier: TEST_KEY_VERIFIER, logLevel: "warn", ...config },
     {
       view,
       embedders: [embedder, ...moreEmbedders],

@@ -1,6 +1,7 @@
 // SearchKey authentication over real HTTP: hash lookup, rotation overlap, validity window,
 // scope, IP allow-lists (IPv4, IPv6, trusted proxies), the internal token, and every error
 // envelope of the search endpoint.
+import { verifyingHash } from "@capstan/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDBOOK } from "./corpus.ts";
 import { call, INTERNAL_TOKEN, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
@@ -9,7 +10,12 @@ const HOUR = 3_600_000;
 const now = Date.now();
 const iso = (t: number) => new Date(t).toISOString();
 
+/** The HMAC key the operator generates (capstan-key-verifier), given to search in env. */
+const VERIFIER = "key-verifier-of-the-operator-0123456789";
+
 const keys = [
+  // A user-supplied key (keySecretRef): status carries only its HMAC under the verifier key.
+  searchKey("supplied", "x", { knowledgeIds: ["kb_handbook"] }, { keyHash: verifyingHash("hunter2", VERIFIER) }),
   searchKey("scoped", "key-scoped", { knowledgeIds: ["kb_handbook"] }),
   searchKey("other", "key-other", { knowledgeIds: ["kb_other"] }),
   searchKey("future", "key-future", { knowledgeIds: ["kb_handbook"], validFrom: iso(now + HOUR) }),
@@ -53,7 +59,7 @@ let proxied: Running;
 
 beforeAll(async () => {
   const kbs = [knowledgeBase("handbook"), knowledgeBase("secret")];
-  v4 = await startSearch({ kbs, keys });
+  v4 = await startSearch({ kbs, keys, config: { keyVerifier: VERIFIER } });
   await ingest(v4.internalUrl, "kb_handbook", HANDBOOK.slice(0, 3));
   // The same service (same store) reached over IPv6 loopback, and behind a trusted proxy (127.0.0.1).
   v6 = await startSearch({ kbs, keys, host: "::1" });
@@ -81,6 +87,11 @@ describe("search key authentication", () => {
     const r = await search(v4, "key-scoped");
     expect(r.status).toBe(200);
     expect((r.body.data as { docsId: string }[])[0]?.docsId).toBe("vacation-policy");
+  });
+
+  it("accepts a user-supplied key by its HMAC under the verifier key, and not by a search without that key", async () => {
+    expect((await search(v4, "hunter2")).status).toBe(200);
+    expectError(await search(v6, "hunter2"), 401, /authentication failed/);
   });
 
   it("401 for a missing, malformed or unknown key", async () => {

@@ -21,6 +21,16 @@
 {{- printf "%s-operator" (include "capstan.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The namespaces the operator watches, as a JSON list: watchNamespaces plus the earlier
+single watchNamespace; [] means every namespace (a ClusterRole instead of Roles). */}}
+{{- define "capstan.watchNamespaces" -}}
+{{- $ns := .Values.operator.watchNamespaces | default list -}}
+{{- if .Values.operator.watchNamespace -}}
+{{- $ns = append $ns .Values.operator.watchNamespace -}}
+{{- end -}}
+{{- toJson ($ns | uniq) -}}
+{{- end -}}
+
 {{- define "capstan.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/part-of: capstan

@@ -20,8 +20,13 @@ export interface InformerHandlers<T> {
 }
 
 export interface InformerOptions<T> {
-  /** Watch one namespace; absent: all namespaces. */
+  /** Watch one namespace; absent (and no namespaces): all namespaces. */
   namespace?: string | undefined;
+  /**
+   * Watch these namespaces, one list+watch each (the operator's RBAC may be Roles in them only, so
+   * a cluster-wide watch would be refused); empty or absent: `namespace`, or all namespaces.
+   */
+  namespaces?: readonly string[] | undefined;
   labelSelector?: string;
   /** Applied to every object before it is stored (e.g. to drop managedFields). */
   transform?: (obj: T) => T;
@@ -43,7 +48,7 @@ export class Informer<T extends KubeObject> {
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly indexers = new Map<string, (obj: T) => string[]>();
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
-  private readonly reflector: Reflector<T>;
+  private readonly reflectors: Reflector<T>[];
   private readonly opts: InformerOptions<T>;
   private resyncTimer: NodeJS.Timeout | undefined;
   private synced = false;
@@ -51,16 +56,24 @@ export class Informer<T extends KubeObject> {
   constructor(http: KubeHttp, type: ResourceType, opts: InformerOptions<T> = {}) {
     this.type = type;
     this.opts = opts;
-    this.reflector = new Reflector<T>(
-      http,
-      resourcePath(type, opts.namespace),
-      { replace: (items) => this.replace(items), apply: (t, obj) => this.apply(t, obj) },
-      {
-        ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}),
-        onError: (err, attempt) =>
-          opts.logger?.warn({ kind: type.kind, attempt, err: err.message }, "watch failed; retrying with backoff"),
-        ...opts.reflector,
-      },
+    const scopes: (string | undefined)[] = opts.namespaces?.length ? [...new Set(opts.namespaces)] : [opts.namespace];
+    this.reflectors = scopes.map(
+      (ns) =>
+        new Reflector<T>(
+          http,
+          resourcePath(type, ns),
+          // A relist of one namespace replaces that namespace's objects only.
+          { replace: (items) => this.replace(items, ns), apply: (t, obj) => this.apply(t, obj) },
+          {
+            ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}),
+            onError: (err, attempt) =>
+              opts.logger?.warn(
+                { kind: type.kind, namespace: ns, attempt, err: err.message },
+                "watch failed; retrying with backoff",
+              ),
+            ...opts.reflector,
+          },
+        ),
     );
   }
 
@@ -69,7 +82,7 @@ export class Informer<T extends KubeObject> {
   }
 
   get lists(): number {
-    return this.reflector.lists;
+    return this.reflectors.reduce((n, r) => n + r.lists, 0);
   }
 
   addHandler(h: InformerHandlers<T>): void {
@@ -103,7 +116,7 @@ export class Informer<T extends KubeObject> {
   }
 
   async start(): Promise<void> {
-    await this.reflector.start();
+    await Promise.all(this.reflectors.map((r) => r.start()));
     this.synced = true;
     if (this.opts.resyncMs) {
       this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs);
@@ -113,7 +126,7 @@ export class Informer<T extends KubeObject> {
 
   stop(): void {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
-    this.reflector.stop();
+    for (const r of this.reflectors) r.stop();
   }
 
   /** Re-delivers every cached object as an update. */
@@ -170,7 +183,7 @@ export class Informer<T extends KubeObject> {
     }
   }
 
-  private replace(items: T[]): void {
+  private replace(items: T[], namespace: string | undefined): void {
     const seen = new Set<string>();
     for (const raw of items) {
       const obj = this.prepare({ ...raw, apiVersion: this.type.apiVersion, kind: this.type.kind });
@@ -180,7 +193,8 @@ export class Informer<T extends KubeObject> {
       if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) continue;
       this.put(obj);
     }
-    for (const [key, obj] of this.store) if (!seen.has(key)) this.remove(obj);
+    for (const [key, obj] of this.store)
+      if (!seen.has(key) && (namespace === undefined || obj.metadata.namespace === namespace)) this.remove(obj);
   }
 
   private apply(type: "ADDED" | "MODIFIED" | "DELETED", raw: T): void {

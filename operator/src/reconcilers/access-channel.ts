@@ -8,7 +8,7 @@ import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
-import { generatedKey, suppliedKey, withSecretRetry } from "./key-secret.ts";
+import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Slack added to time-based requeues so the clock has certainly passed the instant. */
@@ -40,7 +40,14 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
       issued = r.issued;
     }
     const agent = ctx.informers.agents.get(namespace, ch.spec.agentRef.name);
-    const out = accessChannelStatus({ channel: ch, agent, key, now, endpoint: `${gatewayUrl(ctx.config)}/api/v1` });
+    const out = accessChannelStatus({
+      channel: ch,
+      agent,
+      key,
+      verifierKey: verifierKeyOf(ctx),
+      now,
+      endpoint: `${gatewayUrl(ctx.config)}/api/v1`,
+    });
     const before = findCondition(ch.status?.conditions, "Ready");
     await writeStatus(ctx.client, ACCESS_CHANNEL, ch, out.status);
     if (issued)
@@ -52,7 +59,8 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     }
     const requeueMs = withSecretRetry(
       out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined,
-      !key.ok,
+      // No verifier in status (a Secret missing, or the verifier key not there yet): look again soon.
+      !out.status.keyHash,
     );
     return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };

@@ -7,6 +7,8 @@ import { kubeTime } from "../controller/conditions.ts";
 import type { ObjectClient } from "../kube/client.ts";
 import { ISSUED_AT, PART_OF } from "../translate/common.ts";
 import type { KeyMaterial } from "../translate/keys.ts";
+import { KEY_VERIFIER_KEY } from "../translate/workloads.ts";
+import type { OperatorContext } from "./context.ts";
 
 export const KEY_DATA = "key";
 
@@ -20,6 +22,17 @@ export const MISSING_SECRET_RETRY_MS = 10_000;
 export function withSecretRetry(afterMs: number | undefined, secretMissing: boolean): number | undefined {
   if (!secretMissing) return afterMs;
   return Math.min(afterMs ?? MISSING_SECRET_RETRY_MS, MISSING_SECRET_RETRY_MS);
+}
+
+/**
+ * The HMAC key under which status carries user-supplied keys: the key-verifier Secret the platform
+ * reconciler generates in the operator's namespace (cached with its data: the operator owns it).
+ */
+export function verifierKeyOf(ctx: OperatorContext): string | undefined {
+  const s = ctx.informers.secrets.get(ctx.config.namespace, ctx.config.keyVerifierSecret) as
+    | (KubeObject & { data?: Record<string, string> })
+    | undefined;
+  return decode(s?.data?.[KEY_VERIFIER_KEY]);
 }
 
 function decode(b64: string | undefined): string | undefined {

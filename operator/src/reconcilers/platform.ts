@@ -1,4 +1,4 @@
-// The shared data plane: the internal token Secret (generated once), the mirror of every Agent's
+// The shared data plane: the internal token and key-verifier Secrets (generated once), the mirror of every Agent's
 // provider key in the gateway's namespace, and the gateway and search Deployments and Services.
 // One work-queue key, PLATFORM_KEY, enqueued at start and by every event that changes its inputs.
 import { randomBytes } from "node:crypto";
@@ -18,6 +18,7 @@ import { PART_OF } from "../translate/common.ts";
 import {
   gatewayObjects,
   INTERNAL_TOKEN_KEY,
+  KEY_VERIFIER_KEY,
   PROVIDER_KEYS_SECRET,
   type ProviderKeyRef,
   providerKeysSecret,
@@ -29,9 +30,15 @@ import type { OperatorContext } from "./context.ts";
 
 export const PLATFORM_KEY = "_platform/data-plane";
 
-async function ensureInternalToken(ctx: OperatorContext, owner: OwnerReference | undefined): Promise<void> {
+/** A Secret of 32 random bytes in the operator's namespace, created once and never overwritten. */
+async function ensureGeneratedSecret(
+  ctx: OperatorContext,
+  owner: OwnerReference | undefined,
+  name: string,
+  dataKey: string,
+  component: string,
+): Promise<void> {
   const ns = ctx.config.namespace;
-  const name = ctx.config.internalTokenSecret;
   if (ctx.informers.secrets.get(ns, name)) return;
   try {
     await ctx.client.create(SECRET, {
@@ -40,11 +47,11 @@ async function ensureInternalToken(ctx: OperatorContext, owner: OwnerReference |
       metadata: {
         name,
         namespace: ns,
-        labels: { ...PART_OF, "app.kubernetes.io/component": "internal-token" },
+        labels: { ...PART_OF, "app.kubernetes.io/component": component },
         ...(owner ? { ownerReferences: [owner] } : {}),
       },
       type: "Opaque",
-      data: { [INTERNAL_TOKEN_KEY]: Buffer.from(randomBytes(32).toString("base64url")).toString("base64") },
+      data: { [dataKey]: Buffer.from(randomBytes(32).toString("base64url")).toString("base64") },
     });
   } catch (err) {
     if (!isStatus(err, 409)) throw err; // exists: never overwritten
@@ -97,7 +104,8 @@ export function platformReconciler(ctx: OperatorContext): Reconcile {
   return async () => {
     const c = ctx.config;
     const owner = await ownerOf();
-    await ensureInternalToken(ctx, owner);
+    await ensureGeneratedSecret(ctx, owner, c.internalTokenSecret, INTERNAL_TOKEN_KEY, "internal-token");
+    await ensureGeneratedSecret(ctx, owner, c.keyVerifierSecret, KEY_VERIFIER_KEY, "key-verifier");
     const keys = await providerKeys(ctx);
     const mirror = providerKeysSecret(c, keys, owner);
     const cached = ctx.informers.secrets.get(c.namespace, PROVIDER_KEYS_SECRET) as

@@ -10,7 +10,7 @@ import type { Reconcile } from "../controller/controller.ts";
 import { type KeyMaterial, rotationDue, searchKeyStatus } from "../translate/keys.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { type OperatorContext, SEARCH_KEY } from "./context.ts";
-import { generatedKey, suppliedKey, withSecretRetry } from "./key-secret.ts";
+import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Index of KnowledgeBases by namespace and knowledge id (the same id in two namespaces is two). */
@@ -58,6 +58,7 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
       searchKey: sk,
       key,
       missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, sk.spec.knowledgeIds),
+      verifierKey: verifierKeyOf(ctx),
       now,
       endpoint: `${searchUrl(ctx.config)}/v1/rag/search`,
     });
@@ -82,7 +83,8 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
     }
     const requeueMs = withSecretRetry(
       out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined,
-      !key.ok,
+      // No verifier in status (a Secret missing, or the verifier key not there yet): look again soon.
+      !out.status.keyHash,
     );
     return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };

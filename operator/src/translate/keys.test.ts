@@ -1,4 +1,4 @@
-import { hashKey } from "@capstan/shared";
+import { hashKey, verifyingHash } from "@capstan/shared";
 import type { AccessChannel, Agent, SearchKey } from "@capstan/shared/api";
 import { describe, expect, it } from "vitest";
 import { accessChannelStatus, type KeyMaterial, rotationDue, searchKeyStatus } from "./keys.ts";
@@ -22,7 +22,33 @@ const agent: Agent = {
   spec: {},
 };
 
+const VERIFIER = "operator-generated-verifier-key-0123456789";
+
 describe("accessChannelStatus", () => {
+  it("carries a user-supplied key only as an HMAC under the verifier key: no bare hash, no characters of it", () => {
+    const supplied: KeyMaterial = { ok: true, value: "hunter2", secretName: "mine", source: "supplied" };
+    const out = accessChannelStatus({
+      channel: channel(),
+      agent,
+      key: supplied,
+      verifierKey: VERIFIER,
+      now,
+      endpoint: "e",
+    });
+    expect(out.ready).toBe(true);
+    expect(out.status.keyHash).toBe(verifyingHash("hunter2", VERIFIER));
+    expect(out.status.keyHash).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(out.status.keyPrefix).toBeUndefined();
+    const text = JSON.stringify(out.status);
+    expect(text).not.toContain(hashKey("hunter2").slice("sha256:".length));
+    expect(text).not.toContain("hunt");
+    // Before the verifier key exists: not accepted yet, and still nothing of the key.
+    const early = accessChannelStatus({ channel: channel(), agent, key: supplied, now, endpoint: "e" });
+    expect(early.ready).toBe(false);
+    expect(early.status.keyHash).toBeUndefined();
+    expect(early.status.conditions?.find((c) => c.type === "KeyIssued")?.reason).toBe("KeyVerifierPending");
+  });
+
   it("is Ready with hash, prefix, expiry and endpoint, and requeues at the expiry", () => {
     const out = accessChannelStatus({
       channel: channel({ expiresAt: "2026-06-01T13:00:00Z" }),
@@ -214,6 +240,7 @@ describe("searchKeyStatus", () => {
     const a = searchKeyStatus({
       searchKey: sk,
       key: { ok: true, value: "one", secretName: "mine", source: "supplied" },
+      verifierKey: VERIFIER,
       missingKnowledgeIds: [],
       now,
       endpoint: "e",
@@ -221,11 +248,12 @@ describe("searchKeyStatus", () => {
     const b = searchKeyStatus({
       searchKey: { ...sk, status: a.status },
       key: { ok: true, value: "two", secretName: "mine", source: "supplied" },
+      verifierKey: VERIFIER,
       missingKnowledgeIds: [],
       now,
       endpoint: "e",
     });
     expect(b.status.previousKeys).toBeUndefined();
-    expect(b.status.keyHash).toBe(hashKey("two"));
+    expect(b.status.keyHash).toBe(verifyingHash("two", VERIFIER));
   });
 });

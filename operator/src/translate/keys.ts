@@ -3,7 +3,7 @@
 // them into the status to write and when to look again (expiry, validity start, rotation, the end
 // of a rotation overlap). Same facts in, same status out: that is what makes resyncs write nothing.
 
-import { displayPrefix, hashKey } from "@capstan/shared";
+import { displayPrefix, hashKey, verifyingHash } from "@capstan/shared";
 import type { AccessChannel, AccessChannelStatus, Agent, SearchKey, SearchKeyStatus } from "@capstan/shared/api";
 import { type ConditionInput, compact, findCondition, kubeTime, setConditions } from "../controller/conditions.ts";
 import { parseDuration } from "./duration.ts";
@@ -18,6 +18,31 @@ export interface KeyOutcome<S> {
   ready: boolean;
   /** Milliseconds until the status would change by itself (expiry, validity start, rotation). */
   requeueAfterMs?: number;
+}
+
+/**
+ * What status carries to match a key. A generated key (256 random bits) by its SHA-256 and a
+ * display prefix. A user-supplied key may be a guessable word, and a bare hash in status could be
+ * tested offline by anyone who may read the resource: it is carried only as an HMAC under the
+ * operator's verifier key (which only the data plane holds), and with no prefix. Until the
+ * verifier key exists a supplied key is not accepted (KeyVerifierPending).
+ */
+function verified(
+  key: KeyMaterial,
+  verifierKey: string | undefined,
+): { key: KeyMaterial; hash?: string; prefix?: string } {
+  if (!key.ok) return { key };
+  if (key.source === "generated") return { key, hash: hashKey(key.value), prefix: displayPrefix(key.value) };
+  if (!verifierKey)
+    return {
+      key: {
+        ok: false,
+        secretName: key.secretName,
+        reason: "KeyVerifierPending",
+        message: "waiting for the key-verifier Secret the operator generates in its namespace",
+      },
+    };
+  return { key, hash: verifyingHash(key.value, verifierKey) };
 }
 
 function readyFrom(checks: { ok: boolean; reason: string; message: string }[]): ConditionInput {
@@ -47,10 +72,13 @@ export function accessChannelStatus(f: {
   channel: AccessChannel;
   agent: Agent | undefined;
   key: KeyMaterial;
+  /** The HMAC key of user-supplied keys (the operator's key-verifier Secret); undefined until it exists. */
+  verifierKey?: string | undefined;
   now: Date;
   endpoint: string;
 }): KeyOutcome<AccessChannelStatus> {
-  const { channel, agent, key, now } = f;
+  const { channel, agent, now } = f;
+  const { key, hash, prefix } = verified(f.key, f.verifierKey);
   const expiresAt = channel.spec.expiresAt ? new Date(channel.spec.expiresAt) : undefined;
   const expired = expiresAt !== undefined && now >= expiresAt;
   const agentName = channel.spec.agentRef.name;
@@ -96,8 +124,8 @@ export function accessChannelStatus(f: {
   const status: AccessChannelStatus = compact({
     observedGeneration: channel.metadata.generation,
     conditions,
-    keyHash: key.ok ? hashKey(key.value) : undefined,
-    keyPrefix: key.ok ? displayPrefix(key.value) : undefined,
+    keyHash: hash,
+    keyPrefix: prefix,
     secretName: key.secretName,
     expiresAt: channel.spec.expiresAt,
     endpoint: f.endpoint,
@@ -120,17 +148,19 @@ export function searchKeyStatus(f: {
   searchKey: SearchKey;
   key: KeyMaterial;
   missingKnowledgeIds: string[];
+  /** The HMAC key of user-supplied keys (the operator's key-verifier Secret); undefined until it exists. */
+  verifierKey?: string | undefined;
   now: Date;
   endpoint: string;
 }): KeyOutcome<SearchKeyStatus> {
-  const { searchKey: sk, key, now } = f;
+  const { searchKey: sk, now } = f;
+  const { key, hash: newHash, prefix } = verified(f.key, f.verifierKey);
   const spec = sk.spec;
   const validFromText = spec.validFrom ?? sk.metadata.creationTimestamp;
   const validFrom = validFromText ? new Date(validFromText) : undefined;
   const validUntil = spec.validUntil ? new Date(spec.validUntil) : undefined;
   const notYet = validFrom !== undefined && now < validFrom;
   const expired = validUntil !== undefined && now >= validUntil;
-  const newHash = key.ok ? hashKey(key.value) : undefined;
   const issuedAt = key.ok ? key.issuedAt : undefined;
 
   // Hashes kept valid through a rotation overlap: earlier ones still in their window, plus the
@@ -189,7 +219,7 @@ export function searchKeyStatus(f: {
     observedGeneration: sk.metadata.generation,
     conditions,
     keyHash: newHash,
-    keyPrefix: key.ok ? displayPrefix(key.value) : undefined,
+    keyPrefix: prefix,
     secretName: key.secretName,
     expiresAt: spec.validUntil,
     endpoint: f.endpoint,

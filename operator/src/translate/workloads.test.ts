@@ -34,6 +34,17 @@ describe("data-plane workloads", () => {
   it("the provider-key volume appears only with provider keys", () => {
     expect(JSON.stringify(gatewayObjects(config, []))).not.toContain("provider-keys");
   });
+  it("the data plane watches the one watched namespace, or every namespace when the operator watches several", () => {
+    const namespaceOf = (watch: Record<string, unknown>) =>
+      [gatewayObjects(loadOperatorConfig({}, watch), []), searchObjects(loadOperatorConfig({}, watch))].map(
+        (objs) => JSON.stringify(objs).match(/"name":"CAPSTAN_NAMESPACE","value":"([^"]*)"/)?.[1],
+      );
+    expect(namespaceOf({ watchNamespaces: ["team-a"] })).toEqual(["team-a", "team-a"]);
+    expect(namespaceOf({ watchNamespace: "team-a" })).toEqual(["team-a", "team-a"]);
+    expect(namespaceOf({ watchNamespaces: ["team-a"], watchNamespace: "team-a" })).toEqual(["team-a", "team-a"]);
+    expect(namespaceOf({ watchNamespaces: ["team-a", "team-b"] })).toEqual([undefined, undefined]);
+    expect(namespaceOf({})).toEqual([undefined, undefined]);
+  });
 });
 
 /** Every env entry, annotation and label value of every container and pod in `objects`. */

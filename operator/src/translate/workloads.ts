@@ -2,7 +2,14 @@
 // Deployments and Services, the internal-token Secret's shape and the provider-key mirror. No I/O.
 
 import type { KubeObject, OwnerReference } from "@capstan/shared/kube";
-import { GATEWAY_NAME, type OperatorConfig, type PodSettings, SEARCH_NAME, searchPublicServiceUrl } from "../config.ts";
+import {
+  dataPlaneNamespace,
+  GATEWAY_NAME,
+  type OperatorConfig,
+  type PodSettings,
+  SEARCH_NAME,
+  searchPublicServiceUrl,
+} from "../config.ts";
 import {
   CONFIG_HASH,
   CONTAINER_SECURITY,
@@ -24,6 +31,8 @@ import { qdrantSearchSettings } from "./qdrant.ts";
 
 export const PROVIDER_KEYS_SECRET = "capstan-provider-keys";
 export const INTERNAL_TOKEN_KEY = "token";
+/** The data key of the key-verifier Secret (the HMAC key of user-supplied keys). */
+export const KEY_VERIFIER_KEY = "key";
 
 /** A provider key an Agent references, mirrored into the gateway's namespace. */
 export interface ProviderKeyRef {
@@ -217,10 +226,11 @@ export function gatewayObjects(
         env("PORT", c.gateway.port),
         env("CAPSTAN_INTERNAL_PORT", c.gateway.internalPort),
         ...redisEnv(c),
-        ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
         // Search itself (the public port): the internal token reaches only the Agent's namespace.
         env("CAPSTAN_SEARCH_URL", searchPublicServiceUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
+        secretEnv("CAPSTAN_KEY_VERIFIER", { name: c.keyVerifierSecret, key: KEY_VERIFIER_KEY }),
         env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
         // The limiter's Redis-down share is QPM / replicas; the drain window fits the grace period.
         env("CAPSTAN_LIMITER_REPLICAS", c.gateway.replicas),
@@ -261,10 +271,11 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
         // Each SearchKey's requests per minute, shared by every search replica.
         ...redisEnv(c),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
+        secretEnv("CAPSTAN_KEY_VERIFIER", { name: c.keyVerifierSecret, key: KEY_VERIFIER_KEY }),
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
         ...qdrant.env,
         ...optionalEnv("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
-        ...optionalEnv("CAPSTAN_NAMESPACE", c.watchNamespace),
+        ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
         ...otelEnv(c.otel, SEARCH_NAME),
         ...extraEnv(c.search.extraEnv),
       ],

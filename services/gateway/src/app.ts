@@ -107,7 +107,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     rag: new LlmAgent("rag", { upstream, retriever, secrets }),
     extractive: new ExtractiveAgent(retriever),
   };
-  const channels = new ChannelDirectory(deps.view);
+  const channels = new ChannelDirectory(deps.view, config.keyVerifier);
   // The tokenizer's ranks take a moment to load: start now so the first local answer does not wait.
   loadTokenizer().catch((err: Error) => logger.error({ err: err.message }, "tokenizer failed to load"));
 

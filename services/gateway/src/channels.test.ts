@@ -1,4 +1,4 @@
-import { generateKey, hashKey } from "@capstan/shared";
+import { generateKey, hashKey, verifyingHash } from "@capstan/shared";
 import { parseResource } from "@capstan/shared/api";
 import { ResourceView } from "@capstan/shared/resource-view";
 import { describe, expect, it } from "vitest";
@@ -38,6 +38,17 @@ describe("ChannelDirectory", () => {
     const dir = new ChannelDirectory(view);
     const c = dir.authenticate(`Bearer ${key}`, now);
     expect(c).toMatchObject({ id: "ns/a", qpm: 100, keepHistory: false, agentName: "bot", agent: undefined });
+  });
+
+  it("finds a user-supplied key by its HMAC under the verifier key, and not without that key", () => {
+    const verifier = "operator-generated-verifier-key-0123456789";
+    const view = new ResourceView();
+    view.replace("AccessChannel", [channel("a", "x", {}, { keyHash: verifyingHash("hunter2", verifier) })]);
+    expect(new ChannelDirectory(view, verifier).authenticate("Bearer hunter2", now).id).toBe("ns/a");
+    expect(codeOf(() => new ChannelDirectory(view).authenticate("Bearer hunter2", now))).toBe("invalid_api_key");
+    expect(codeOf(() => new ChannelDirectory(view, `${verifier}x`).authenticate("Bearer hunter2", now))).toBe(
+      "invalid_api_key",
+    );
   });
 
   it("rejects missing, malformed and unknown keys", () => {

@@ -1,9 +1,10 @@
 // Finds the AccessChannel of a bearer key: the key is hashed and looked up in an index of
 // status.keyHash, rebuilt from the read-only ResourceView on every change. Expiry is checked at
 // request time against spec.expiresAt (and status.expiresAt, whichever is earlier), so a key stops
-// working the moment it expires, whether or not the operator has reconciled yet.
+// working the moment it expires, whether or not the operator has reconciled yet. A user-supplied
+// key is matched by its HMAC under the verifier key (docs/security.md "Key verifiers").
 import { hash } from "node:crypto";
-import { bearerToken } from "@capstan/shared";
+import { bearerToken, verifyingHash } from "@capstan/shared";
 import type { AccessChannel, Agent } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import { GatewayError } from "./errors.ts";
@@ -50,10 +51,13 @@ export class ChannelDirectory {
   private byHash = new Map<string, AccessChannel>();
   private facts = new WeakMap<AccessChannel, ChannelFacts>();
   private readonly view: ResourceView;
+  private readonly verifierKey: string | undefined;
   private readonly unsubscribe: () => void;
 
-  constructor(view: ResourceView) {
+  /** verifierKey: the operator's HMAC key for user-supplied keys; absent, only generated keys match. */
+  constructor(view: ResourceView, verifierKey?: string) {
     this.view = view;
+    this.verifierKey = verifierKey;
     this.rebuild();
     this.unsubscribe = view.onChange((event) => {
       if (event.type === "replace" ? event.kind === "AccessChannel" : event.resource.kind === "AccessChannel") {
@@ -85,7 +89,9 @@ export class ChannelDirectory {
   authenticate(authorization: string | string[] | undefined, now: number): ResolvedChannel {
     const key = bearerToken(authorization);
     if (!key) throw new GatewayError("missing_api_key");
-    const channel = this.byHash.get(keyHashOf(key));
+    const channel =
+      this.byHash.get(keyHashOf(key)) ??
+      (this.verifierKey ? this.byHash.get(verifyingHash(key, this.verifierKey)) : undefined);
     if (!channel) throw new GatewayError("invalid_api_key");
     let facts = this.facts.get(channel);
     if (!facts) {

@@ -22,6 +22,8 @@ export const gatewayConfigSchema = z.object({
     .optional(),
   /** Namespace to watch (KubeSource); absent → all namespaces. */
   namespace: z.string().min(1).optional(),
+  /** HMAC key under which status carries user-supplied keys (the operator's key-verifier Secret). */
+  keyVerifier: z.string().min(16, "must be at least 16 characters").optional(),
   /** Comma-separated folders of resource YAML (FileSource); absent → KubeSource. */
   resourcesDirs: z.array(z.string().min(1)).default([]),
   limiter: z
@@ -133,6 +135,7 @@ export const gatewayEnvMap: EnvMap = {
   CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS: { path: "shutdown.unreadyDelayMs", parse: envParsers.int },
   CAPSTAN_SEARCH_URL: "search.url",
   CAPSTAN_INTERNAL_TOKEN: "search.internalToken",
+  CAPSTAN_KEY_VERIFIER: "keyVerifier",
   CAPSTAN_SEARCH_TIMEOUT_MS: { path: "search.timeoutMs", parse: envParsers.int },
   CAPSTAN_SEARCH_MAX_RETRIES: { path: "search.maxRetries", parse: envParsers.int },
   CAPSTAN_UPSTREAM_CONNECTIONS: { path: "upstream.connections", parse: envParsers.int },

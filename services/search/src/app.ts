@@ -72,6 +72,7 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const auth = new SearchKeyAuthenticator({
     view: deps.view,
     internalToken: config.internalToken,
+    verifierKey: config.keyVerifier,
     ...(deps.now ? { now: deps.now } : {}),
   });
   const engine = new SearchEngine({

@@ -18,6 +18,8 @@ export const searchConfigSchema = z.object({
   namespace: z.string().optional(),
   /** Bearer token of service-to-service calls (documents API, gateway RAG). Absent: internal API off. */
   internalToken: z.string().min(16, "must be at least 16 characters").optional(),
+  /** HMAC key under which status carries user-supplied keys (the operator's key-verifier Secret). */
+  keyVerifier: z.string().min(16, "must be at least 16 characters").optional(),
   trustedProxies: z.array(cidr).default([]),
   /** Redis of the per-key limiter (shared by every replica); absent: an in-process limiter per replica. */
   redisUrl: z
@@ -138,6 +140,7 @@ export const searchEnvMap: EnvMap = {
   KUBECONFIG: "kubeconfig",
   CAPSTAN_NAMESPACE: "namespace",
   CAPSTAN_INTERNAL_TOKEN: "internalToken",
+  CAPSTAN_KEY_VERIFIER: "keyVerifier",
   CAPSTAN_TRUSTED_PROXIES: { path: "trustedProxies", parse: envParsers.list },
   REDIS_URL: "redisUrl",
   CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",

@@ -1,6 +1,8 @@
 // API keys: issued with 256 bits of entropy, a recognisable prefix and a checksum so a typo is
-// rejected without a lookup; stored and matched only as a SHA-256 hash.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+// rejected without a lookup; stored and matched only as a SHA-256 hash. A key a user supplies
+// (keySecretRef) may be guessable, so its verifier is an HMAC under a key the operator generates
+// and only the data plane holds (docs/security.md "Key verifiers").
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 
 export const KEY_PREFIX = { chat: "cap_chat_", search: "cap_srch_", scraper: "cap_scr_" } as const;
 export type KeyKind = keyof typeof KEY_PREFIX;
@@ -39,6 +41,22 @@ export function hasValidChecksum(key: string): boolean {
 /** `sha256:<hex>`: the only form in which a key leaves its Secret. */
 export function hashKey(key: string): string {
   return `sha256:${createHash("sha256").update(key).digest("hex")}`;
+}
+
+/**
+ * `hmac-sha256:<hex>` of a user-supplied key under the verifier key: what status carries for it.
+ * Unlike a bare hash it cannot be tested against guesses by whoever reads the resource.
+ */
+export function verifyingHash(key: string, verifierKey: string): string {
+  return `hmac-sha256:${createHmac("sha256", verifierKey).update(key).digest("hex")}`;
+}
+
+/**
+ * The forms a presented key is matched in: its SHA-256 (generated keys) and, when the data plane
+ * holds the verifier key, its HMAC (user-supplied keys).
+ */
+export function presentedHashes(key: string, verifierKey: string | undefined): string[] {
+  return verifierKey ? [hashKey(key), verifyingHash(key, verifierKey)] : [hashKey(key)];
 }
 
 /** What status shows to recognise a key: its prefix and the next four characters. */

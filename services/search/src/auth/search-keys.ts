@@ -4,7 +4,7 @@
 // extractive agents), which names the namespace of the Agent it retrieves for in the
 // x-capstan-namespace header and is checked against that namespace's knowledge bases.
 import { timingSafeEqual } from "node:crypto";
-import { bearerToken, hashKey } from "@capstan/shared";
+import { bearerToken, presentedHashes } from "@capstan/shared";
 import type { SearchKey } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import { SearchError } from "../errors.ts";
@@ -49,15 +49,19 @@ export class SearchKeyAuthenticator {
   private byHash: Map<string, KeyEntry> | undefined;
   private readonly view: ResourceView;
   private readonly internalToken: string | undefined;
+  private readonly verifierKey: string | undefined;
   private readonly now: () => number;
   private readonly unsubscribe: () => void;
 
   constructor(opts: {
     view: ResourceView;
     internalToken?: string | undefined;
+    /** The operator's HMAC key for user-supplied keys; absent, only generated keys match. */
+    verifierKey?: string | undefined;
     now?: () => number;
   }) {
     this.view = opts.view;
+    this.verifierKey = opts.verifierKey;
     this.internalToken = opts.internalToken;
     this.now = opts.now ?? Date.now;
     this.unsubscribe = this.view.onChange((e) => {
@@ -97,7 +101,10 @@ export class SearchKeyAuthenticator {
       const ns = typeof namespaceHeader === "string" && DNS_LABEL.test(namespaceHeader) ? namespaceHeader : undefined;
       return { kind: "internal", namespace: ns };
     }
-    const entry = this.index().get(hashKey(token));
+    const index = this.index();
+    const entry = presentedHashes(token, this.verifierKey)
+      .map((h) => index.get(h))
+      .find((e) => e !== undefined);
     if (!entry) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
     const now = this.now();
     const { spec, status } = entry.key;
