@@ -103,11 +103,11 @@ function summarise(file: string, from: number, to: number): { busyMs: number; ga
       .map(([name, us]) => `  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${name}`)
       .join("\n");
   console.log(`profile ${file}: busy ${(busy / 1000).toFixed(0)} ms of ${(all / 1000).toFixed(0)} ms sampled`);
-  const gatewayCode = [...fn].filter(([name]) => name.includes("services/gateway/src/")).length;
-  return { busyMs: busy / 1000, gatewayFunctions: gatewayCode };
   console.log(`self time by package:\n${top(pkg, 25)}`);
   console.log(`self time by function:\n${top(fn, 40)}`);
   console.log(`inclusive time by function:\n${top(incl, 70)}`);
+  const gatewayCode = [...fn].filter(([name]) => name.includes("services/gateway/src/")).length;
+  return { busyMs: busy / 1000, gatewayFunctions: gatewayCode };
 }
 
 let window: [number, number] = [0, Number.MAX_SAFE_INTEGER];
