@@ -1,9 +1,12 @@
 // An in-memory OpenTelemetry setup for tests: the W3C propagator, async context, a tracer
-// provider whose finished spans can be read back, and the processes' own instrumentations that
-// need no module patching (@fastify/otel and undici listen on diagnostics channels; the http and
-// ioredis ones patch modules at load, which only a process of its own can order: see
-// test/foundation/trace.test.ts for those).
-import { instrumentations } from "@capstan/shared/tracing";
+// provider whose finished spans can be read back (every trace sampled), and the processes' own
+// http and undici instrumentations with server spans named by route. undici listens on
+// diagnostics channels; node:http is patched when it is required again after the instrumentation
+// is enabled, which patches the one shared http.Server prototype (servers started later in this
+// process are traced). ioredis can only be patched before it loads: processes of their own do that
+// (services/shared/src/tracing.test.ts, test/traces).
+import { createRequire } from "node:module";
+import { instrumentations, nameServerSpansByRoute } from "@capstan/shared/tracing";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -19,11 +22,14 @@ export function startTestTracing() {
   trace.setGlobalTracerProvider(provider);
   const unregister = registerInstrumentations({
     tracerProvider: provider,
-    instrumentations: instrumentations().filter((i) => /fastify|undici/.test(i.instrumentationName)),
+    instrumentations: instrumentations({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: "http,undici" }),
   });
+  createRequire(import.meta.url)("node:http");
+  const unname = nameServerSpansByRoute();
   return {
     exporter,
     async shutdown() {
+      unname();
       unregister();
       await provider.shutdown();
       trace.disable();

@@ -49,6 +49,8 @@ function env(vars: Record<string, string>): NodeJS.ProcessEnv {
     LOG_LEVEL: "warn",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.otlpEndpoint,
     OTEL_BSP_SCHEDULE_DELAY: "100",
+    // Every trace recorded: the processes' default samples 1 % of new traces.
+    OTEL_TRACES_SAMPLER: "parentbased_always_on",
     ...vars,
   };
 }

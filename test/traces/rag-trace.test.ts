@@ -48,6 +48,8 @@ function env(service: Record<string, string>): NodeJS.ProcessEnv {
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
     // Export within a fraction of a second instead of the default 5 s.
     OTEL_BSP_SCHEDULE_DELAY: "100",
+    // Every trace recorded: the processes' default samples 1 % of new traces.
+    OTEL_TRACES_SAMPLER: "parentbased_always_on",
     ...service,
   };
 }
@@ -249,12 +251,26 @@ describe("one trace per RAG chat request, across processes", () => {
     expect(seen[1]).toBe(traceId);
     expect(parentOf(byId.get(seen[2] ?? "") as TraceSpan)).toBe(provider.spanID);
 
-    // The limiter's Redis command (ioredis instrumentation) under the limiter's hook span.
-    const limiter = one("onRequest - limitChannelRate", "capstan-gateway");
+    // The server span is named after the route and carries the channel and the limiter's decision;
+    // the limiter's Redis command (ioredis instrumentation) is its child.
+    expect((gatewayServer as TraceSpan).operationName).toBe("POST /api/v1/chat/completions");
+    expect(tag(gatewayServer as TraceSpan, "http.route")).toBe("/api/v1/chat/completions");
+    expect(tag(gatewayServer as TraceSpan, "capstan.limiter.backend")).toBe("redis");
+    expect(tag(gatewayServer as TraceSpan, "capstan.channel")).toEqual(expect.any(String));
     expect(
-      t.spans.some((s) => parentOf(s) === limiter.spanID && s.tags.some((x) => x.key.startsWith("db."))),
-      `a Redis span under the limiter\n${spanTree(t)}`,
+      t.spans.some(
+        (s) => parentOf(s) === (gatewayServer as TraceSpan).spanID && s.tags.some((x) => x.key.startsWith("db.")),
+      ),
+      `a Redis span under the server span\n${spanTree(t)}`,
     ).toBe(true);
+    // Spans that carry information only: no per-hook or per-handler spans, one server span per
+    // request in each process.
+    expect(
+      t.spans.filter((s) => /^(request|onRequest|onSend|onResponse|handler|preHandler)\b/.test(s.operationName)),
+      spanTree(t),
+    ).toEqual([]);
+    expect(server("capstan-gateway")).toHaveLength(1);
+    expect(server("capstan-search")).toHaveLength(1);
     console.log(`[rag trace]\n${spanTree(t)}`);
   });
 });

@@ -37,6 +37,8 @@ beforeAll(async () => {
     LOG_LEVEL: "warn",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.otlpEndpoint,
     OTEL_BSP_SCHEDULE_DELAY: "100",
+    // Every trace recorded: the processes' default samples 1 % of new traces.
+    OTEL_TRACES_SAMPLER: "parentbased_always_on",
   });
   await waitFor("operator ready", async () => (await fetch(`http://127.0.0.1:${health}/readyz`)).status === 200, {
     timeoutMs: 180_000,

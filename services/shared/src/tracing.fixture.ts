@@ -1,26 +1,35 @@
 // A process started as every Capstan process starts (tracing.test.ts runs it): startTracing()
-// first, then the modules the instrumentations patch, imported the ESM way. It prints what a
-// Fastify route saw of the caller's trace and whether ioredis and node:http came out patched.
+// with the OTEL_* variables the test gives, then the modules the instrumentations patch, imported
+// the ESM way. A Fastify route calls the test's downstream server with fetch; the fixture sends it
+// the requests of CALLS (a JSON list of `traceparent` values, null for none) and prints, per
+// request, what the route saw of the active span, and whether ioredis and node:http were patched.
 import { startTracing } from "./tracing.ts";
 
-startTracing("capstan-fixture", { OTEL_TRACES_EXPORTER: "none" });
+startTracing("capstan-fixture");
 const { trace } = await import("@opentelemetry/api");
 const { Redis } = await import("ioredis");
 const { request } = await import("node:http");
 const { default: Fastify } = await import("fastify");
 
 const app = Fastify();
-app.get("/work", async () => ({ traceId: trace.getActiveSpan()?.spanContext().traceId ?? null }));
+app.get("/work/:id", async () => {
+  const span = trace.getActiveSpan();
+  await (await fetch(process.env.DOWNSTREAM as string)).arrayBuffer();
+  return { span: span ? { recording: span.isRecording(), traceId: span.spanContext().traceId } : null };
+});
 await app.listen({ port: 0, host: "127.0.0.1" });
 const address = app.server.address();
 const port = typeof address === "object" && address ? address.port : 0;
-const res = await fetch(`http://127.0.0.1:${port}/work`, {
-  headers: { traceparent: `00-${process.env.TRACE_ID}-00f067aa0ba902b7-01` },
-});
-const { traceId } = (await res.json()) as { traceId: string | null };
+const seen = [];
+for (const [i, traceparent] of (JSON.parse(process.env.CALLS ?? "[]") as (string | null)[]).entries()) {
+  const res = await fetch(`http://127.0.0.1:${port}/work/${i}`, { headers: traceparent ? { traceparent } : {} });
+  seen.push(await res.json());
+}
 const wrapped = (fn: unknown) => Boolean((fn as { __wrapped?: boolean }).__wrapped);
-process.stdout.write(
-  `${JSON.stringify({ traceId, ioredis: wrapped(Redis.prototype.sendCommand), http: wrapped(request) })}\n`,
-);
 await app.close();
+const { shutdownTracing } = await import("./tracing.ts");
+await shutdownTracing();
+process.stdout.write(
+  `${JSON.stringify({ seen, ioredis: wrapped(Redis.prototype.sendCommand), http: wrapped(request) })}\n`,
+);
 process.exit(0);

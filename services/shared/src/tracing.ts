@@ -1,27 +1,38 @@
 // OpenTelemetry bootstrap from the standard OTEL_* variables (OTEL_SERVICE_NAME,
-// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER, OTEL_TRACES_SAMPLER, ...). With no
-// exporter configured, spans are still created (trace ids in logs, traceparent propagated)
-// but not exported. W3C trace context is the propagator.
+// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER, OTEL_TRACES_SAMPLER, ...), W3C trace context
+// as the propagator. Tracing is meant to stay on in production, so it costs what it tells:
 //
-// The maintained instrumentations do the per-request work: http (server spans, W3C context
-// extracted from incoming requests), @fastify/otel (route and hook spans), undici (client spans,
-// traceparent injected into every outgoing request) and ioredis (one span per command). The
-// http and ioredis ones patch modules when they are require()d, so a process starts tracing
-// BEFORE it imports fastify, ioredis or its own app: each main.ts imports only this file
-// ("@capstan/shared/tracing") statically and the rest with a dynamic import() afterwards.
-// undici and @fastify/otel listen on diagnostics channels and need no patching.
+// - With an exporter configured, traces are sampled parent-based: a caller's decision (the
+//   sampled flag of its `traceparent`) is kept, and new traces are sampled at
+//   OTEL_TRACES_SAMPLER_ARG (default 0.01) unless OTEL_TRACES_SAMPLER says otherwise. The
+//   decision is taken before any span exists (trace-sampling.ts): an unsampled request builds no
+//   span objects; only its trace context is passed on.
+// - With no exporter configured, no tracer provider and no instrumentation is registered (no
+//   span is ever built, no module patched): only a caller's `traceparent` is passed on,
+//   untouched, to the calls made while serving it; a request that carries none costs one header
+//   lookup.
+//
+// Spans carry information or are not made: one server span per request (the http
+// instrumentation's, named after the Fastify route), one client span per outgoing call (undici,
+// node:http, ioredis), and the services' own spans per step of work. bench/gateway/tracing.ts
+// measures what each setting costs (docs/benchmarks.md).
+//
+// The http and ioredis instrumentations patch modules when they are require()d, so a process
+// starts tracing BEFORE it imports fastify, ioredis or its own app: each main.ts imports only this
+// file ("@capstan/shared/tracing") statically and the rest with a dynamic import() afterwards.
+// undici and Fastify announce their requests and instances on diagnostics channels and need no
+// patching.
 import { createRequire, syncBuiltinESMExports } from "node:module";
-import { FastifyOtelInstrumentation } from "@fastify/otel";
 import { type Context, context, type Span, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
-import { NodeSDK } from "@opentelemetry/sdk-node";
-import { NoopSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import type { FastifyRequest } from "fastify";
+import { core, NodeSDK } from "@opentelemetry/sdk-node";
+import { type Door, door, onEveryFastify, passTraceContextOn, samplerFromEnv } from "./trace-sampling.ts";
 
 let sdk: NodeSDK | undefined;
+let unsubscribe: (() => void) | undefined;
 
 export interface TracingHandle {
   shutdown(): Promise<void>;
@@ -34,27 +45,64 @@ function untraced(url: string | undefined): boolean {
   return UNTRACED_PATHS.has((url ?? "").split("?")[0] ?? "");
 }
 
+/** True when the code running now is inside a span that is recorded (a sampled trace). */
+function recording(): boolean {
+  return trace.getActiveSpan()?.isRecording() === true;
+}
+
 /**
- * The instrumentations every process registers. Exported so tests can register the same ones
- * against an in-memory tracer provider.
+ * The instrumentations a process registers when it exports traces, by name (`http`, `undici`,
+ * `ioredis`), less those OTEL_NODE_DISABLED_INSTRUMENTATIONS names (or only those
+ * OTEL_NODE_ENABLED_INSTRUMENTATIONS names; comma-separated, the variables of OpenTelemetry's
+ * auto-instrumentations package). Exported so tests can register the same ones against an
+ * in-memory tracer provider.
  */
-export function instrumentations(): Instrumentation[] {
-  return [
-    // Outgoing calls are traced inside a trace only: a watch or a lease renewal on its own
-    // is not worth a root span of its own.
-    new HttpInstrumentation({
-      ignoreIncomingRequestHook: (req) => untraced(req.url),
+export function instrumentations(
+  env: NodeJS.ProcessEnv = process.env,
+  admit: Door["admits"] = () => true,
+): Instrumentation[] {
+  const all: Record<string, Instrumentation> = {
+    http: new HttpInstrumentation({
+      // Requests the door turns away run untraced (trace-sampling.ts passes their context on).
+      ignoreIncomingRequestHook: (req) => untraced(req.url) || !admit(req.headers),
+      // Outgoing calls are traced inside a recorded trace only: a watch or a lease renewal on
+      // its own is not worth a root span of its own, nor a call made for an unsampled request.
+      ignoreOutgoingRequestHook: () => !recording(),
       requireParentforOutgoingSpans: true,
     }),
-    new UndiciInstrumentation({ requireParentforSpans: true }),
+    undici: new UndiciInstrumentation({ requireParentforSpans: true, ignoreRequestHook: () => !recording() }),
     // Its default statement serializer keeps only the arguments of commands known to be safe
     // (key names of GET/INCR/EVAL...), never values or AUTH passwords.
-    new IORedisInstrumentation({ requireParentSpan: true }),
-    new FastifyOtelInstrumentation({
-      registerOnInitialization: true,
-      ignorePaths: (route) => untraced(route.url),
-    }) as unknown as Instrumentation,
-  ];
+    ioredis: new IORedisInstrumentation({ requireParentSpan: true }),
+  };
+  const names = (v: string | undefined) =>
+    new Set(
+      (v ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
+  const disabled = names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS);
+  return Object.entries(all)
+    .filter(([name]) => (enabled.size === 0 || enabled.has(name)) && !disabled.has(name))
+    .map(([, i]) => i);
+}
+
+/**
+ * Names each HTTP server span after its Fastify route (`POST /api/v1/chat/completions`, with
+ * `http.route`) instead of a span of its own per request: every Fastify instance created from now
+ * on (Fastify announces each on the `fastify.initialization` channel) gets one onRequest hook
+ * that hands the route to the http instrumentation, which names its span with it when the
+ * response ends. Returns the function that stops it.
+ */
+export function nameServerSpansByRoute(): () => void {
+  return onEveryFastify((req, _reply, done) => {
+    const rpc = core.getRPCMetadata(context.active());
+    const route = req.routeOptions.url;
+    if (rpc?.type === core.RPCType.HTTP && route !== undefined && rpc.span.isRecording()) rpc.route = route;
+    done();
+  });
 }
 
 /** Starts the SDK once per process. `OTEL_SDK_DISABLED=true` turns it off. */
@@ -68,14 +116,28 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   );
   process.env.OTEL_METRICS_EXPORTER ??= "none";
   process.env.OTEL_LOGS_EXPORTER ??= "none";
-  // The SDK registers no tracer provider when nothing exports; a no-op processor keeps real
-  // spans (and so trace ids in logs and traceparent propagation) without exporting them.
+  if (!exporting) {
+    // No span processor and no instrumentation: the SDK only sets up the context manager and the
+    // propagator (OTEL_PROPAGATORS, W3C trace context and baggage by default). With no tracer
+    // provider, the API's no-op tracer hands the caller's span context through unchanged.
+    sdk = new NodeSDK({ serviceName, instrumentations: [], spanProcessors: [] });
+    sdk.start();
+    unsubscribe = passTraceContextOn({ freshUnsampled: false, asActive: true });
+    return { shutdown: shutdownTracing };
+  }
+  const sampling = door(samplerFromEnv(env));
   sdk = new NodeSDK({
     serviceName,
-    instrumentations: instrumentations(),
-    ...(exporting ? {} : { spanProcessors: [new NoopSpanProcessor()] }),
+    instrumentations: instrumentations(env, sampling.admits),
+    sampler: sampling.sampler,
   });
   sdk.start();
+  const unname = nameServerSpansByRoute();
+  const unpass = passTraceContextOn({ freshUnsampled: true, asActive: false });
+  unsubscribe = () => {
+    unname();
+    unpass();
+  };
   loadPatched();
   return { shutdown: shutdownTracing };
 }
@@ -84,6 +146,8 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
 export async function shutdownTracing(): Promise<void> {
   const current = sdk;
   sdk = undefined;
+  unsubscribe?.();
+  unsubscribe = undefined;
   await current?.shutdown();
 }
 
@@ -98,17 +162,6 @@ function loadPatched(): void {
   const require = createRequire(import.meta.url);
   for (const id of ["node:http", "node:https", "ioredis"]) require(id);
   syncBuiltinESMExports();
-}
-
-/**
- * A Fastify request's trace context: the @fastify/otel request span's (child of the http server
- * span, itself a child of the caller's traceparent) when the instrumentation runs, else the
- * active one. Hooks run inside spans of their own that end with them; work that outlives a hook
- * (a streamed answer) starts from this context instead.
- */
-export function requestTraceContext(req: FastifyRequest): Context {
-  const otel = (req as { opentelemetry?: () => { context?: Context | null } }).opentelemetry?.();
-  return otel?.context ?? context.active();
 }
 
 /** A trace context captured with `activeTraceContext()`, to run later work in. */
@@ -146,3 +199,4 @@ export async function withSpan<T>(t: Tracer, name: string, fn: (span: Span) => P
     }
   });
 }
+export { DEFAULT_SAMPLE_RATIO, samplerFromEnv } from "./trace-sampling.ts";

@@ -1,13 +1,12 @@
 // Per-request context of the /api/v1 routes: the trace context, the authenticated channel, and
-// the QPM decision. The server span and the W3C traceparent extraction come from the http and
-// @fastify/otel instrumentations (services/shared/src/tracing.ts), which also put every hook in a
-// span of its own ("onRequest - authenticateChannel", ...): this file only names the channel and the
-// limiter's decision on them. Each is an onRequest hook that the /api/v1 plugin (routes/api-v1.ts)
+// the QPM decision. The server span and the W3C traceparent extraction come from the http
+// instrumentation (services/shared/src/tracing.ts): this file only names the channel and the
+// limiter's decision on that span. Each is an onRequest hook that the /api/v1 plugin (routes/api-v1.ts)
 // adds to its own encapsulated context, so it runs for those routes only; auth and the limiter run
 // before the body is read, so a rejected request costs little.
 import { randomUUID } from "node:crypto";
 import { type LimitDecision, rateLimitHeaders, retryAfterSeconds } from "@capstan/shared/limiter";
-import { requestTraceContext } from "@capstan/shared/tracing";
+import { activeTraceContext } from "@capstan/shared/tracing";
 import { type Context, context, INVALID_SPAN_CONTEXT, type Span, trace } from "@opentelemetry/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import type { ChannelDirectory, ResolvedChannel } from "../channels.ts";
@@ -38,9 +37,9 @@ export function installTracing(app: FastifyInstance): void {
       "x-request-id",
       typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID()}`,
     );
-    // The instrumentations' request span (a non-recording one when tracing is off), kept so
-    // the channel can be named on it once known.
-    const ctx = requestTraceContext(req);
+    // The http instrumentation's server span (a non-recording one for an unsampled request, none
+    // when nothing exports), kept so the channel can be named on it once known.
+    const ctx = activeTraceContext();
     req.capstan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx };
   });
 }
@@ -54,12 +53,10 @@ export interface AuthOptions {
 
 /** onRequest hook: the bearer key must belong to an unexpired AccessChannel. */
 export function authenticate(gateway: AuthOptions): onRequestAsyncHookHandler {
-  // Named: the hook's span is "onRequest - authenticateChannel".
   return async function authenticateChannel(req: FastifyRequest) {
     try {
       const channel = gateway.channels.authenticate(req.headers.authorization, gateway.now());
       if (req.capstan) req.capstan.channel = channel;
-      trace.getActiveSpan()?.setAttribute("capstan.channel", channel.id);
       req.capstan?.span.setAttribute("capstan.channel", channel.id);
     } catch (err) {
       if (err instanceof GatewayError) gateway.metrics.authFailures.inc({ reason: err.code });
@@ -70,12 +67,11 @@ export function authenticate(gateway: AuthOptions): onRequestAsyncHookHandler {
 
 /** onRequest hook (after authenticate): one limiter decision; 429 with Retry-After when spent. */
 export function limitRate(gateway: { limiter: QpmLimiter; metrics: GatewayMetrics }): onRequestAsyncHookHandler {
-  // Named: the hook's span is "onRequest - limitChannelRate" (the Redis command's span below it).
   return async function limitChannelRate(req: FastifyRequest, reply: FastifyReply) {
     const channel = req.capstan?.channel;
     if (!channel) return;
     const decision = await gateway.limiter.check(channel.id, channel.qpm);
-    trace.getActiveSpan()?.setAttributes({
+    req.capstan?.span.setAttributes({
       "capstan.limiter.backend": decision.backend,
       "capstan.limiter.allowed": decision.allowed,
     });

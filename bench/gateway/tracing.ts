@@ -1,0 +1,171 @@
+// What tracing costs the gateway, side by side in one run: the same build as several gateway
+// processes on one Redis (limiter on) and one fake provider, each with different OTEL_* settings,
+// loaded in turn with autocannon in interleaved rounds (A B C A B C ...) so every configuration
+// sees the same machine load. A minimal OTLP/HTTP sink on loopback receives what the exporting
+// configurations send (it answers 200 and counts spans' requests and bytes).
+// Run: node bench/gateway/tracing.ts
+//   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 3),
+//        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default all
+//        but the per-instrumentation ones: off,none,none-traceparent,otlp-1pct)
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import autocannon from "autocannon";
+import { startRedis } from "../../test/ground/redis.ts";
+import {
+  CHAT_BODY,
+  cleanup,
+  cpuMs,
+  probeLatency,
+  procs,
+  startFakeUpstream,
+  startGatewayProcess,
+  writeResources,
+} from "./harness.ts";
+
+const duration = Number(process.env.BENCH_DURATION ?? 10);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+interface Config {
+  /** The gateway's OTEL_* environment (the sink's URL is filled in for `SINK`). */
+  env: Record<string, string>;
+  /** Requests carry a caller's sampled `traceparent` (an ingress or a traced client in front). */
+  traceparent?: boolean;
+  what: string;
+}
+
+const SINK = "$SINK";
+const CONFIGS: Record<string, Config> = {
+  off: { env: { OTEL_SDK_DISABLED: "true" }, what: "OTEL_SDK_DISABLED=true (baseline)" },
+  none: { env: {}, what: "tracing on, no exporter (the default)" },
+  "none-traceparent": {
+    env: {},
+    traceparent: true,
+    what: "tracing on, no exporter, every request with a caller's traceparent (propagated)",
+  },
+  "otlp-1pct": {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK },
+    what: "OTLP exporter, default sampler (parentbased_traceidratio 0.01)",
+  },
+  "otlp-100pct": {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER: "parentbased_always_on" },
+    what: "OTLP exporter, every request sampled",
+  },
+};
+// Per-instrumentation cost: `<config>-no-<instrumentation>` is <config> with that one left out.
+for (const base of ["none", "none-traceparent", "otlp-1pct", "otlp-100pct"]) {
+  for (const name of ["http", "undici", "ioredis"]) {
+    const { env, traceparent, what } = CONFIGS[base] as Config;
+    CONFIGS[`${base}-no-${name}`] = {
+      env: { ...env, OTEL_NODE_DISABLED_INSTRUMENTATIONS: name },
+      traceparent,
+      what: `${what}, without the ${name} instrumentation`,
+    };
+  }
+}
+
+const chosen = (process.env.BENCH_CONFIGS ?? "off,none,none-traceparent,otlp-1pct").split(",").map((s) => s.trim());
+for (const name of chosen)
+  if (!CONFIGS[name]) throw new Error(`unknown config ${name}; known: ${Object.keys(CONFIGS)}`);
+
+/** The OTLP receiver: answers every export with 200 (an empty ExportTraceServiceResponse). */
+const sinkStats = { requests: 0, bytes: 0 };
+const sink = createServer((req, res) => {
+  sinkStats.requests++;
+  req.on("data", (b: Buffer) => {
+    sinkStats.bytes += b.length;
+  });
+  req.on("end", () => res.writeHead(200, { "content-type": req.headers["content-type"] ?? "" }).end());
+});
+await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
+const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+
+interface Run {
+  rps: number;
+  cpuPerRequest: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+const redis = await startRedis();
+try {
+  const upstream = await startFakeUpstream();
+  const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
+  const gateways: { name: string; url: string; pid: number; runs: Run[] }[] = [];
+  for (const name of chosen) {
+    const config = CONFIGS[name] as Config;
+    const otel = Object.fromEntries(Object.entries(config.env).map(([k, v]) => [k, v === SINK ? sinkUrl : v]));
+    const url = await startGatewayProcess({
+      CAPSTAN_RESOURCES_DIR: dir,
+      REDIS_URL: redis.url,
+      OTEL_SDK_DISABLED: "",
+      ...otel,
+    });
+    gateways.push({ name, url, pid: procs.at(-1)?.child.pid as number, runs: [] });
+  }
+  const headersOf = (name: string): Record<string, string> => ({
+    "content-type": "application/json",
+    authorization: `Bearer ${key}`,
+    ...(CONFIGS[name]?.traceparent ? { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" } : {}),
+  });
+  // Warm every process (JIT, connection pools, Redis' script cache).
+  for (const g of gateways) {
+    await probeLatency(g.url, "/api/v1/chat/completions", headersOf(g.name), { total: 2000, concurrency: 8 });
+  }
+  const started = new Date();
+  const load0 = (await import("node:os")).loadavg()[0] as number;
+  for (let round = 0; round < rounds; round++) {
+    for (const g of gateways) {
+      const cpu0 = cpuMs(g.pid);
+      const r = await autocannon({
+        url: `${g.url}/api/v1/chat/completions`,
+        method: "POST",
+        headers: headersOf(g.name),
+        body: CHAT_BODY,
+        connections,
+        duration,
+      });
+      const cpu = cpuMs(g.pid) - cpu0;
+      g.runs.push({
+        rps: r.requests.average,
+        cpuPerRequest: cpu / Math.max(1, r.requests.total),
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        non2xx: r.non2xx + r.errors,
+      });
+      console.error(`[round ${round + 1}] ${g.name}: ${r.requests.average.toFixed(0)} req/s`);
+    }
+  }
+  const load1 = (await import("node:os")).loadavg()[0] as number;
+  const base = gateways.find((g) => g.name === "off");
+  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+  const lines = [
+    `gateway tracing cost, ${started.toISOString()}: ${gateways.length} configurations × ${rounds} interleaved rounds,`,
+    `autocannon ${connections} connections × ${duration} s, Redis limiter on, fake provider on loopback; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`,
+  ];
+  for (const g of gateways) {
+    const rps = g.runs.map((r) => r.rps);
+    // Each round against the baseline's run of the same round (the closest in time).
+    const ratios = base ? g.runs.map((r, i) => r.rps / (base.runs[i]?.rps ?? Number.NaN)) : [];
+    lines.push(
+      `  ${g.name.padEnd(24)} ${range(rps)} req/s (mean ${mean(rps).toFixed(0)})` +
+        `  CPU/request ${range(
+          g.runs.map((r) => r.cpuPerRequest),
+          3,
+        )} ms  p50 ${range(g.runs.map((r) => r.p50))} ms  p99 ${range(g.runs.map((r) => r.p99))} ms` +
+        (base
+          ? `  vs off: ${range(ratios, 3)} (mean ${(mean(rps) / mean(base.runs.map((r) => r.rps))).toFixed(3)})`
+          : "") +
+        `  errors ${g.runs.reduce((n, r) => n + r.non2xx, 0)}`,
+    );
+    lines.push(`  ${"".padEnd(24)} ${CONFIGS[g.name]?.what}`);
+  }
+  lines.push(`  OTLP sink: ${sinkStats.requests} export requests, ${(sinkStats.bytes / 1024).toFixed(0)} KiB`);
+  console.log(lines.join("\n"));
+} finally {
+  await cleanup();
+  await redis.stop();
+  sink.close();
+}
