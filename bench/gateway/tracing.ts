@@ -4,7 +4,7 @@
 // sees the same machine load. A minimal OTLP/HTTP sink on loopback receives what the exporting
 // configurations send (it answers 200 and counts spans' requests and bytes).
 // Run: node bench/gateway/tracing.ts
-//   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 3),
+//   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
 //        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default all
 //        but the per-instrumentation ones: off,none,none-traceparent,otlp-1pct)
 import { createServer } from "node:http";
@@ -23,7 +23,7 @@ import {
 } from "./harness.ts";
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 interface Config {
@@ -81,6 +81,9 @@ await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
 const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
 
 interface Run {
+  round: number;
+  requests: number;
+  seconds: number;
   rps: number;
   cpuPerRequest: number;
   p50: number;
@@ -116,7 +119,9 @@ try {
   const started = new Date();
   const load0 = (await import("node:os")).loadavg()[0] as number;
   for (let round = 0; round < rounds; round++) {
-    for (const g of gateways) {
+    // A B C, B C A, C A B, ...: no configuration always runs right after the same other one.
+    const order = gateways.map((_, i) => gateways[(i + round) % gateways.length] as (typeof gateways)[number]);
+    for (const g of order) {
       const cpu0 = cpuMs(g.pid);
       const r = await autocannon({
         url: `${g.url}/api/v1/chat/completions`,
@@ -128,6 +133,9 @@ try {
       });
       const cpu = cpuMs(g.pid) - cpu0;
       g.runs.push({
+        round,
+        requests: r.requests.total,
+        seconds: r.duration,
         rps: r.requests.average,
         cpuPerRequest: cpu / Math.max(1, r.requests.total),
         p50: r.latency.p50,
@@ -139,28 +147,34 @@ try {
   }
   const load1 = (await import("node:os")).loadavg()[0] as number;
   const base = gateways.find((g) => g.name === "off");
-  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
+  const median = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  };
   const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+  /** Requests per second over all rounds of a configuration. */
+  const overall = (runs: Run[]) => sum(runs.map((r) => r.requests)) / sum(runs.map((r) => r.seconds));
   const lines = [
     `gateway tracing cost, ${started.toISOString()}: ${gateways.length} configurations × ${rounds} interleaved rounds,`,
     `autocannon ${connections} connections × ${duration} s, Redis limiter on, fake provider on loopback; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`,
+    "  throughput: range of the rounds and over all rounds; vs off: median and range of each round's ratio to the",
+    "  baseline's run of the same round, and the ratio over all rounds; CPU: the gateway process's ms per request over all rounds",
   ];
   for (const g of gateways) {
     const rps = g.runs.map((r) => r.rps);
-    // Each round against the baseline's run of the same round (the closest in time).
-    const ratios = base ? g.runs.map((r, i) => r.rps / (base.runs[i]?.rps ?? Number.NaN)) : [];
+    const cpu = sum(g.runs.map((r) => r.cpuPerRequest * r.requests)) / sum(g.runs.map((r) => r.requests));
+    let vs = "";
+    if (base) {
+      const ratios = g.runs.map((r) => r.rps / (base.runs.find((b) => b.round === r.round)?.rps ?? Number.NaN));
+      vs = `  vs off: median ${median(ratios).toFixed(3)} (${range(ratios, 3)}), overall ${(overall(g.runs) / overall(base.runs)).toFixed(3)}`;
+    }
     lines.push(
-      `  ${g.name.padEnd(24)} ${range(rps)} req/s (mean ${mean(rps).toFixed(0)})` +
-        `  CPU/request ${range(
-          g.runs.map((r) => r.cpuPerRequest),
-          3,
-        )} ms  p50 ${range(g.runs.map((r) => r.p50))} ms  p99 ${range(g.runs.map((r) => r.p99))} ms` +
-        (base
-          ? `  vs off: ${range(ratios, 3)} (mean ${(mean(rps) / mean(base.runs.map((r) => r.rps))).toFixed(3)})`
-          : "") +
-        `  errors ${g.runs.reduce((n, r) => n + r.non2xx, 0)}`,
+      `  ${g.name.padEnd(18)} ${range(rps)} req/s, overall ${overall(g.runs).toFixed(0)}${vs}  CPU ${cpu.toFixed(3)} ms/req` +
+        `  p50 ${range(g.runs.map((r) => r.p50))} ms  p99 ${range(g.runs.map((r) => r.p99))} ms  errors ${sum(g.runs.map((r) => r.non2xx))}`,
     );
-    lines.push(`  ${"".padEnd(24)} ${CONFIGS[g.name]?.what}`);
+    lines.push(`  ${"".padEnd(18)} ${CONFIGS[g.name]?.what}`);
   }
   lines.push(`  OTLP sink: ${sinkStats.requests} export requests, ${(sinkStats.bytes / 1024).toFixed(0)} KiB`);
   console.log(lines.join("\n"));

@@ -2,6 +2,7 @@
 // embedding model, embedded vector store) over loopback HTTP, the gateway calling it with the
 // internal service token.
 
+import { readFileSync } from "node:fs";
 import { buildApp as buildSearchApp } from "@capstan/search";
 import { listenInternal } from "@capstan/shared";
 import type { KnowledgeBase } from "@capstan/shared/api";
@@ -244,5 +245,26 @@ describe("RAG agent", () => {
     expect(err.message).not.toContain("QPM");
     expect(err.message).not.toContain(ns);
     expect(fake.calls.length).toBe(before);
+  });
+});
+
+describe("the gateway's outbound metrics as the docs and alerts name them", () => {
+  // docs/observability.md once pointed SREs at target="search_search", a series the gateway never
+  // exports. Every `capstan_gateway_outbound_*{target="…"}` selector in the docs and the rules must
+  // match series this gateway (which has called search above) really exports.
+  it("finds a series for every target the docs and the rules give", async () => {
+    const root = new URL("../../", import.meta.url);
+    const texts = ["docs/observability.md", "charts/capstan/files/monitoring/rules.yaml"].map((f) =>
+      readFileSync(new URL(f, root), "utf8"),
+    );
+    const selectors = texts.flatMap((t) => [...t.matchAll(/(capstan_gateway_outbound_[a-z_]+)\{target="([^"]+)"\}/g)]);
+    expect(selectors.length).toBeGreaterThan(0);
+    const exported = await (await fetch(`${gw.internalUrl}/metrics`)).text();
+    for (const [selector, name, target] of selectors) {
+      const series = exported
+        .split("\n")
+        .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name}_bucket{`) || l.startsWith(`${name}_count{`));
+      expect(series.some((l) => l.includes(`target="${target}"`)), `${selector} matches no exported series`).toBe(true);
+    }
   });
 });

@@ -26,9 +26,10 @@ export const BOUNDED_HISTOGRAM_LABELS = new Set([
 export interface Series {
   name: string;
   labels: Record<string, string>;
+  value: number;
 }
 
-const LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+/;
+const LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
 /** Every sample line of an exposition as its metric name and labels. */
@@ -40,7 +41,7 @@ export function parseSeries(text: string): Series[] {
     if (!m) continue;
     const labels: Record<string, string> = {};
     for (const l of (m[2] ?? "").matchAll(LABEL)) labels[l[1] as string] = l[2] as string;
-    out.push({ name: m[1] as string, labels });
+    out.push({ name: m[1] as string, labels, value: Number(m[3]) });
   }
   return out;
 }

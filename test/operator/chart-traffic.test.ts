@@ -116,11 +116,16 @@ describe("traffic", () => {
     expect((one(narrowed, "NetworkPolicy", "capstan-gateway").spec as Policy).ingress[1]?.from).toEqual([scrapers]);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
     // The public port from anywhere; the internal port (documents API, metrics, health) from the
-    // operator's pods only.
+    // operator's pods and, no metricsFrom given, from pods of the cluster (Prometheus), or from the
+    // metricsFrom peers when given (test/monitoring/chart-scrape.test.ts checks a scrape gets in).
     const [publicRule, internalRule] = policy("capstan-search").ingress;
     expect(publicRule).toEqual({ ports: [{ port: c.search.port, protocol: "TCP" }] });
     expect(internalRule?.ports).toEqual([{ port: c.search.internalPort, protocol: "TCP" }]);
-    expect(internalRule?.from).toHaveLength(1);
+    expect(internalRule?.from).toHaveLength(2);
+    expect(internalRule?.from?.[1]).toEqual({ namespaceSelector: {} });
+    expect((one(narrowed, "NetworkPolicy", "capstan-search").spec as Policy).ingress[1]?.from?.slice(1)).toEqual([
+      scrapers,
+    ]);
     const operatorPod = podLabels(one(objects, "Deployment", `${release}-capstan-operator`));
     expect(operatorPod).toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? { none: "x" });
     expect(gwLabels).not.toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? {});

@@ -67,11 +67,14 @@ export class LeaderElector {
     this.gauge = o.registry
       ? new Gauge({
           name: "leader_election_master_status",
-          help: "1 when this instance leads the Lease",
+          help: "1 when this instance leads the Lease, 0 while it stands by",
           labelNames: ["name"] as const,
           registers: [o.registry],
         })
       : undefined;
+    // Every candidate exports the gauge from the start: a standby's 0 is what lets an alert see
+    // that no replica leads (a leader that loses the Lease exits, and its series goes with it).
+    this.gauge?.set({ name: o.name }, 0);
   }
 
   get isLeader(): boolean {
