@@ -264,7 +264,10 @@ describe("the gateway's outbound metrics as the docs and alerts name them", () =
       const series = exported
         .split("\n")
         .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name}_bucket{`) || l.startsWith(`${name}_count{`));
-      expect(series.some((l) => l.includes(`target="${target}"`)), `${selector} matches no exported series`).toBe(true);
+      expect(
+        series.some((l) => l.includes(`target="${target}"`)),
+        `${selector} matches no exported series`,
+      ).toBe(true);
     }
   });
 });

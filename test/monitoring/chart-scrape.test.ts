@@ -65,7 +65,7 @@ function scraped(): { service: Rendered; port: ServicePort }[] {
   return objects
     .filter((o) => o.kind === "ServiceMonitor")
     .flatMap((m) => {
-      const names = (m.spec?.endpoints as { port: string }[]).map((e) => e.port);
+      const names = ((m.spec?.endpoints ?? []) as { port: string }[]).map((e) => e.port);
       return services
         .filter((s) => selects(m.spec?.selector as Selector, labelsOf(s)))
         .flatMap((service) =>
