@@ -75,9 +75,10 @@ export function internalUrlOf(url: string): string {
   return internalUrls.get(url) ?? url;
 }
 
-export async function startGatewayProcess(env: Record<string, string>): Promise<string> {
+/** Starts `services/gateway/src/main.ts` of this tree (or of another checkout, `root`, for a before/after). */
+export async function startGatewayProcess(env: Record<string, string>, root = ROOT): Promise<string> {
   const [port, internalPort] = [await freePort(), await freePort()];
-  const proc = startProcess("gateway", process.execPath, [join(ROOT, "services/gateway/src/main.ts")], {
+  const proc = startProcess("gateway", process.execPath, [join(root, "services/gateway/src/main.ts")], {
     ...process.env,
     PORT: String(port),
     CAPSTAN_INTERNAL_PORT: String(internalPort),

@@ -5,8 +5,9 @@
 // configurations send (it answers 200 and counts spans' requests and bytes).
 // Run: node bench/gateway/tracing.ts
 //   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
-//        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default all
-//        but the per-instrumentation ones: off,none,none-traceparent,otlp-1pct)
+//        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default
+//        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-none
+//        and before-off, its gateway with the same settings)
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
@@ -27,6 +28,8 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 interface Config {
+  /** Another checkout whose gateway runs instead of this tree's (BENCH_BEFORE: the code before a change). */
+  root?: string;
   /** The gateway's OTEL_* environment (the sink's URL is filled in for `SINK`). */
   env: Record<string, string>;
   /** Requests carry a caller's sampled `traceparent` (an ingress or a traced client in front). */
@@ -47,11 +50,28 @@ const CONFIGS: Record<string, Config> = {
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK },
     what: "OTLP exporter, default sampler (parentbased_traceidratio 0.01)",
   },
+  "otlp-0pct": {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0" },
+    what: "OTLP exporter, no new trace sampled (what being ready to trace costs)",
+  },
   "otlp-100pct": {
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER: "parentbased_always_on" },
     what: "OTLP exporter, every request sampled",
   },
 };
+// The same settings on another checkout (e.g. BENCH_BEFORE=/path/to/main with its node_modules).
+if (process.env.BENCH_BEFORE) {
+  CONFIGS["before-none"] = {
+    env: {},
+    root: process.env.BENCH_BEFORE,
+    what: `${process.env.BENCH_BEFORE}, no exporter`,
+  };
+  CONFIGS["before-off"] = {
+    env: { OTEL_SDK_DISABLED: "true" },
+    root: process.env.BENCH_BEFORE,
+    what: `${process.env.BENCH_BEFORE}, OTEL_SDK_DISABLED=true`,
+  };
+}
 // Per-instrumentation cost: `<config>-no-<instrumentation>` is <config> with that one left out.
 for (const base of ["none", "none-traceparent", "otlp-1pct", "otlp-100pct"]) {
   for (const name of ["http", "undici", "ioredis"]) {
@@ -99,12 +119,10 @@ try {
   for (const name of chosen) {
     const config = CONFIGS[name] as Config;
     const otel = Object.fromEntries(Object.entries(config.env).map(([k, v]) => [k, v === SINK ? sinkUrl : v]));
-    const url = await startGatewayProcess({
-      CAPSTAN_RESOURCES_DIR: dir,
-      REDIS_URL: redis.url,
-      OTEL_SDK_DISABLED: "",
-      ...otel,
-    });
+    const url = await startGatewayProcess(
+      { CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url, OTEL_SDK_DISABLED: "", ...otel },
+      config.root,
+    );
     gateways.push({ name, url, pid: procs.at(-1)?.child.pid as number, runs: [] });
   }
   const headersOf = (name: string): Record<string, string> => ({
