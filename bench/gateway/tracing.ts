@@ -73,7 +73,7 @@ if (process.env.BENCH_BEFORE) {
   };
 }
 // Per-instrumentation cost: `<config>-no-<instrumentation>` is <config> with that one left out.
-for (const base of ["none", "none-traceparent", "otlp-1pct", "otlp-100pct"]) {
+for (const base of ["none", "none-traceparent", "otlp-0pct", "otlp-1pct", "otlp-100pct"]) {
   for (const name of ["http", "undici", "ioredis"]) {
     const { env, traceparent, what } = CONFIGS[base] as Config;
     CONFIGS[`${base}-no-${name}`] = {

@@ -61,19 +61,22 @@ export function instrumentations(
   env: NodeJS.ProcessEnv = process.env,
   admit: Door["admits"] = () => true,
 ): Instrumentation[] {
-  const all: Record<string, Instrumentation> = {
-    http: new HttpInstrumentation({
-      // Requests the door turns away run untraced (trace-sampling.ts passes their context on).
-      ignoreIncomingRequestHook: (req) => untraced(req.url) || !admit(req.headers),
-      // Outgoing calls are traced inside a recorded trace only: a watch or a lease renewal on
-      // its own is not worth a root span of its own, nor a call made for an unsampled request.
-      ignoreOutgoingRequestHook: () => !recording(),
-      requireParentforOutgoingSpans: true,
-    }),
-    undici: new UndiciInstrumentation({ requireParentforSpans: true, ignoreRequestHook: () => !recording() }),
+  // Factories: an instrumentation patches its module as soon as it is constructed, so the ones
+  // left out are never made.
+  const all: Record<string, () => Instrumentation> = {
+    http: () =>
+      new HttpInstrumentation({
+        // Requests the door turns away run untraced (trace-sampling.ts passes their context on).
+        ignoreIncomingRequestHook: (req) => untraced(req.url) || !admit(req.headers),
+        // Outgoing calls are traced inside a recorded trace only: a watch or a lease renewal on
+        // its own is not worth a root span of its own, nor a call made for an unsampled request.
+        ignoreOutgoingRequestHook: () => !recording(),
+        requireParentforOutgoingSpans: true,
+      }),
+    undici: () => new UndiciInstrumentation({ requireParentforSpans: true, ignoreRequestHook: () => !recording() }),
     // Its default statement serializer keeps only the arguments of commands known to be safe
     // (key names of GET/INCR/EVAL...), never values or AUTH passwords.
-    ioredis: new IORedisInstrumentation({ requireParentSpan: true }),
+    ioredis: () => new IORedisInstrumentation({ requireParentSpan: true }),
   };
   const names = (v: string | undefined) =>
     new Set(
@@ -86,7 +89,7 @@ export function instrumentations(
   const disabled = names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS);
   return Object.entries(all)
     .filter(([name]) => (enabled.size === 0 || enabled.has(name)) && !disabled.has(name))
-    .map(([, i]) => i);
+    .map(([, make]) => make());
 }
 
 /**
