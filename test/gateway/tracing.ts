@@ -1,17 +1,20 @@
 // An in-memory OpenTelemetry setup for tests: the W3C propagator, async context, a tracer
-// provider whose finished spans can be read back (every trace sampled), and the processes' own
-// http and undici instrumentations with server spans named by route. undici listens on
-// diagnostics channels; node:http is patched when it is required again after the instrumentation
-// is enabled, which patches the one shared http.Server prototype (servers started later in this
-// process are traced). ioredis can only be patched before it loads: processes of their own do that
-// (services/shared/src/tracing.test.ts, test/traces).
-import { createRequire } from "node:module";
-import { instrumentations, nameServerSpansByRoute } from "@capstan/shared/tracing";
+// provider whose finished spans can be read back (every trace sampled), the processes' own server
+// spans (trace-server.ts, on every Fastify instance created afterwards) and undici
+// instrumentation, which need no module patching (both listen on diagnostics channels). The
+// node:http and ioredis client instrumentations patch modules at load, which only a process of its
+// own can order: services/shared/src/tracing.test.ts and test/traces run those.
+import { door, instrumentations, traceFastifyRequests } from "@capstan/shared/tracing";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { registerInstrumentations } from "@opentelemetry/instrumentation";
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import {
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 
 export function startTestTracing() {
   const exporter = new InMemorySpanExporter();
@@ -22,10 +25,9 @@ export function startTestTracing() {
   trace.setGlobalTracerProvider(provider);
   const unregister = registerInstrumentations({
     tracerProvider: provider,
-    instrumentations: instrumentations({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: "http,undici" }),
+    instrumentations: instrumentations({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: "undici" }),
   });
-  createRequire(import.meta.url)("node:http");
-  const unname = nameServerSpansByRoute();
+  const unname = traceFastifyRequests(door(new AlwaysOnSampler()), () => trace.getTracer("test"));
   return {
     exporter,
     async shutdown() {

@@ -12,12 +12,12 @@
 //   untouched, to the calls made while serving it; a request that carries none costs one header
 //   lookup.
 //
-// Spans carry information or are not made: one server span per request (the http
-// instrumentation's, named after the Fastify route), one client span per outgoing call (undici,
-// node:http, ioredis), and the services' own spans per step of work. bench/gateway/tracing.ts
+// Spans carry information or are not made: one server span per request (trace-server.ts, named
+// after the Fastify route), one client span per outgoing call (the undici, node:http and ioredis
+// instrumentations), and the services' own spans per step of work. bench/gateway/tracing.ts
 // measures what each setting costs (docs/benchmarks.md).
 //
-// The http and ioredis instrumentations patch modules when they are require()d, so a process
+// The http (client side) and ioredis instrumentations patch modules when they are require()d, so a process
 // starts tracing BEFORE it imports fastify, ioredis or its own app: each main.ts imports only this
 // file ("@capstan/shared/tracing") statically and the rest with a dynamic import() afterwards.
 // undici and Fastify announce their requests and instances on diagnostics channels and need no
@@ -28,21 +28,21 @@ import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
-import { core, NodeSDK } from "@opentelemetry/sdk-node";
-import { type Door, door, onEveryFastify, passTraceContextOn, samplerFromEnv } from "./trace-sampling.ts";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { door, injectIntoUndici, joinCallers, samplerFromEnv } from "./trace-sampling.ts";
+import { traceFastifyRequests } from "./trace-server.ts";
 
 let sdk: NodeSDK | undefined;
+let cachedServerTracer: Tracer | undefined;
+/** The tracer of the server spans, looked up once the SDK has registered its provider. */
+const serverTracer = () => {
+  cachedServerTracer ??= trace.getTracer("@capstan/shared/trace-server");
+  return cachedServerTracer;
+};
 let unsubscribe: (() => void) | undefined;
 
 export interface TracingHandle {
   shutdown(): Promise<void>;
-}
-
-/** Probe and scrape paths: polled every few seconds, never worth a trace. */
-const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/livez", "/metrics", "/health"]);
-
-function untraced(url: string | undefined): boolean {
-  return UNTRACED_PATHS.has((url ?? "").split("?")[0] ?? "");
 }
 
 /** True when the code running now is inside a span that is recorded (a sampled trace). */
@@ -57,17 +57,14 @@ function recording(): boolean {
  * auto-instrumentations package). Exported so tests can register the same ones against an
  * in-memory tracer provider.
  */
-export function instrumentations(
-  env: NodeJS.ProcessEnv = process.env,
-  admit: Door["admits"] = () => true,
-): Instrumentation[] {
+export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrumentation[] {
   // Factories: an instrumentation patches its module as soon as it is constructed, so the ones
   // left out are never made.
   const all: Record<string, () => Instrumentation> = {
     http: () =>
       new HttpInstrumentation({
-        // Requests the door turns away run untraced (trace-sampling.ts passes their context on).
-        ignoreIncomingRequestHook: (req) => untraced(req.url) || !admit(req.headers),
+        // Server spans are trace-server.ts's (sampled at the door); this one makes client spans.
+        disableIncomingRequestInstrumentation: true,
         // Outgoing calls are traced inside a recorded trace only: a watch or a lease renewal on
         // its own is not worth a root span of its own, nor a call made for an unsampled request.
         ignoreOutgoingRequestHook: () => !recording(),
@@ -92,22 +89,6 @@ export function instrumentations(
     .map(([, make]) => make());
 }
 
-/**
- * Names each HTTP server span after its Fastify route (`POST /api/v1/chat/completions`, with
- * `http.route`) instead of a span of its own per request: every Fastify instance created from now
- * on (Fastify announces each on the `fastify.initialization` channel) gets one onRequest hook
- * that hands the route to the http instrumentation, which names its span with it when the
- * response ends. Returns the function that stops it.
- */
-export function nameServerSpansByRoute(): () => void {
-  return onEveryFastify((req, _reply, done) => {
-    const rpc = core.getRPCMetadata(context.active());
-    const route = req.routeOptions.url;
-    if (rpc?.type === core.RPCType.HTTP && route !== undefined && rpc.span.isRecording()) rpc.route = route;
-    done();
-  });
-}
-
 /** Starts the SDK once per process. `OTEL_SDK_DISABLED=true` turns it off. */
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): TracingHandle {
   if (sdk || env.OTEL_SDK_DISABLED === "true") return { shutdown: async () => {} };
@@ -125,21 +106,22 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     // provider, the API's no-op tracer hands the caller's span context through unchanged.
     sdk = new NodeSDK({ serviceName, instrumentations: [], spanProcessors: [] });
     sdk.start();
-    unsubscribe = passTraceContextOn({ freshUnsampled: false, asActive: true });
+    const undoJoin = joinCallers();
+    const undoInject = injectIntoUndici();
+    unsubscribe = () => {
+      undoJoin();
+      undoInject();
+    };
     return { shutdown: shutdownTracing };
   }
   const sampling = door(samplerFromEnv(env));
-  sdk = new NodeSDK({
-    serviceName,
-    instrumentations: instrumentations(env, sampling.admits),
-    sampler: sampling.sampler,
-  });
+  sdk = new NodeSDK({ serviceName, instrumentations: instrumentations(env), sampler: sampling.sampler });
   sdk.start();
-  const unname = nameServerSpansByRoute();
-  const unpass = passTraceContextOn({ freshUnsampled: true, asActive: false });
+  const undoServer = traceFastifyRequests(sampling, serverTracer);
+  const undoInject = injectIntoUndici();
   unsubscribe = () => {
-    unname();
-    unpass();
+    undoServer();
+    undoInject();
   };
   loadPatched();
   return { shutdown: shutdownTracing };
@@ -202,4 +184,5 @@ export async function withSpan<T>(t: Tracer, name: string, fn: (span: Span) => P
     }
   });
 }
-export { DEFAULT_SAMPLE_RATIO, samplerFromEnv } from "./trace-sampling.ts";
+export { DEFAULT_SAMPLE_RATIO, door, samplerFromEnv } from "./trace-sampling.ts";
+export { traceFastifyRequests } from "./trace-server.ts";
