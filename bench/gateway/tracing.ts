@@ -72,6 +72,10 @@ if (process.env.BENCH_BEFORE) {
     what: `${process.env.BENCH_BEFORE}, OTEL_SDK_DISABLED=true`,
   };
 }
+CONFIGS["otlp-0pct-bare"] = {
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0", OTEL_NODE_ENABLED_INSTRUMENTATIONS: "-" },
+  what: "as otlp-0pct, no instrumentation (the SDK, the door and the server-span hook only)",
+};
 // Per-instrumentation cost: `<config>-no-<instrumentation>` is <config> with that one left out.
 for (const base of ["none", "none-traceparent", "otlp-0pct", "otlp-1pct", "otlp-100pct"]) {
   for (const name of ["http", "undici", "ioredis"]) {
