@@ -3,7 +3,9 @@
 // loaded in turn with autocannon in interleaved rounds (A B C A B C ...) so every configuration
 // sees the same machine load. A minimal OTLP/HTTP sink on loopback receives what the exporting
 // configurations send (it answers 200 and counts spans' requests and bytes).
-// Run: node bench/gateway/tracing.ts
+// Run: node bench/gateway/tracing.ts   (--smoke: 1 round of 1 s, 50 warm-up requests, and
+//   every-request sampling added; the run stops unless every answer is a 2xx the provider was
+//   called for, and the sampled configuration's spans reach the sink)
 //   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
 //        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default
 //        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-none
@@ -12,19 +14,23 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
 import { startRedis } from "../../test/ground/redis.ts";
+import { expectAtLeast, expectCount, expectWork, SMOKE, sized, workChecked } from "../work.ts";
 import {
   CHAT_BODY,
   cleanup,
   cpuMs,
+  expectAnswered,
   probeLatency,
   procs,
   startFakeUpstream,
   startGatewayProcess,
+  upstreamCalls,
   writeResources,
 } from "./harness.ts";
 
-const duration = Number(process.env.BENCH_DURATION ?? 10);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
+const duration = Number(process.env.BENCH_DURATION ?? sized(10, 1));
+const rounds = Number(process.env.BENCH_ROUNDS ?? sized(6, 1));
+const warmup = sized(2000, 50);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 interface Config {
@@ -88,7 +94,12 @@ for (const base of ["none", "none-traceparent", "otlp-0pct", "otlp-1pct", "otlp-
   }
 }
 
-const chosen = (process.env.BENCH_CONFIGS ?? "off,none,none-traceparent,otlp-1pct").split(",").map((s) => s.trim());
+// The smoke mode adds every-request sampling, so that the sink must see spans.
+const chosen = (
+  process.env.BENCH_CONFIGS ?? sized("off,none,none-traceparent,otlp-1pct", "off,none,otlp-1pct,otlp-100pct")
+)
+  .split(",")
+  .map((s) => s.trim());
 for (const name of chosen)
   if (!CONFIGS[name]) throw new Error(`unknown config ${name}; known: ${Object.keys(CONFIGS)}`);
 
@@ -136,7 +147,11 @@ try {
   });
   // Warm every process (JIT, connection pools, Redis' script cache).
   for (const g of gateways) {
-    await probeLatency(g.url, "/api/v1/chat/completions", headersOf(g.name), { total: 2000, concurrency: 8 });
+    const p = await probeLatency(g.url, "/api/v1/chat/completions", headersOf(g.name), {
+      total: warmup,
+      concurrency: 8,
+    });
+    expectAnswered(`${g.name} warm-up`, p, warmup);
   }
   const started = new Date();
   const load0 = (await import("node:os")).loadavg()[0] as number;
@@ -145,6 +160,7 @@ try {
     const order = gateways.map((_, i) => gateways[(i + round) % gateways.length] as (typeof gateways)[number]);
     for (const g of order) {
       const cpu0 = cpuMs(g.pid);
+      const calls0 = await upstreamCalls(g.url);
       const r = await autocannon({
         url: `${g.url}/api/v1/chat/completions`,
         method: "POST",
@@ -154,6 +170,13 @@ try {
         duration,
       });
       const cpu = cpuMs(g.pid) - cpu0;
+      // The work: only 2xx answers, each a provider call the gateway made for it.
+      expectCount(`${g.name} round ${round + 1}: answers that were not 2xx`, r.non2xx + r.errors, 0);
+      expectAtLeast(`${g.name} round ${round + 1}: answers`, r["2xx"], 1);
+      expectWork(
+        (await upstreamCalls(g.url)) - calls0 >= r["2xx"],
+        `${g.name} round ${round + 1}: a provider call for each of its ${r["2xx"]} answers`,
+      );
       g.runs.push({
         round,
         requests: r.requests.total,
@@ -200,6 +223,14 @@ try {
   }
   lines.push(`  OTLP sink: ${sinkStats.requests} export requests, ${(sinkStats.bytes / 1024).toFixed(0)} KiB`);
   console.log(lines.join("\n"));
+  // Every request sampled must reach the sink (the batch processor sends within its 5 s delay).
+  if (chosen.includes("otlp-100pct")) {
+    for (let i = 0; i < 100 && sinkStats.requests === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expectAtLeast("OTLP exports from the every-request configuration", sinkStats.requests, 1);
+  }
+  workChecked(
+    `${gateways.length} configurations × ${rounds} rounds, only 2xx answers, each a provider call${SMOKE ? " (smoke)" : ""}`,
+  );
 } finally {
   await cleanup();
   await redis.stop();

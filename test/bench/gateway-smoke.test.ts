@@ -18,6 +18,10 @@ describe("gateway benchmarks, smoke mode", () => {
     expect(await smoke("bench/gateway/redis-frozen.ts", [], { timeoutMs: 120_000 })).toMatch(/breaker opened/);
   });
 
+  it("tracing: every configuration answered with completions, every-request sampling reaching the OTLP sink", async () => {
+    expect(await smoke("bench/gateway/tracing.ts", [], { timeoutMs: 180_000 })).toMatch(/OTLP sink: [1-9]\d* export/);
+  });
+
   it("profile: the gateway's own code is in the profile of answered requests", async () => {
     expect(await smoke("bench/gateway/profile.ts", [], { timeoutMs: 120_000 })).toMatch(/self time by package/);
   });
