@@ -262,7 +262,10 @@ export function searchInternalUrl(c: OperatorConfig): string {
   return c.search.internalUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.internalPort);
 }
 
-/** Search as the gateway calls it, inside the cluster: the Service's public port. */
-export function searchPublicServiceUrl(c: OperatorConfig): string {
-  return serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
+/**
+ * Search as the gateway calls it, inside the cluster: the Service's internal port, the only one
+ * where search accepts the internal token.
+ */
+export function searchInternalServiceUrl(c: OperatorConfig): string {
+  return serviceUrl(SEARCH_NAME, c.namespace, c.search.internalPort);
 }

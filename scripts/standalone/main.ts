@@ -185,7 +185,8 @@ async function main(): Promise<void> {
       ...common,
       PORT: String(cfg.gatewayPort),
       CAPSTAN_INTERNAL_PORT: String(cfg.gatewayInternalPort),
-      CAPSTAN_SEARCH_URL: searchUrl,
+      // Retrieval with the internal token: search's internal port, the only one that accepts it.
+      CAPSTAN_SEARCH_URL: searchInternalUrl,
       CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
       // Not inherited when no Redis answered: the gateway then limits in process, as said above.
       REDIS_URL: redis,

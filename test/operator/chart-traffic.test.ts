@@ -115,15 +115,17 @@ describe("traffic", () => {
     const narrowed = await run.render(MINIMAL, [values]);
     expect((one(narrowed, "NetworkPolicy", "capstan-gateway").spec as Policy).ingress[1]?.from).toEqual([scrapers]);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
-    // The public port from anywhere; the internal port (documents API, metrics, health) from the
-    // operator's pods only.
+    // The public port from anywhere; the internal port (documents API, the internal token's
+    // search, metrics, health) from the operator's pods (ingestion) and the gateway's (retrieval).
     const [publicRule, internalRule] = policy("capstan-search").ingress;
     expect(publicRule).toEqual({ ports: [{ port: c.search.port, protocol: "TCP" }] });
     expect(internalRule?.ports).toEqual([{ port: c.search.internalPort, protocol: "TCP" }]);
-    expect(internalRule?.from).toHaveLength(1);
+    expect(internalRule?.from).toHaveLength(2);
     const operatorPod = podLabels(one(objects, "Deployment", `${release}-capstan-operator`));
     expect(operatorPod).toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? { none: "x" });
     expect(gwLabels).not.toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? {});
+    expect(gwLabels).toMatchObject(internalRule?.from?.[1]?.podSelector.matchLabels ?? { none: "x" });
+    expect(operatorPod).not.toMatchObject(internalRule?.from?.[1]?.podSelector.matchLabels ?? {});
     const redisFrom = policy("capstan-redis").ingress[0]?.from?.map((f) => f.podSelector.matchLabels) ?? [];
     expect(gwLabels).toMatchObject(redisFrom[0] ?? { none: "x" });
     // Search limits requests per key in the same Redis.

@@ -8,7 +8,7 @@ import {
   type OperatorConfig,
   type PodSettings,
   SEARCH_NAME,
-  searchPublicServiceUrl,
+  searchInternalServiceUrl,
 } from "../config.ts";
 import {
   CONFIG_HASH,
@@ -227,8 +227,9 @@ export function gatewayObjects(
         env("CAPSTAN_INTERNAL_PORT", c.gateway.internalPort),
         ...redisEnv(c),
         ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
-        // Search itself (the public port): the internal token reaches only the Agent's namespace.
-        env("CAPSTAN_SEARCH_URL", searchPublicServiceUrl(c)),
+        // Search's internal port, the only one that accepts the internal token (which reaches
+        // only the Agent's namespace there).
+        env("CAPSTAN_SEARCH_URL", searchInternalServiceUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         secretEnv("CAPSTAN_KEY_VERIFIER", { name: c.keyVerifierSecret, key: KEY_VERIFIER_KEY }),
         env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
