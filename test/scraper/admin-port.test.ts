@@ -70,7 +70,7 @@ describe("the scraper's admin port", () => {
       ["GET", "/health", undefined],
       ["GET", "/openapi.json", undefined],
     ] as const) {
-      for (const headers of [{}, { authorization: `Bearer ${KEY}` }]) {
+      for (const headers of [{}, { authorization: `Bearer ${KEY}` }] as Record<string, string>[]) {
         const res = await rawRequest(keyed.adminUrl, path, { method, headers, ...(body ? { body } : {}) });
         expect(res.status, `${method} ${path} on the admin port`).toBe(404);
         expect(JSON.parse(res.body)).toMatchObject({ success: false, code: "NOT_FOUND" });
