@@ -41,6 +41,8 @@ const cfg = {
   scraperAdminPort: Number(env.SCRAPER_ADMIN_PORT ?? 3003),
   renderPort: Number(env.RENDER_PORT ?? 3000),
   consolePort: Number(env.CONSOLE_PORT ?? 8097),
+  /** The console's metrics and health (its internal port). */
+  consoleInternalPort: Number(env.CONSOLE_INTERNAL_PORT ?? 8098),
   console: env.CAPSTAN_CONSOLE !== "off",
   redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
   scraper: env.CAPSTAN_SCRAPER !== "off",
@@ -81,6 +83,7 @@ const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
 const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
 const scraperAdminUrl = `http://${cfg.host}:${cfg.scraperAdminPort}`;
 const consoleUrl = `http://${cfg.host}:${cfg.consolePort}`;
+const consoleInternalUrl = `http://${cfg.host}:${cfg.consoleInternalPort}`;
 const scraping = scrapingPlan(platform, { url: scraperUrl, off: !cfg.scraper });
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
@@ -219,11 +222,13 @@ async function main(): Promise<void> {
     return supervisor.start({
       name: "console",
       entry: CONSOLE_ENTRY,
-      url: consoleUrl,
+      // Readiness is asked on the console's internal port, where its health answers.
+      url: consoleInternalUrl,
       readyPath: "/readyz",
       env: consoleEnv({
         host: cfg.host,
         port: cfg.consolePort,
+        internalPort: cfg.consoleInternalPort,
         resourcesDir: cfg.resourcesDir,
         stateDir: cfg.stateDir,
         tokenFile: (admin as { file: string }).file,

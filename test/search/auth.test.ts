@@ -143,11 +143,18 @@ describe("search key authentication", () => {
   it("refuses the internal token on the public port, as any unknown key (a leaked token is no key from outside)", async () => {
     for (const path of ["/v1/rag/search", "/v1/rag/search/batch"]) {
       const b = path.endsWith("batch") ? { queries: [body] } : body;
-      const r = await call(v4.url, path, { token: INTERNAL_TOKEN, body: b, headers: { "x-capstan-namespace": "default" } });
+      const r = await call(v4.url, path, {
+        token: INTERNAL_TOKEN,
+        body: b,
+        headers: { "x-capstan-namespace": "default" },
+      });
       expectError(r, 401, /authentication failed: key missing, invalid or expired/);
     }
     // Nor does it reach the documents API under the public prefix.
-    const docs = await call(v4.url, "/v1/knowledge-bases/kb_handbook/documents", { method: "GET", token: INTERNAL_TOKEN });
+    const docs = await call(v4.url, "/v1/knowledge-bases/kb_handbook/documents", {
+      method: "GET",
+      token: INTERNAL_TOKEN,
+    });
     expectError(docs, 401, /authentication failed/);
   });
 });
