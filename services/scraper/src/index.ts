@@ -16,4 +16,4 @@ export { apiMetrics } from "./metrics.ts";
 export { buildRenderService, type RenderService, type RenderServiceDeps } from "./render/app.ts";
 export type { RenderProbe, RenderRequest, RenderResponse } from "./render/wire.ts";
 export { parseTargetUrl, SsrfGuard } from "./ssrf/guard.ts";
-export { addressRange, denyReason, isPublicAddress, parseAllowList } from "./ssrf/policy.ts";
+export { addressRange, denyReason, isPublicAddress, parseAllowList } from "@capstan/shared/egress";
