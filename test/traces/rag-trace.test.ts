@@ -128,6 +128,8 @@ status: {keyHash: "${hashKey(key)}"}
       CAPSTAN_RESOURCES_DIR: resources,
       // Retrieval with the internal token: search's internal port, the only one that accepts it.
       CAPSTAN_SEARCH_URL: searchInternal,
+      // The fake provider listens on loopback, which the egress policy refuses unless listed.
+      CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
       CAPSTAN_INTERNAL_TOKEN: INTERNAL_TOKEN,
       REDIS_URL: inject("redisUrl"),
     }),

@@ -109,7 +109,11 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
         metrics,
       });
   const retriever = deps.retriever ?? (searchClient as SearchServiceClient);
-  const upstream = new UpstreamClient({ ...config.upstream, metrics });
+  const upstream = new UpstreamClient({
+    ...config.upstream,
+    metrics,
+    onBlocked: (target, reason) => logger.warn({ target, reason }, "egress policy refused a provider address"),
+  });
   const agents: Record<AgentMode, ChatAgent> = {
     llm: new LlmAgent("llm", { upstream, retriever, secrets }),
     rag: new LlmAgent("rag", { upstream, retriever, secrets }),

@@ -10,6 +10,7 @@ import {
   openApi,
   type Registry,
 } from "@capstan/shared";
+import { EgressGuard } from "@capstan/shared/egress";
 import { createRedis, limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyError, FastifyInstance } from "fastify";
@@ -56,8 +57,14 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const registry = deps.registry ?? createRegistry();
   const metrics = searchMetrics(registry);
 
+  // The remote embedding and rerank endpoints are reached through the platform's egress policy.
+  const egress = new EgressGuard({
+    allowedHosts: config.egressAllowedHosts,
+    onBlocked: (_stage, target, reason) => logger.warn({ target, reason }, "egress policy refused an endpoint"),
+  });
+  const egressDispatcher = egress.agent({ connections: 16, keepAliveTimeout: 30_000 });
   const ownsEmbedders = deps.embedders === undefined;
-  const embedderList = deps.embedders ?? (await createEmbedders(config, metrics));
+  const embedderList = deps.embedders ?? (await createEmbedders(config, metrics, egressDispatcher));
   const embedders = new Map(embedderList.map((e) => [e.name, e]));
   const ownsStore = deps.store === undefined;
   const store = deps.store ?? (await createStore(config, logger, metrics));
@@ -66,7 +73,9 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const external = config.rerank.external;
   const reranker =
     deps.reranker ??
-    (external ? new ExternalReranker({ ...external, metrics: metrics.outbound, maxRetries: 2 }) : hybrid);
+    (external
+      ? new ExternalReranker({ ...external, metrics: metrics.outbound, maxRetries: 2, dispatcher: egressDispatcher })
+      : hybrid);
 
   const kbs = new KnowledgeBases(deps.view, store);
   const auth = new SearchKeyAuthenticator({
@@ -158,6 +167,7 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     if (ownsStore) await store.close();
     if (ownsRedis) redis?.disconnect();
     if (ownsEmbedders) await Promise.all(embedderList.map((e) => e.close()));
+    await egressDispatcher.close();
   });
   return app;
 }

@@ -25,6 +25,7 @@ export function parseTargetUrl(raw: string): URL {
 }
 
 export class SsrfGuard extends EgressGuard {
+  // The scraper's callers are its operators' own components: the reason keeps the address.
   protected override refused(reason: string): ScraperError {
     return new ScraperError("BLOCKED_TARGET", [reason]);
   }

@@ -7,19 +7,40 @@
 // a port) names them. Services map EgressRefused to their own error registries.
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { Agent, buildConnector, type Dispatcher } from "undici";
-import { type AllowEntry, defaultPort, denyReason, normaliseHost, parseAllowList } from "./policy.ts";
+import { Agent, buildConnector } from "undici";
+import {
+  type AllowEntry,
+  type Denial,
+  defaultPort,
+  denial,
+  describeDenial,
+  normaliseHost,
+  parseAllowList,
+} from "./policy.ts";
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 
-/** A target the policy refuses; `reason` names the rule (the host, the address and its range). */
+/**
+ * A target the policy refuses. `reason` names the host, the address and its range (for logs);
+ * `rule` names the host and the range only, for answers to a tenant, who must not learn through
+ * the platform what an in-cluster name resolves to.
+ */
 export class EgressRefused extends Error {
   readonly reason: string;
-  constructor(reason: string) {
+  readonly rule: string;
+  constructor(reason: string, rule = reason) {
     super(`refused by the egress policy: ${reason}`);
     this.name = "EgressRefused";
     this.reason = reason;
+    this.rule = rule;
   }
+}
+
+/** A denial as the rule a tenant may be told: the host and the range, not the address. */
+export function ruleOf(d: Denial): string {
+  return d.address === undefined
+    ? `${d.host} has no address`
+    : `${d.host} is in the ${d.range} range, which is not allowed unless listed in the egress allow-list`;
 }
 
 /** A host name that could not be resolved (or not in time). */
@@ -56,8 +77,8 @@ export class EgressGuard {
   }
 
   /** The error for a refused target (subclasses return their own registry's). */
-  protected refused(reason: string): Error {
-    return new EgressRefused(reason);
+  protected refused(reason: string, rule: string): Error {
+    return new EgressRefused(reason, rule);
   }
 
   /** The error for a host that does not resolve (subclasses return their own registry's). */
@@ -90,15 +111,15 @@ export class EgressGuard {
     const targetPort = port ?? (url.port ? Number(url.port) : defaultPort(url.protocol));
     const host = normaliseHost(url.hostname);
     const addresses = await this.resolve(host);
-    const reason = denyReason({ hostname: host, port: targetPort, addresses }, this.allow);
-    if (reason) throw this.refuse(stage, `${url.protocol}//${url.host}`, reason);
+    const d = denial({ hostname: host, port: targetPort, addresses }, this.allow);
+    if (d) throw this.refuse(stage, `${url.protocol}//${url.host}`, describeDenial(d), ruleOf(d));
     return addresses;
   }
 
   /** Refuses a target for a reason of its own (a redirect to another scheme): counted and logged like the rest. */
-  refuse(stage: string, target: string, reason: string): Error {
+  refuse(stage: string, target: string, reason: string, rule = reason): Error {
     this.onBlocked?.(stage, target, reason);
-    return this.refused(reason);
+    return this.refused(reason, rule);
   }
 
   /** An undici connector that checks the target and connects to the checked address. */
@@ -121,7 +142,7 @@ export class EgressGuard {
   }
 
   /** A pooled undici Agent whose every connection goes through the guard. */
-  agent(opts: Omit<Agent.Options, "connect"> = {}): Dispatcher {
+  agent(opts: Omit<Agent.Options, "connect"> = {}): Agent {
     return new Agent({ ...opts, connect: this.connector() });
   }
 }
