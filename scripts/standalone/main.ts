@@ -143,6 +143,9 @@ async function main(): Promise<void> {
     CAPSTAN_INTERNAL_TOKEN: token,
     HOST: cfg.host,
     OTEL_SDK_DISABLED: env.OTEL_SDK_DISABLED ?? "false",
+    // On one machine a provider on loopback (Ollama, vLLM, a fake in a test) is the usual case:
+    // the egress policy allows this host's own addresses here, and nothing else non-public.
+    CAPSTAN_EGRESS_ALLOWED_HOSTS: env.CAPSTAN_EGRESS_ALLOWED_HOSTS ?? "localhost,127.0.0.0/8,::1",
   };
   let stoppingSince = 0;
   const stop = async (code: number) => {
