@@ -82,6 +82,8 @@ export async function startGatewayProcess(env: Record<string, string>, root = RO
     ...process.env,
     PORT: String(port),
     CAPSTAN_INTERNAL_PORT: String(internalPort),
+    // The fake provider listens on loopback, which the egress policy refuses unless listed.
+    CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     ...env,

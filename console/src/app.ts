@@ -1,13 +1,17 @@
 // The console's HTTP app: the built frontend (static files, no CDN) and a small API for it (the
 // BFF) under /api, every call of which acts on the API server with the signed-in user's token.
 // Safe by default: a strict Content-Security-Policy and the other helmet headers, an HTTP-only
-// SameSite=Strict session cookie, a CSRF token on every change, no key in a URL or a log line.
+// SameSite=Strict session cookie, a CSRF token on every change, no key in a URL or a log line,
+// sign-in attempts limited per client address, and bodies of at most 64 KiB on every route but the
+// document upload (which checks the session before reading its body). Metrics and health are on
+// the internal port (internalApp, listened in main.ts), never on the port users reach.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { buildBaseApp, type Logger, type Registry } from "@capstan/shared";
 import type { KubeConfig } from "@capstan/shared/kube";
 import fastifyCookie from "@fastify/cookie";
 import fastifyHelmet from "@fastify/helmet";
+import fastifyRateLimit from "@fastify/rate-limit";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
 import { type ConsoleConfig, standaloneOf } from "./config.ts";
@@ -36,6 +40,9 @@ export interface ConsoleDeps {
   registry: Registry;
 }
 
+/** The largest body any route but the document upload reads. */
+export const MAX_JSON_BYTES = 64 * 1024;
+
 export const DEFAULT_ASSETS_DIR = fileURLToPath(new URL("../dist/", import.meta.url));
 
 export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promise<FastifyInstance> {
@@ -43,7 +50,12 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     service: "console",
     registry: deps.registry,
     logger: deps.logger,
-    bodyLimit: 8 * 1024 * 1024,
+    // Every JSON body the page sends is small (a token is at most 16 KiB): nothing larger is read
+    // before the session is known. The upload route has its own limit, after its session check.
+    bodyLimit: MAX_JSON_BYTES,
+    // request.ip, which the sign-in limit counts by: the peer, or X-Forwarded-For past these.
+    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
+    internal: true,
   });
   const sessions = new SessionStore<ConsoleApi>({
     idleMs: config.idleTimeoutSeconds * 1000,
@@ -56,6 +68,12 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   const ctx: ConsoleContext = { config, sessions, signIn };
 
   await app.register(fastifyCookie);
+  // Only the routes that ask for it (sign-in) are limited; counters are per process, like sessions.
+  await app.register(fastifyRateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, context) =>
+      errors.tooManySignIns(context.max, Math.max(1, Math.ceil(context.ttl / 1000))),
+  });
   await app.register(fastifyHelmet, {
     contentSecurityPolicy: {
       useDefaults: false,

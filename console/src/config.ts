@@ -5,6 +5,8 @@ import { z } from "zod";
 
 export const consoleConfigSchema = z.object({
   port: z.int().min(0).max(65535).default(8097),
+  /** The internal port: /metrics, /healthz, /readyz (never on `port`, which faces users). */
+  internalPort: z.int().min(0).max(65535).default(8098),
   host: z.string().min(1).default("0.0.0.0"),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** The namespace a user lands in after signing in (they may switch to any other). */
@@ -31,6 +33,13 @@ export const consoleConfigSchema = z.object({
   scraperUrl: z.string().min(1).optional(),
   /** Prometheus-text metrics endpoints of the gateway replicas, scraped for the usage page. */
   gatewayMetricsUrls: z.array(z.string().min(1)).default([]),
+  /** Sign-in attempts (right or wrong) per client address per minute; more are answered 429. */
+  signInPerMinute: z.int().min(1).max(10_000).default(10),
+  /**
+   * Proxies whose X-Forwarded-For names the client (CIDRs or addresses, e.g. the ingress
+   * controller's): the sign-in limit then counts per forwarded client rather than per proxy.
+   */
+  trustedProxies: z.array(z.string().min(1)).default([]),
   /** How long the console waits for the operator to issue a key before telling the user so. */
   keyWaitSeconds: z.int().min(1).max(300).default(30),
   /**
@@ -47,6 +56,9 @@ export type ConsoleConfigInput = z.input<typeof consoleConfigSchema>;
 
 const ENV: EnvMap = {
   PORT: { path: "port", parse: envParsers.int },
+  CAPSTAN_INTERNAL_PORT: { path: "internalPort", parse: envParsers.int },
+  CAPSTAN_CONSOLE_SIGN_IN_PER_MINUTE: { path: "signInPerMinute", parse: envParsers.int },
+  CAPSTAN_TRUSTED_PROXIES: { path: "trustedProxies", parse: envParsers.list },
   HOST: "host",
   LOG_LEVEL: "logLevel",
   CAPSTAN_CONSOLE_DEFAULT_NAMESPACE: "defaultNamespace",

@@ -45,6 +45,12 @@ export const errors = {
       "KeyNotIssued",
       `the operator has not issued the key within ${seconds} s: is the Capstan operator running and watching this namespace?`,
     ),
+  tooManySignIns: (perMinute: number, retryAfterSeconds: number) =>
+    new ConsoleError(
+      429,
+      "TooManySignIns",
+      `more than ${perMinute} sign-in attempts a minute from this address: try again in ${retryAfterSeconds} s`,
+    ),
   upstream: (what: string, message: string) => new ConsoleError(502, "Upstream", `${what}: ${message}`),
   notConfigured: (what: string) => new ConsoleError(503, "NotConfigured", `${what} is not configured on this console`),
 };

@@ -4,6 +4,7 @@
 import { envParsers, loadConfig } from "@capstan/shared";
 import { httpUrl, secretKeyRef } from "@capstan/shared/api";
 import { scrapingSettingsSchema } from "@capstan/shared/clients/scraper-client";
+import { egressAllowList } from "@capstan/shared/egress";
 import { z } from "zod";
 
 export const VERSION = "0.1.0";
@@ -74,6 +75,11 @@ export const operatorConfigSchema = z.object({
    * `helm uninstall` deletes them through garbage collection. Absent: nothing owns them.
    */
   ownerConfigMap: z.string().min(1).optional(),
+  /**
+   * Non-public destinations an Agent's provider baseURL and search's embedding/rerank endpoints
+   * may reach (CAPSTAN_EGRESS_ALLOWED_HOSTS on the gateway and search; docs/security.md).
+   */
+  egressAllowedHosts: egressAllowList,
   /** Secret (in namespace) holding the gateway-to-search token; generated when absent. */
   internalTokenSecret: z.string().min(1).default("capstan-internal-token"),
   /**
@@ -262,7 +268,10 @@ export function searchInternalUrl(c: OperatorConfig): string {
   return c.search.internalUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.internalPort);
 }
 
-/** Search as the gateway calls it, inside the cluster: the Service's public port. */
-export function searchPublicServiceUrl(c: OperatorConfig): string {
-  return serviceUrl(SEARCH_NAME, c.namespace, c.search.servicePort);
+/**
+ * Search as the gateway calls it, inside the cluster: the Service's internal port, the only one
+ * where search accepts the internal token.
+ */
+export function searchInternalServiceUrl(c: OperatorConfig): string {
+  return serviceUrl(SEARCH_NAME, c.namespace, c.search.internalPort);
 }

@@ -73,6 +73,7 @@ export function consoleEnv(o: {
   namespace: string;
   gatewayUrl: string;
   gatewayInternalUrl: string;
+  internalPort: number;
   searchUrl: string;
   /** The launcher's scraper, when it runs one: "try a scrape" uses it for every Scraper. */
   scraperUrl: string | undefined;
@@ -80,6 +81,7 @@ export function consoleEnv(o: {
   return {
     HOST: o.host,
     PORT: String(o.port),
+    CAPSTAN_INTERNAL_PORT: String(o.internalPort),
     CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR: o.resourcesDir,
     CAPSTAN_CONSOLE_STANDALONE_STATE_DIR: o.stateDir,
     CAPSTAN_CONSOLE_ADMIN_TOKEN_FILE: o.tokenFile,

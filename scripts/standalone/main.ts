@@ -41,6 +41,8 @@ const cfg = {
   scraperAdminPort: Number(env.SCRAPER_ADMIN_PORT ?? 3003),
   renderPort: Number(env.RENDER_PORT ?? 3000),
   consolePort: Number(env.CONSOLE_PORT ?? 8097),
+  /** The console's metrics and health (its internal port). */
+  consoleInternalPort: Number(env.CONSOLE_INTERNAL_PORT ?? 8098),
   console: env.CAPSTAN_CONSOLE !== "off",
   redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
   scraper: env.CAPSTAN_SCRAPER !== "off",
@@ -81,6 +83,7 @@ const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
 const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
 const scraperAdminUrl = `http://${cfg.host}:${cfg.scraperAdminPort}`;
 const consoleUrl = `http://${cfg.host}:${cfg.consolePort}`;
+const consoleInternalUrl = `http://${cfg.host}:${cfg.consoleInternalPort}`;
 const scraping = scrapingPlan(platform, { url: scraperUrl, off: !cfg.scraper });
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
@@ -140,6 +143,9 @@ async function main(): Promise<void> {
     CAPSTAN_INTERNAL_TOKEN: token,
     HOST: cfg.host,
     OTEL_SDK_DISABLED: env.OTEL_SDK_DISABLED ?? "false",
+    // On one machine a provider on loopback (Ollama, vLLM, a fake in a test) is the usual case:
+    // the egress policy allows this host's own addresses here, and nothing else non-public.
+    CAPSTAN_EGRESS_ALLOWED_HOSTS: env.CAPSTAN_EGRESS_ALLOWED_HOSTS ?? "localhost,127.0.0.0/8,::1",
   };
   let stoppingSince = 0;
   const stop = async (code: number) => {
@@ -185,7 +191,8 @@ async function main(): Promise<void> {
       ...common,
       PORT: String(cfg.gatewayPort),
       CAPSTAN_INTERNAL_PORT: String(cfg.gatewayInternalPort),
-      CAPSTAN_SEARCH_URL: searchUrl,
+      // Retrieval with the internal token: search's internal port, the only one that accepts it.
+      CAPSTAN_SEARCH_URL: searchInternalUrl,
       CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
       // Not inherited when no Redis answered: the gateway then limits in process, as said above.
       REDIS_URL: redis,
@@ -218,11 +225,13 @@ async function main(): Promise<void> {
     return supervisor.start({
       name: "console",
       entry: CONSOLE_ENTRY,
-      url: consoleUrl,
+      // Readiness is asked on the console's internal port, where its health answers.
+      url: consoleInternalUrl,
       readyPath: "/readyz",
       env: consoleEnv({
         host: cfg.host,
         port: cfg.consolePort,
+        internalPort: cfg.consoleInternalPort,
         resourcesDir: cfg.resourcesDir,
         stateDir: cfg.stateDir,
         tokenFile: (admin as { file: string }).file,

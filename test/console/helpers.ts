@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildApp, buildFrontend, type ConsoleConfigInput, loadConsoleConfig } from "@capstan/console";
-import { createLogger, createRegistry } from "@capstan/shared";
+import { createLogger, createRegistry, listenInternal } from "@capstan/shared";
 import { kubeConfigFromFile } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
 import type { Page } from "playwright-core";
@@ -48,6 +48,8 @@ export async function tokenWithRoles(admin: TestKube, ns: string, name: string, 
 
 export interface RunningConsole {
   url: string;
+  /** The internal port: /metrics, /healthz, /readyz (404 on `url`). */
+  internalUrl: string;
   app: FastifyInstance;
   logs: string[];
   close(): Promise<void>;
@@ -74,7 +76,14 @@ export async function startConsole(
   });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const addr = app.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${addr.port}`, app, logs, close: () => app.close() };
+  const internal = (await listenInternal(app, { port: 0, host: "127.0.0.1" })).address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${addr.port}`,
+    internalUrl: `http://127.0.0.1:${internal.port}`,
+    app,
+    logs,
+    close: () => app.close(),
+  };
 }
 
 const shots = process.env.UPDATE_SCREENSHOTS === "1" ? DOCS : mkdtempSync(join(tmpdir(), "capstan-console-shots-"));

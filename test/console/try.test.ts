@@ -95,8 +95,8 @@ describe("try a chat and try a scrape", () => {
     // It went through the gateway to the provider, as a client of the channel would.
     expect(fake.calls.at(-1)?.body.messages.at(-1)?.content).toBe("Which plan includes priority support?");
     await screenshot(page, "agent-try-chat");
-    // The console's outbound call is measured like every other.
-    const metrics = await (await fetch(`${consoleApp.url}/metrics`)).text();
+    // The console's outbound call is measured like every other (on its internal port).
+    const metrics = await (await fetch(`${consoleApp.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/capstan_console_outbound_requests_total\{target="gateway",outcome="ok"\} [1-9]/);
     await page.close();
   });

@@ -53,7 +53,10 @@ beforeAll(async () => {
     [{ name: "eval", agent: "support-assistant", qpm: 1000 }],
     [{ name: "support-assistant", spec: example.spec as unknown as Record<string, unknown> }],
   ) as { eval: string });
-  gw = await startGateway({ search: { url: search.url, internalToken: INTERNAL_TOKEN, timeoutMs: 60_000 } }, { view });
+  gw = await startGateway(
+    { search: { url: search.internalUrl, internalToken: INTERNAL_TOKEN, timeoutMs: 60_000 } },
+    { view },
+  );
   for (const q of [...set.answerable.map((a) => a.q), ...set.unanswerable]) answers.set(q, await ask(q));
 }, 300_000);
 

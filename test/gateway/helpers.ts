@@ -91,6 +91,9 @@ export function internalUrlOf(gatewayUrl: string): string {
   return internalUrls.get(gatewayUrl) ?? gatewayUrl;
 }
 
+/** Where the tests' fake providers listen: allowed explicitly (CAPSTAN_EGRESS_ALLOWED_HOSTS). */
+export const TEST_PROVIDER_HOSTS = ["127.0.0.1"] as const;
+
 /** buildApp + listen on 127.0.0.1:0 (and the internal port on another), logs kept in memory. */
 export async function startGateway(config: GatewayConfigInput, deps: GatewayDeps): Promise<RunningGateway> {
   const logs: string[] = [];
@@ -100,7 +103,8 @@ export async function startGateway(config: GatewayConfigInput, deps: GatewayDeps
     destination: { write: (line: string) => logs.push(line) },
   });
   const app = buildApp(
-    { logLevel: "info", ...config },
+    // The fake providers listen on loopback, which the egress policy refuses unless listed.
+    { logLevel: "info", ...config, upstream: { allowedHosts: [...TEST_PROVIDER_HOSTS], ...config.upstream } },
     { logger, registry: createRegistry({ defaultMetrics: false }), ...deps },
   );
   await app.listen({ port: 0, host: "127.0.0.1" });

@@ -46,7 +46,6 @@ const DOCS = [
 ];
 
 let search: FastifyInstance;
-let searchUrl: string;
 /** The documents API: search's internal port. */
 let searchInternalUrl: string;
 let fake: FakeOpenAI;
@@ -83,8 +82,6 @@ beforeAll(async () => {
   searchView.replace("SearchKey", []);
   search = await buildSearchApp({ internalToken: INTERNAL_TOKEN, logLevel: "warn" }, { view: searchView });
   await search.listen({ port: 0, host: "127.0.0.1" });
-  const addr = search.server.address();
-  searchUrl = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
   const internalAddr = (await listenInternal(search, { port: 0, host: "127.0.0.1" })).address();
   searchInternalUrl = `http://127.0.0.1:${typeof internalAddr === "object" && internalAddr ? internalAddr.port : 0}`;
   await internal("PUT", `/internal/v1/namespaces/${ns}/knowledge-bases/${KB}`, {});
@@ -116,7 +113,8 @@ beforeAll(async () => {
       },
     ],
   );
-  const search_ = { url: searchUrl, internalToken: INTERNAL_TOKEN, timeoutMs: 60_000 };
+  // Retrieval with the internal token: search's internal port, the only one that accepts it.
+  const search_ = { url: searchInternalUrl, internalToken: INTERNAL_TOKEN, timeoutMs: 60_000 };
   gw = await startGateway({ redisUrl: inject("redisUrl"), search: search_ }, { view });
   badTokenGw = await startGateway(
     { redisUrl: inject("redisUrl"), search: { ...search_, internalToken: "wrong-token-wrong-token" } },

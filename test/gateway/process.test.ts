@@ -8,9 +8,11 @@ import { fileURLToPath } from "node:url";
 import { generateKey, hashKey } from "@capstan/shared";
 import OpenAI from "openai";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { spellings } from "../../services/shared/src/http.fixture.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
+import { rawRequest } from "../ground/raw-http.ts";
 import { client } from "./helpers.ts";
 
 const MAIN = fileURLToPath(new URL("../../services/gateway/src/main.ts", import.meta.url));
@@ -80,11 +82,20 @@ describe("standalone process", () => {
     writeFileSync(join(dir, "agent.yaml"), AGENT_YAML);
     writeFileSync(join(dir, "channel.yaml"), channelYaml("web", key, 1));
     const { url, internalUrl, proc } = await startMain({ CAPSTAN_RESOURCES_DIR: dir });
-    // Metrics and health answer on the internal port only; the public port does not know them.
+    // Metrics and health answer on the internal port only; the public port does not know them,
+    // however the path is spelt (percent-encoded, dot segments, slashes, case).
     for (const path of ["/metrics", "/healthz", "/readyz"]) {
-      expect((await fetch(`${url}${path}`)).status, path).toBe(404);
+      for (const spelt of spellings(path)) {
+        const res = await rawRequest(url, spelt);
+        expect(res.status, spelt).toBe(404);
+        expect(res.body).not.toContain("gateway_");
+      }
       expect((await fetch(`${internalUrl}${path}`)).status, path).toBe(200);
     }
+    // and the internal port serves nothing of the API
+    expect(
+      (await rawRequest(internalUrl, "/api/v1/models", { headers: { authorization: `Bearer ${key}` } })).status,
+    ).toBe(404);
     expect(await (await fetch(`${internalUrl}/metrics`)).text()).toContain("gateway_");
     // The child's log pipe may lag its HTTP answers: wait for the line rather than read it once.
     await waitFor(

@@ -75,6 +75,8 @@ status: { keyHash: "${hashKey(shortKey)}" }
       HOST: "127.0.0.1",
       OTEL_SDK_DISABLED: "true",
       CAPSTAN_RESOURCES_DIR: dir,
+      // The fake provider listens on loopback, which the egress policy refuses unless listed.
+      CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
       // Grace 12 s: readiness off at once, listener closed after 1 s, streams cut at 12 - 4 = 8 s.
       CAPSTAN_TERMINATION_GRACE_SECONDS: "12",
       CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS: "1000",

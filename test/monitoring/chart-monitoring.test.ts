@@ -1,5 +1,6 @@
 // The chart's monitoring objects with real helm: off by default; with their values on, two
-// ServiceMonitors (operator metrics port; gateway/search internal and scraper admin ports), a
+// ServiceMonitors (operator metrics port; gateway/search internal and scraper admin ports; a third
+// for the console's internal port when the console is on), a
 // PodMonitor (the rendering containers), a PrometheusRule holding files/monitoring/rules.yaml with
 // the key-expiry window from its value, and one dashboard ConfigMap per file in
 // files/monitoring/dashboards that the API server accepts. The Prometheus Operator's CRDs are not
@@ -38,7 +39,7 @@ describe("chart monitoring objects", () => {
     expect(objects.filter((o) => o.metadata.name.includes("-dashboard-"))).toEqual([]);
   });
 
-  it("scrapes the operator's metrics port and the data plane's internal and admin ports", () => {
+  it("scrapes the operator's metrics port and the data plane's internal and admin ports", async () => {
     const monitors = on.filter((o) => o.kind === "ServiceMonitor");
     expect(monitors.map((m) => m.metadata.name).sort()).toEqual(
       [`${run.release}-capstan-data-plane`, `${run.release}-capstan-operator`].sort(),
@@ -49,6 +50,18 @@ describe("chart monitoring objects", () => {
     expect(JSON.stringify(dataPlane.spec?.selector)).toContain("capstan-gateway");
     const [operator] = monitors.filter((m) => m.metadata.name.endsWith("-operator")) as [Rendered];
     expect(ports(operator)).toEqual(["metrics"]);
+    // With the console on, its metrics are scraped from its internal port, through its Service.
+    const withConsole = await run.render([...MINIMAL, ...ON, "console.enabled=true"]);
+    const named = (kind: string) =>
+      withConsole.find((o) => o.kind === kind && o.metadata.name.endsWith("-console")) as Rendered;
+    const consoleMonitor = named("ServiceMonitor");
+    expect(ports(consoleMonitor)).toEqual(["internal"]);
+    const consoleService = named("Service");
+    const serviceLabels = (consoleService.metadata as { labels?: Record<string, string> }).labels ?? {};
+    const selector = (consoleMonitor.spec as { selector: { matchLabels: Record<string, string> } }).selector
+      .matchLabels;
+    expect(serviceLabels).toMatchObject(selector);
+    expect(JSON.stringify(consoleService.spec)).toContain('"name":"internal"');
     const podMonitor = on.find((o) => o.kind === "PodMonitor");
     expect(((podMonitor?.spec?.podMetricsEndpoints ?? []) as { port: string }[])[0]?.port).toBe("render");
     for (const o of on.filter((x) => MONITORING_KINDS.includes(x.kind))) {

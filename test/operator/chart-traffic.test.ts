@@ -115,20 +115,23 @@ describe("traffic", () => {
     const narrowed = await run.render(MINIMAL, [values]);
     expect((one(narrowed, "NetworkPolicy", "capstan-gateway").spec as Policy).ingress[1]?.from).toEqual([scrapers]);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
-    // The public port from anywhere; the internal port (documents API, metrics, health) from the
-    // operator's pods and, no metricsFrom given, from pods of the cluster (Prometheus), or from the
-    // metricsFrom peers when given (test/monitoring/chart-scrape.test.ts checks a scrape gets in).
+    // The public port from anywhere; the internal port (documents API, the internal token's
+    // search, metrics, health) from the operator's pods (ingestion), the gateway's (retrieval) and,
+    // no metricsFrom given, from pods of the cluster (Prometheus), or from the metricsFrom peers
+    // when given (test/monitoring/chart-scrape.test.ts checks a scrape gets in).
     const [publicRule, internalRule] = policy("capstan-search").ingress;
     expect(publicRule).toEqual({ ports: [{ port: c.search.port, protocol: "TCP" }] });
     expect(internalRule?.ports).toEqual([{ port: c.search.internalPort, protocol: "TCP" }]);
-    expect(internalRule?.from).toHaveLength(2);
-    expect(internalRule?.from?.[1]).toEqual({ namespaceSelector: {} });
-    expect((one(narrowed, "NetworkPolicy", "capstan-search").spec as Policy).ingress[1]?.from?.slice(1)).toEqual([
+    expect(internalRule?.from).toHaveLength(3);
+    expect(internalRule?.from?.[2]).toEqual({ namespaceSelector: {} });
+    expect((one(narrowed, "NetworkPolicy", "capstan-search").spec as Policy).ingress[1]?.from?.slice(2)).toEqual([
       scrapers,
     ]);
     const operatorPod = podLabels(one(objects, "Deployment", `${release}-capstan-operator`));
     expect(operatorPod).toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? { none: "x" });
     expect(gwLabels).not.toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? {});
+    expect(gwLabels).toMatchObject(internalRule?.from?.[1]?.podSelector.matchLabels ?? { none: "x" });
+    expect(operatorPod).not.toMatchObject(internalRule?.from?.[1]?.podSelector.matchLabels ?? {});
     const redisFrom = policy("capstan-redis").ingress[0]?.from?.map((f) => f.podSelector.matchLabels) ?? [];
     expect(gwLabels).toMatchObject(redisFrom[0] ?? { none: "x" });
     // Search limits requests per key in the same Redis.

@@ -127,15 +127,28 @@ describe("charts/capstan with helm", () => {
     const container = pod.containers[0] as {
       image: string;
       env: { name: string; value?: string }[];
-      ports: { containerPort: number }[];
-      readinessProbe: { httpGet: { path: string } };
+      ports: { name: string; containerPort: number }[];
+      readinessProbe: { httpGet: { path: string; port: string } };
+      livenessProbe: { httpGet: { path: string; port: string } };
     };
     expect(container.image).toMatch(/\/console:/);
-    expect(container.ports[0]?.containerPort).toBe(8097);
-    expect(container.readinessProbe.httpGet.path).toBe("/readyz");
+    // The page on http; metrics and health on the internal port, which the probes ask.
+    expect(container.ports).toEqual([
+      { name: "http", containerPort: 8097 },
+      { name: "internal", containerPort: 8098 },
+    ]);
+    expect(container.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "internal" });
+    expect(container.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "internal" });
+    const service = one(ours, "Service", name) as Rendered & { spec: { ports: { name: string; port: number }[] } };
+    expect(service.spec.ports.map((p) => [p.name, p.port])).toEqual([
+      ["http", 80],
+      ["internal", 8098],
+    ]);
     const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
     expect(env).toMatchObject({
       PORT: "8097",
+      CAPSTAN_INTERNAL_PORT: "8098",
+      CAPSTAN_CONSOLE_SIGN_IN_PER_MINUTE: "10",
       CAPSTAN_CONSOLE_SECURE_COOKIES: "true",
       CAPSTAN_CONSOLE_DEFAULT_NAMESPACE: ns,
       CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,

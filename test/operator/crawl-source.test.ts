@@ -37,7 +37,8 @@ function page(path: string): string {
 
 /** Every chunk text the knowledge base answers a broad query with. */
 async function texts(): Promise<string> {
-  const res = await fetch(`${stack.search.url}/v1/rag/search`, {
+  // The internal token searches on search's internal port only.
+  const res = await fetch(`${stack.search.internalUrl}/v1/rag/search`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, "x-capstan-namespace": ns },
     body: JSON.stringify({

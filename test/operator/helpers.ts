@@ -37,8 +37,9 @@ export async function serveSearchToOperator(
   return {
     url,
     internalUrl,
-    // Its searches are the internal caller's on behalf of this namespace (as the gateway's Agents).
-    searchClient: new SearchClient({ baseURL: url, internalURL: internalUrl, token, namespace: ns, timeoutMs }),
+    // Its searches are the internal caller's on behalf of this namespace (as the gateway's Agents),
+    // on the internal port: the only one that accepts the internal token.
+    searchClient: new SearchClient({ baseURL: internalUrl, token, namespace: ns, timeoutMs }),
   };
 }
 

@@ -213,7 +213,7 @@ describe("examples/", () => {
       CAPSTAN_INTERNAL_PORT: "8090",
       REDIS_URL: "redis://redis.example:6379",
       CAPSTAN_NAMESPACE: ns,
-      CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
+      CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:8091`,
       CAPSTAN_INTERNAL_TOKEN: { secretKeyRef: { name: "capstan-internal-token", key: "token" } },
       CAPSTAN_KEY_VERIFIER: { secretKeyRef: { name: "capstan-key-verifier", key: "key" } },
       CAPSTAN_SECRETS_DIR: "/var/run/capstan/secrets",

@@ -18,7 +18,8 @@ let site: Site;
 let stack: ScrapingStack;
 
 async function texts(): Promise<string[]> {
-  const res = await fetch(`${stack.search.url}/v1/rag/search`, {
+  // The internal token searches on search's internal port only.
+  const res = await fetch(`${stack.search.internalUrl}/v1/rag/search`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, "x-capstan-namespace": ns },
     body: JSON.stringify({ knowledgeIds: ["kb_mission"], text: "call sign and mission patch", minSimilarity: 0 }),

@@ -48,7 +48,9 @@ interface Envelope {
 }
 
 async function searchAs(headers: Record<string, string>, knowledgeIds: string[]) {
-  const res = await fetch(`${url}/v1/rag/search`, {
+  // The internal token (an Agent's retrieval) searches on search's internal port only.
+  const base = headers.authorization === `Bearer ${TOKEN}` ? search.internalUrl : url;
+  const res = await fetch(`${base}/v1/rag/search`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ knowledgeIds, text: "What is in building B and building A?", minSimilarity: 0 }),

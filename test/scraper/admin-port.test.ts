@@ -1,7 +1,10 @@
 // The scraper's metrics and health answer on its admin port only: the API's port (the one its
-// Service and clients use) answers 404 for them, with auth on or off, and no longer lets /metrics
-// through without a key. The reference's GET /health stays on the API's port.
+// Service and clients use) answers 404 for them, with auth on or off and however the path is
+// spelt, and the admin port serves nothing else (it once routed the whole API without the key).
+// The reference's GET /health stays on the API's port.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spellings } from "../../services/shared/src/http.fixture.ts";
+import { rawRequest } from "../ground/raw-http.ts";
 import { type Scraper, startScraper } from "./helpers.ts";
 
 const KEY = "admin-port-test-key";
@@ -41,6 +44,41 @@ describe("the scraper's admin port", () => {
   it("the admin port serves the API's metrics, without a key", async () => {
     const text = await (await fetch(`${keyed.adminUrl}/metrics`)).text();
     expect(text).toContain("http_requests_total");
+  });
+
+  it("no spelling of an admin path (percent-encoded, dot segments, slashes, case) reaches it on the API's port", async () => {
+    for (const path of ["/metrics", "/healthz", "/readyz"]) {
+      for (const spelt of spellings(path)) {
+        for (const s of [open, keyed]) {
+          const res = await rawRequest(s.url, spelt);
+          expect(res.status, `GET ${spelt}`).toBe(404);
+          expect(res.body).not.toContain("http_requests_total");
+        }
+      }
+    }
+  });
+
+  it("the admin port serves metrics and health only: the API is not there, with or without the key", async () => {
+    const scrape = JSON.stringify({ url: "http://127.0.0.1:1/" });
+    for (const [method, path, body] of [
+      ["POST", "/scrape", scrape],
+      ["POST", "/scrape/bulk", JSON.stringify({ urls: ["http://127.0.0.1:1/"] })],
+      ["POST", "/crawl", scrape],
+      ["POST", "/map", scrape],
+      ["POST", "/batch/scrape", JSON.stringify({ urls: ["http://127.0.0.1:1/"] })],
+      ["POST", "/search", JSON.stringify({ query: "x" })],
+      ["GET", "/health", undefined],
+      ["GET", "/openapi.json", undefined],
+    ] as const) {
+      for (const headers of [{}, { authorization: `Bearer ${KEY}` }] as Record<string, string>[]) {
+        const res = await rawRequest(keyed.adminUrl, path, { method, headers, ...(body ? { body } : {}) });
+        expect(res.status, `${method} ${path} on the admin port`).toBe(404);
+        expect(JSON.parse(res.body)).toMatchObject({ success: false, code: "NOT_FOUND" });
+      }
+    }
+    // The same request on the API's port still needs the key.
+    const res = await rawRequest(keyed.url, "/scrape", { method: "POST", body: scrape });
+    expect(res.status).toBe(401);
   });
 
   it("GET /health (the reference's liveness check) stays on the API's port, without a key", async () => {

@@ -127,14 +127,35 @@ describe("search key authentication", () => {
     expect(outside.body.message.replace("kb_secret", "X")).toBe(nowhere.body.message.replace("kb_nowhere", "X"));
   });
 
-  it("lets the internal token search every knowledge base", async () => {
-    const r = await search(v4, INTERNAL_TOKEN, { ...body, knowledgeIds: ["kb_handbook", "kb_secret"] });
+  it("lets the internal token search its namespace's knowledge bases on the internal port", async () => {
+    const internal = { ...v4, url: v4.internalUrl };
+    const r = await search(internal, INTERNAL_TOKEN, { ...body, knowledgeIds: ["kb_handbook", "kb_secret"] });
     expect(r.status).toBe(200);
     expectError(
-      await search(v4, INTERNAL_TOKEN, { ...body, knowledgeIds: ["kb_nowhere"] }),
+      await search(internal, INTERNAL_TOKEN, { ...body, knowledgeIds: ["kb_nowhere"] }),
       400,
       /knowledge id is invalid/,
     );
+    // A SearchKey is no internal credential: the internal port takes the internal token only.
+    expectError(await search(internal, "key-scoped"), 401, /internal token/);
+  });
+
+  it("refuses the internal token on the public port, as any unknown key (a leaked token is no key from outside)", async () => {
+    for (const path of ["/v1/rag/search", "/v1/rag/search/batch"]) {
+      const b = path.endsWith("batch") ? { queries: [body] } : body;
+      const r = await call(v4.url, path, {
+        token: INTERNAL_TOKEN,
+        body: b,
+        headers: { "x-capstan-namespace": "default" },
+      });
+      expectError(r, 401, /authentication failed: key missing, invalid or expired/);
+    }
+    // Nor does it reach the documents API under the public prefix.
+    const docs = await call(v4.url, "/v1/knowledge-bases/kb_handbook/documents", {
+      method: "GET",
+      token: INTERNAL_TOKEN,
+    });
+    expectError(docs, 401, /authentication failed/);
   });
 });
 

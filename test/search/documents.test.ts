@@ -34,9 +34,9 @@ const LONG = Array.from(
 
 beforeAll(async () => {
   s = await startSearch({ kbs, keys, config: { dataDir } });
+  // The internal token searches on the internal port only.
   client = new SearchClient({
-    baseURL: s.url,
-    internalURL: s.internalUrl,
+    baseURL: s.internalUrl,
     token: INTERNAL_TOKEN,
     namespace: "default",
     timeoutMs: 60_000,
@@ -157,8 +157,7 @@ describe("documents API", () => {
     await s.close();
     s = await startSearch({ kbs, keys, config: { dataDir } });
     client = new SearchClient({
-      baseURL: s.url,
-      internalURL: s.internalUrl,
+      baseURL: s.internalUrl,
       token: INTERNAL_TOKEN,
       namespace: "default",
       timeoutMs: 60_000,

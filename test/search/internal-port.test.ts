@@ -1,15 +1,18 @@
-// The internal surfaces of search (documents API, /metrics, /healthz, /readyz) answer on the
-// internal port only: the public port answers 404 for them. On the internal port the token is
+// The internal surfaces of search (documents API, the internal token's search, /metrics, /healthz,
+// /readyz) answer on the internal port only: the public port answers 404 for them, however the
+// path is spelt (they are routes of another Fastify instance). On the internal port the token is
 // checked in onRequest, before the body is read: an unauthenticated 16 MiB document is refused
 // without being parsed (no preParsing, a bounded number of bytes read, no heap growth to speak of),
 // while the same body with the token is read and parsed.
 import { request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createLogger, listenInternal } from "@capstan/shared";
+import { createLogger, internalApp, listenInternal } from "@capstan/shared";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../services/search/src/index.ts";
+import { spellings } from "../../services/shared/src/http.fixture.ts";
+import { rawRequest } from "../ground/raw-http.ts";
 import { call, INTERNAL_TOKEN, kbPath, knowledgeBase, localEmbedder } from "./helpers.ts";
 
 let app: FastifyInstance;
@@ -26,12 +29,14 @@ beforeAll(async () => {
     { internalToken: INTERNAL_TOKEN, logLevel: "warn" },
     { view, embedders: [await localEmbedder()], logger: createLogger({ name: "t", level: "silent" }) },
   );
-  // Observers only: which requests got as far as body parsing, and how much each connection read.
-  app.addHook("preParsing", async (req, _reply, payload) => {
+  // Observers only (on the internal instance, which serves the documents API): which requests got
+  // as far as body parsing, and how much each connection read.
+  const internal = internalApp(app);
+  internal.addHook("preParsing", async (req, _reply, payload) => {
     parsed.push(req.url);
     return payload;
   });
-  app.addHook("onResponse", async (req) => {
+  internal.addHook("onResponse", async (req) => {
     bytesRead.push(req.raw.socket?.bytesRead ?? -1);
   });
   await app.listen({ port: 0, host: "127.0.0.1" });
@@ -88,6 +93,21 @@ describe("internal port", () => {
     const internal = `http://127.0.0.1:${internalPort}`;
     expect((await fetch(`${internal}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${internal}/metrics`)).text()).toContain("capstan_search_queries_total");
+  });
+
+  it("no spelling of an internal path reaches it on the public port, with or without the token", async () => {
+    const auth = { authorization: `Bearer ${INTERNAL_TOKEN}`, "x-capstan-namespace": "default" };
+    for (const path of ["/metrics", "/healthz", "/readyz", kbPath("kb_big")]) {
+      for (const spelt of spellings(path)) {
+        for (const headers of [{}, auth]) {
+          const res = await rawRequest(publicUrl, spelt, { headers });
+          expect(res.status, `GET ${spelt}`).toBe(404);
+          expect(res.body).not.toContain("capstan_search_queries_total");
+          // search's own 404 envelope, never the documents API's answer
+          expect(JSON.parse(res.body)).toMatchObject({ code: 404, data: null });
+        }
+      }
+    }
   });
 
   it("refuses an unauthenticated 16 MiB body before reading or parsing it", async () => {

@@ -102,7 +102,7 @@ describe("search with resources from the API server", () => {
       body: { apiVersion: "capstan.dev/v1alpha1", kind: "KnowledgeBase", metadata: { name: "payroll" }, spec: {} },
     });
     await until("kb_payroll in the view", async () => {
-      const r = await call(url, "/v1/rag/search", {
+      const r = await call(internalUrl, "/v1/rag/search", {
         token: INTERNAL_TOKEN,
         headers: { "x-capstan-namespace": NS },
         body: { ...body, knowledgeIds: ["kb_payroll"] },

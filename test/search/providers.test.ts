@@ -73,6 +73,8 @@ describe("OpenAI-compatible embeddings provider", () => {
       keys: [searchKey("p", KEY, { knowledgeIds: ["kb_remote", "kb_local"] })],
       config: {
         embedding: { openai: { baseURL: `${base}/v1`, model: "fake-minilm", apiKey: OPENAI_KEY, dimensions: 384 } },
+        // The fake provider listens on loopback, which the egress policy refuses unless listed.
+        egressAllowedHosts: ["127.0.0.1"],
       },
     });
   });
@@ -143,7 +145,11 @@ describe("external /rerank reranker", () => {
     s = await startSearch({
       kbs: [knowledgeBase("handbook")],
       keys: [searchKey("p", KEY, { knowledgeIds: ["kb_handbook"] })],
-      config: { rerank: { external: { url: base, style: "tei", timeoutMs: 5000 } } },
+      config: {
+        rerank: { external: { url: base, style: "tei", timeoutMs: 5000 } },
+        // The fake reranker listens on loopback, which the egress policy refuses unless listed.
+        egressAllowedHosts: ["127.0.0.1"],
+      },
     });
     await ingest(s.internalUrl, "kb_handbook", HANDBOOK.slice(0, 5));
   });
@@ -180,6 +186,40 @@ describe("external /rerank reranker", () => {
     const r = await call<SearchResult[]>(s.url, "/v1/rag/search", { token: KEY, body });
     expect(r.status).toBe(200);
     expect(r.body.data?.[0]?.docsId).toBe("vacation-policy");
+    const metrics = await (await fetch(`${s.internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/capstan_search_rerank_fallbacks_total 1/);
+  });
+});
+
+describe("the egress policy for search's remote endpoints", () => {
+  let s: Running;
+  beforeAll(async () => {
+    // The same loopback endpoints, with no allow-list: the default of a cluster install.
+    s = await startSearch({
+      kbs: [knowledgeBase("handbook")],
+      keys: [searchKey("p", KEY, { knowledgeIds: ["kb_handbook"] })],
+      config: {
+        rerank: { external: { url: base, style: "tei", timeoutMs: 5000 } },
+        embedding: { openai: { baseURL: `${base}/v1`, model: "fake-minilm", apiKey: OPENAI_KEY, dimensions: 384 } },
+      },
+    });
+    await ingest(s.internalUrl, "kb_handbook", HANDBOOK.slice(0, 5));
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("never sends to a loopback reranker or embeddings endpoint that the allow-list does not name", async () => {
+    rerankMode = "reverse";
+    seen.length = 0;
+    const r = await call<SearchResult[]>(s.url, "/v1/rag/search", {
+      token: KEY,
+      body: { knowledgeIds: ["kb_handbook"], text: "How many days off do I get each year?", minSimilarity: 0 },
+    });
+    // The refused reranker is a failed one: the hybrid reranker answers instead.
+    expect(r.status).toBe(200);
+    expect(r.body.data?.[0]?.docsId).toBe("vacation-policy");
+    expect(seen).toEqual([]);
     const metrics = await (await fetch(`${s.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/capstan_search_rerank_fallbacks_total 1/);
   });

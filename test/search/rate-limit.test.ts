@@ -56,7 +56,7 @@ describe("per-key requests per minute", () => {
   it("limits each key on its own, and not the internal caller", async () => {
     expect((await call(a.url, "/v1/rag/search", { token: OTHER, body })).status).toBe(200);
     for (let i = 0; i < 8; i++) {
-      expect((await call(a.url, "/v1/rag/search", { token: INTERNAL_TOKEN, body })).status).toBe(200);
+      expect((await call(a.internalUrl, "/v1/rag/search", { token: INTERNAL_TOKEN, body })).status).toBe(200);
     }
     const metrics = await (await fetch(`${a.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(

@@ -100,6 +100,7 @@ beforeAll(async () => {
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`, // none: the in-process limiter
       CAPSTAN_SCRAPER: "off",
       CONSOLE_PORT: String(await freePort()),
+      CONSOLE_INTERNAL_PORT: String(await freePort()),
       CAPSTAN_RESTART_BACKOFF_MS: "200",
       OTEL_SDK_DISABLED: "true",
     },

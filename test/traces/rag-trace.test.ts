@@ -128,7 +128,10 @@ status: {keyHash: "${hashKey(key)}"}
       PORT: String(gatewayPort),
       CAPSTAN_INTERNAL_PORT: String(gatewayInternalPort),
       CAPSTAN_RESOURCES_DIR: resources,
-      CAPSTAN_SEARCH_URL: `http://127.0.0.1:${searchPort}`,
+      // Retrieval with the internal token: search's internal port, the only one that accepts it.
+      CAPSTAN_SEARCH_URL: searchInternal,
+      // The fake provider listens on loopback, which the egress policy refuses unless listed.
+      CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
       CAPSTAN_INTERNAL_TOKEN: INTERNAL_TOKEN,
       REDIS_URL: inject("redisUrl"),
     }),

@@ -28,17 +28,23 @@ const KINDS = [
 const VERBS = ["get", "list", "create", "patch", "delete"] as const;
 
 export function sessionRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
-  app.post("/api/session", async (req, reply) => {
-    const parsed = signIn.safeParse(req.body);
-    if (!parsed.success) throw errors.invalid(parsed.error.issues.map((i) => i.message).join("; "));
-    const { user, api } = await ctx.signIn(parsed.data.token);
-    const old = req.cookies[SESSION_COOKIE];
-    if (old) ctx.sessions.end(old);
-    const session = ctx.sessions.create(user, api);
-    setSessionCookie(ctx, reply, session.id);
-    req.log.info({ user: user.username }, "signed in");
-    return { user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
-  });
+  // Attempts per client address (request.ip) per minute, counted before the body is read: a
+  // guessing client is answered 429 with Retry-After, whatever its tokens.
+  app.post(
+    "/api/session",
+    { config: { rateLimit: { max: ctx.config.signInPerMinute, timeWindow: 60_000 } } },
+    async (req, reply) => {
+      const parsed = signIn.safeParse(req.body);
+      if (!parsed.success) throw errors.invalid(parsed.error.issues.map((i) => i.message).join("; "));
+      const { user, api } = await ctx.signIn(parsed.data.token);
+      const old = req.cookies[SESSION_COOKIE];
+      if (old) ctx.sessions.end(old);
+      const session = ctx.sessions.create(user, api);
+      setSessionCookie(ctx, reply, session.id);
+      req.log.info({ user: user.username }, "signed in");
+      return { user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
+    },
+  );
 
   app.get("/api/session", async (req) => {
     const session = sessionOf(ctx, req);

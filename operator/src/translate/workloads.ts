@@ -8,7 +8,7 @@ import {
   type OperatorConfig,
   type PodSettings,
   SEARCH_NAME,
-  searchPublicServiceUrl,
+  searchInternalServiceUrl,
 } from "../config.ts";
 import {
   CONFIG_HASH,
@@ -227,11 +227,13 @@ export function gatewayObjects(
         env("CAPSTAN_INTERNAL_PORT", c.gateway.internalPort),
         ...redisEnv(c),
         ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
-        // Search itself (the public port): the internal token reaches only the Agent's namespace.
-        env("CAPSTAN_SEARCH_URL", searchPublicServiceUrl(c)),
+        // Search's internal port, the only one that accepts the internal token (which reaches
+        // only the Agent's namespace there).
+        env("CAPSTAN_SEARCH_URL", searchInternalServiceUrl(c)),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
         secretEnv("CAPSTAN_KEY_VERIFIER", { name: c.keyVerifierSecret, key: KEY_VERIFIER_KEY }),
         env("CAPSTAN_SECRETS_DIR", c.gateway.secretsDir),
+        ...optionalEnv("CAPSTAN_EGRESS_ALLOWED_HOSTS", c.egressAllowedHosts.join(",") || undefined),
         // The limiter's Redis-down share is QPM / replicas; the drain window fits the grace period.
         env("CAPSTAN_LIMITER_REPLICAS", c.gateway.replicas),
         env("CAPSTAN_TERMINATION_GRACE_SECONDS", c.gateway.terminationGracePeriodSeconds),
@@ -275,6 +277,7 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
         env("CAPSTAN_DATA_DIR", c.search.dataDir),
         ...qdrant.env,
         ...optionalEnv("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
+        ...optionalEnv("CAPSTAN_EGRESS_ALLOWED_HOSTS", c.egressAllowedHosts.join(",") || undefined),
         ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
         ...otelEnv(c.otel, SEARCH_NAME),
         ...extraEnv(c.search.extraEnv),

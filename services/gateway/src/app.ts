@@ -2,9 +2,17 @@
 // same app production runs. It builds the gateway's parts (limiter, history, agents, ...) and
 // hands them to the /api/v1 plugin (routes/api-v1.ts) as options: POST /api/v1/chat/completions,
 // GET /api/v1/models[/:model], GET /api/v1/history; the published contract at /openapi.json (page:
-// /docs); plus /healthz, /readyz and /metrics from buildBaseApp on the internal port only
-// (listenInternal in main.ts; the public port answers 404 for them).
-import { buildBaseApp, createLogger, createRegistry, type Logger, openApi, type Registry } from "@capstan/shared";
+// /docs); plus /healthz, /readyz and /metrics from buildBaseApp on the internal instance only
+// (internalApp(app), listened by listenInternal in start.ts; the public port has no such routes).
+import {
+  buildBaseApp,
+  createLogger,
+  createRegistry,
+  internalApp,
+  type Logger,
+  openApi,
+  type Registry,
+} from "@capstan/shared";
 import { createRedis, RedisLimiter } from "@capstan/shared/limiter";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
@@ -101,7 +109,11 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
         metrics,
       });
   const retriever = deps.retriever ?? (searchClient as SearchServiceClient);
-  const upstream = new UpstreamClient({ ...config.upstream, metrics });
+  const upstream = new UpstreamClient({
+    ...config.upstream,
+    metrics,
+    onBlocked: (target, reason) => logger.warn({ target, reason }, "egress policy refused a provider address"),
+  });
   const agents: Record<AgentMode, ChatAgent> = {
     llm: new LlmAgent("llm", { upstream, retriever, secrets }),
     rag: new LlmAgent("rag", { upstream, retriever, secrets }),
@@ -116,7 +128,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     registry,
     logger,
     bodyLimit: config.bodyLimitBytes,
-    internal: { prefixes: [] },
+    internal: true,
     notReady: () => {
       if (drain.draining) return "shutting down";
       return deps.view.hasSynced("AccessChannel", "Agent")
@@ -149,7 +161,8 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
       ],
     }),
   });
-  installErrorHandling(app, config.bodyLimitBytes);
+  // Both listeners answer errors in the OpenAI shape.
+  for (const a of [app, internalApp(app)]) installErrorHandling(a, config.bodyLimitBytes);
   // While draining, answers close their connection, so clients reconnect to another replica.
   app.addHook("onSend", async (_req, reply) => {
     if (drain.draining) reply.header("connection", "close");

@@ -7,7 +7,9 @@ describe("gateway config", () => {
     const c = loadGatewayConfig({});
     expect(c).toMatchObject({ port: 8080, host: "0.0.0.0", resourcesDirs: [] });
     expect(c.redisUrl).toBeUndefined();
-    expect(c.search.url).toBe("http://127.0.0.1:8081");
+    expect(c.search.url).toBe("http://127.0.0.1:8091");
+    // Search's internal port (the only one that takes the internal token); no egress exceptions.
+    expect(c.upstream.allowedHosts).toEqual([]);
     expect(c.limiter).toMatchObject({ windowMs: 60_000, redisDownPolicy: "local", replicas: 1 });
     expect(c.shutdown).toEqual({ terminationGraceSeconds: 30, unreadyDelayMs: 5_000, reserveMs: 4_000 });
   });

@@ -1,6 +1,7 @@
 // Gateway configuration: code defaults here, then env (main.ts), then one zod parse that fails
 // fast naming every bad field (loadConfig from @capstan/shared).
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { egressAllowList } from "@capstan/shared/egress";
 import { z } from "zod";
 
 export const gatewayConfigSchema = z.object({
@@ -89,13 +90,13 @@ export const gatewayConfigSchema = z.object({
       url: z
         .string()
         .regex(/^https?:\/\//)
-        .default("http://127.0.0.1:8081"),
+        .default("http://127.0.0.1:8091"),
       /** Service-to-service bearer token sent to the search service. */
       internalToken: z.string().min(1).optional(),
       timeoutMs: z.int().min(100).max(120_000).default(10_000),
       maxRetries: z.int().min(0).max(5).default(2),
     })
-    .default({ url: "http://127.0.0.1:8081", timeoutMs: 10_000, maxRetries: 2 }),
+    .default({ url: "http://127.0.0.1:8091", timeoutMs: 10_000, maxRetries: 2 }),
   upstream: z
     .object({
       /** Backoff before retry n is base * 2^n (with jitter), capped. */
@@ -103,8 +104,13 @@ export const gatewayConfigSchema = z.object({
       retryMaxMs: z.int().min(1).max(60_000).default(4_000),
       /** Connections per upstream origin. */
       connections: z.int().min(1).max(4096).default(256),
+      /**
+       * What an Agent's provider baseURL may reach although not a public address (hosts, IPs,
+       * CIDRs, optionally :port; the scraper's syntax): everything else non-global is refused.
+       */
+      allowedHosts: egressAllowList,
     })
-    .default({ retryBaseMs: 250, retryMaxMs: 4_000, connections: 256 }),
+    .default({ retryBaseMs: 250, retryMaxMs: 4_000, connections: 256, allowedHosts: [] }),
   /** Folder of mounted Secrets: <dir>/<secret>/<key> (or <dir>/<namespace>/<secret>/<key>). */
   secretsDir: z.string().min(1).optional(),
 });
@@ -139,6 +145,7 @@ export const gatewayEnvMap: EnvMap = {
   CAPSTAN_SEARCH_TIMEOUT_MS: { path: "search.timeoutMs", parse: envParsers.int },
   CAPSTAN_SEARCH_MAX_RETRIES: { path: "search.maxRetries", parse: envParsers.int },
   CAPSTAN_UPSTREAM_CONNECTIONS: { path: "upstream.connections", parse: envParsers.int },
+  CAPSTAN_EGRESS_ALLOWED_HOSTS: { path: "upstream.allowedHosts", parse: envParsers.list },
   CAPSTAN_SECRETS_DIR: "secretsDir",
 };
 

@@ -102,6 +102,13 @@ export const ERRORS = defineErrors({
   },
   upstream_bad_request: { status: 400, type: "invalid_request_error", message: "{detail}", retry: false },
   upstream_error: { status: 502, type: "server_error", message: "The model provider failed: {detail}", retry: true },
+  upstream_refused: {
+    status: 502,
+    type: "server_error",
+    message:
+      "The agent's provider address is refused by the platform's egress policy: {rule}. A platform administrator can allow it (egress.allowedHosts).",
+    retry: false,
+  },
   upstream_timeout: {
     status: 504,
     type: "server_error",

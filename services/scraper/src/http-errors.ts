@@ -1,7 +1,7 @@
 // Turns any error into the scraper's error shape {success: false, error, code} with the
 // registry's status, for both HTTP services. Unknown errors are logged and answered as 500
 // without their message (it may carry internals).
-import { allowedMethods, hiddenOnPublicPort } from "@capstan/shared";
+import { allowedMethods } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import type { z } from "zod";
 import { isScraperError, ScraperError } from "./errors.ts";
@@ -38,8 +38,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
   });
   app.setNotFoundHandler((req, reply) => {
     const url = req.url.split("?")[0] ?? "";
-    // Metrics and health asked for on the API's port are unknown there: 404, never a 405.
-    const allow = hiddenOnPublicPort(req.raw) ? [] : allowedMethods(app, url);
+    // Metrics and health are routes of the admin port's instance only: unknown here (404).
+    const allow = allowedMethods(app, url);
     if (allow.length === 0) return sendError(reply, new ScraperError("NOT_FOUND", [`${req.method} ${req.url}`]));
     reply.header("allow", allow.join(", "));
     return sendError(reply, new ScraperError("METHOD_NOT_ALLOWED", [req.method, url, allow.join(" or ")]));

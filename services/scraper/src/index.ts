@@ -1,3 +1,4 @@
+export { addressRange, denyReason, isPublicAddress, parseAllowList } from "@capstan/shared/egress";
 export { type AppDeps, type BulkEntry, buildApp } from "./api/app.ts";
 export { httpRenderClient, type RenderClient } from "./api/render-client.ts";
 export type { ScrapeData } from "./api/scrape-service.ts";
@@ -16,4 +17,3 @@ export { apiMetrics } from "./metrics.ts";
 export { buildRenderService, type RenderService, type RenderServiceDeps } from "./render/app.ts";
 export type { RenderProbe, RenderRequest, RenderResponse } from "./render/wire.ts";
 export { parseTargetUrl, SsrfGuard } from "./ssrf/guard.ts";
-export { addressRange, denyReason, isPublicAddress, parseAllowList } from "./ssrf/policy.ts";

@@ -5,11 +5,12 @@ import {
   buildBaseApp,
   createLogger,
   createRegistry,
-  hiddenOnPublicPort,
+  internalApp,
   type Logger,
   openApi,
   type Registry,
 } from "@capstan/shared";
+import { EgressGuard } from "@capstan/shared/egress";
 import { createRedis, limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyError, FastifyInstance } from "fastify";
@@ -21,7 +22,7 @@ import type { Embedder } from "./embedding/provider.ts";
 import { errorEnvelope, SearchError } from "./errors.ts";
 import { Ingester } from "./ingest.ts";
 import { KnowledgeBases } from "./knowledge-bases.ts";
-import { searchMetrics } from "./metrics.ts";
+import { type SearchMetrics, searchMetrics } from "./metrics.ts";
 import { ExternalReranker } from "./rerank/external.ts";
 import { HybridReranker } from "./rerank/hybrid.ts";
 import type { Reranker } from "./rerank/types.ts";
@@ -56,8 +57,14 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const registry = deps.registry ?? createRegistry();
   const metrics = searchMetrics(registry);
 
+  // The remote embedding and rerank endpoints are reached through the platform's egress policy.
+  const egress = new EgressGuard({
+    allowedHosts: config.egressAllowedHosts,
+    onBlocked: (_stage, target, reason) => logger.warn({ target, reason }, "egress policy refused an endpoint"),
+  });
+  const egressDispatcher = egress.agent({ connections: 16, keepAliveTimeout: 30_000 });
   const ownsEmbedders = deps.embedders === undefined;
-  const embedderList = deps.embedders ?? (await createEmbedders(config, metrics));
+  const embedderList = deps.embedders ?? (await createEmbedders(config, metrics, egressDispatcher));
   const embedders = new Map(embedderList.map((e) => [e.name, e]));
   const ownsStore = deps.store === undefined;
   const store = deps.store ?? (await createStore(config, logger, metrics));
@@ -66,7 +73,9 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const external = config.rerank.external;
   const reranker =
     deps.reranker ??
-    (external ? new ExternalReranker({ ...external, metrics: metrics.outbound, maxRetries: 2 }) : hybrid);
+    (external
+      ? new ExternalReranker({ ...external, metrics: metrics.outbound, maxRetries: 2, dispatcher: egressDispatcher })
+      : hybrid);
 
   const kbs = new KnowledgeBases(deps.view, store);
   const auth = new SearchKeyAuthenticator({
@@ -113,12 +122,58 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     // request.ip (checked against a SearchKey's allowed ranges): the socket's peer, or, when that
     // peer is one of the configured trusted proxies, X-Forwarded-For read from the right past them.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
-    // Documents API, metrics and health on the internal port only (listenInternal in main.ts).
-    internal: { prefixes: ["/internal/"] },
+    // Documents API, the internal caller's search, metrics and health on the internal instance
+    // only (internalApp(app), listened by listenInternal in start.ts).
+    internal: true,
     notReady: () =>
       deps.view.hasSynced("SearchKey", "KnowledgeBase") ? undefined : "resource view has not synced yet",
   });
 
+  const internal = internalApp(app);
+  installErrors(app, metrics);
+  installErrors(internal, metrics);
+
+  app.register(openApi, {
+    title: "Capstan search",
+    description:
+      "Semantic search over knowledge bases. Every answer, success or error, is the {code, message, data} envelope (code = the HTTP status, data null on error).",
+    version: "v1",
+    schemas: searchSchemas,
+    securitySchemes: { searchKey: { type: "http", scheme: "bearer", description: "A SearchKey's key" } },
+    tags: [
+      { name: "search", description: "Knowledge search" },
+      { name: "documents", description: "Documents uploaded to knowledge bases (keys with the write permission)" },
+    ],
+  });
+  app.register(searchRoutes, { prefix: "/v1/rag", callers: "keys", config, auth, engine, metrics, limiter });
+  app.register(publicDocumentRoutes, {
+    prefix: "/v1/knowledge-bases",
+    config,
+    auth,
+    metrics,
+    limiter,
+    kbs,
+    ingester,
+    store,
+  });
+  // The internal listener: the documents API (ingestion) and the internal caller's search (the
+  // gateway's retrieval), the only routes that accept the internal token.
+  internal.register(documentRoutes, { prefix: "/internal/v1", config, auth, ingester, store });
+  internal.register(searchRoutes, { prefix: "/v1/rag", callers: "internal", config, auth, engine, metrics, limiter });
+
+  app.addHook("onClose", async () => {
+    auth.close();
+    kbs.close();
+    if (ownsStore) await store.close();
+    if (ownsRedis) redis?.disconnect();
+    if (ownsEmbedders) await Promise.all(embedderList.map((e) => e.close()));
+    await egressDispatcher.close();
+  });
+  return app;
+}
+
+/** The {code, message, data} envelope for every error and unknown route of one listener. */
+function installErrors(app: FastifyInstance, metrics: SearchMetrics): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let e: SearchError;
     if (err instanceof SearchError) e = err;
@@ -141,8 +196,8 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((req, reply) => {
     const url = req.url.split("?")[0] ?? "";
-    // An internal path on the public port is unknown there: 404, never a 405 naming its methods.
-    const allow = hiddenOnPublicPort(req.raw) ? [] : allowedMethods(app, url);
+    // Each listener knows its own routes only: the other's paths are unknown there (404).
+    const allow = allowedMethods(app, url);
     if (allow.length > 0) {
       const e = new SearchError("SEARCH_ERR_METHOD", { method: req.method, url, allow: allow.join(" or ") });
       metrics.errors.inc({ code: e.code });
@@ -152,38 +207,4 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     metrics.errors.inc({ code: e.code });
     return reply.code(404).header("x-capstan-error", e.code).send(errorEnvelope(e));
   });
-
-  app.register(openApi, {
-    title: "Capstan search",
-    description:
-      "Semantic search over knowledge bases. Every answer, success or error, is the {code, message, data} envelope (code = the HTTP status, data null on error).",
-    version: "v1",
-    schemas: searchSchemas,
-    securitySchemes: { searchKey: { type: "http", scheme: "bearer", description: "A SearchKey's key" } },
-    tags: [
-      { name: "search", description: "Knowledge search" },
-      { name: "documents", description: "Documents uploaded to knowledge bases (keys with the write permission)" },
-    ],
-  });
-  app.register(searchRoutes, { prefix: "/v1/rag", config, auth, engine, metrics, limiter });
-  app.register(publicDocumentRoutes, {
-    prefix: "/v1/knowledge-bases",
-    config,
-    auth,
-    metrics,
-    limiter,
-    kbs,
-    ingester,
-    store,
-  });
-  app.register(documentRoutes, { prefix: "/internal/v1", config, auth, ingester, store });
-
-  app.addHook("onClose", async () => {
-    auth.close();
-    kbs.close();
-    if (ownsStore) await store.close();
-    if (ownsRedis) redis?.disconnect();
-    if (ownsEmbedders) await Promise.all(embedderList.map((e) => e.close()));
-  });
-  return app;
 }

@@ -1,6 +1,7 @@
 // Search service configuration: code defaults here, then an optional file, then env, then one
 // parse (loadConfig from @capstan/shared) that names every bad field.
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { egressAllowList } from "@capstan/shared/egress";
 import { z } from "zod";
 import { isValidCidr } from "./auth/client-ip.ts";
 
@@ -102,6 +103,11 @@ export const searchConfigSchema = z.object({
       candidateFactor: 3,
       minCandidates: 30,
     }),
+  /**
+   * What the remote embedding and rerank endpoints may reach although not public addresses
+   * (hosts, IPs, CIDRs, optionally :port): everything else non-global is refused (egress guard).
+   */
+  egressAllowedHosts: egressAllowList,
   rerank: z
     .object({
       // 0.9: measured on the evaluation set (docs/search.md, "Scores calibrated for the model").
@@ -159,6 +165,7 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_EMBEDDING_OPENAI_MODEL: "embedding.openai.model",
   CAPSTAN_EMBEDDING_OPENAI_API_KEY: "embedding.openai.apiKey",
   CAPSTAN_EMBEDDING_OPENAI_DIMENSIONS: { path: "embedding.openai.dimensions", parse: envParsers.int },
+  CAPSTAN_EGRESS_ALLOWED_HOSTS: { path: "egressAllowedHosts", parse: envParsers.list },
   CAPSTAN_RERANK_URL: "rerank.external.url",
   CAPSTAN_RERANK_STYLE: "rerank.external.style",
   CAPSTAN_RERANK_MODEL: "rerank.external.model",

@@ -2,10 +2,13 @@
 // plus request metrics. Services build their app with buildBaseApp() and add their routes, so
 // tests drive the same app with inject() that production runs with listen().
 //
-// With `internal` set, those surfaces (and the service's own internal routes) answer only on a
-// second, internal port (listenInternal): the public port answers 404 for them, so a NetworkPolicy
-// can keep the internal port inside the cluster while the public one faces clients.
-import { createServer, type IncomingMessage, type Server } from "node:http";
+// With `internal` set, those surfaces live on a second Fastify instance (internalApp(app)),
+// listened on its own port by listenInternal, and services register their internal routes there.
+// The public instance has no such routes at all: which port a path reaches is decided by which
+// router holds it, so no spelling of a path (percent-encoded, dot segments, double slashes, case)
+// can reach an internal route from the public port, and a NetworkPolicy can keep the internal
+// port inside the cluster while the public one faces clients.
+import type { Server } from "node:http";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -27,49 +30,32 @@ export interface BaseAppOptions {
   bodyLimit?: number;
   trustProxy?: FastifyServerOptions["trustProxy"];
   /**
-   * Serve /healthz, /readyz, /metrics and every path starting with one of `prefixes` on the
-   * internal port only (listenInternal); the public port answers 404 for them.
+   * Serve /healthz, /readyz and /metrics on a second Fastify instance, internalApp(app), which
+   * listenInternal() listens on the internal port; the public app does not have those routes.
+   * Without it (processes whose every port is internal: the operator, the rendering service) the
+   * app itself serves them.
    */
-  internal?: { prefixes: string[] };
+  internal?: boolean;
 }
 
-/** Marks a request that arrived on the internal port. */
-const INTERNAL = Symbol("capstan.internalPort");
-/** The internal servers of each app, closed with it (hooks cannot be added once it listens). */
-const internalServers = new WeakMap<FastifyInstance, Set<Server>>();
-
-/** Marks an internal path asked for on the public port: unknown there (404, never a 405). */
-const HIDDEN = Symbol("capstan.hiddenOnPublicPort");
-
-/** Whether the request named an internal path on the public port (its not-found handler answers 404). */
-export function hiddenOnPublicPort(raw: IncomingMessage): boolean {
-  return (raw as IncomingMessage & { [HIDDEN]?: boolean })[HIDDEN] === true;
-}
-
-/** Whether the request came in on the internal port (listenInternal). */
-export function onInternalPort(raw: IncomingMessage): boolean {
-  return (raw as IncomingMessage & { [INTERNAL]?: boolean })[INTERNAL] === true;
-}
+/** The internal instance of each public app built with `internal` (closed with it). */
+const internalApps = new WeakMap<FastifyInstance, FastifyInstance>();
 
 /**
- * Listens on the internal port with the same app: requests are tagged as internal and routed as
- * usual. Closed with the app.
+ * The internal instance of an app built by buildBaseApp with `internal`: metrics, health and the
+ * service's internal routes, which services register here and nowhere else.
  */
+export function internalApp(app: FastifyInstance): FastifyInstance {
+  const internal = internalApps.get(app);
+  if (!internal) throw new Error("internalApp needs an app made by buildBaseApp with `internal`");
+  return internal;
+}
+
+/** Listens the app's internal instance on the internal port; it closes with the app. */
 export async function listenInternal(app: FastifyInstance, opts: { port: number; host: string }): Promise<Server> {
-  await app.ready();
-  const server = createServer((req, res) => {
-    (req as IncomingMessage & { [INTERNAL]?: boolean })[INTERNAL] = true;
-    app.routing(req, res);
-  });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => resolve());
-  });
-  const servers = internalServers.get(app);
-  if (!servers) throw new Error("listenInternal needs an app made by buildBaseApp");
-  servers.add(server);
-  return server;
+  const internal = internalApp(app);
+  await internal.listen({ port: opts.port, host: opts.host });
+  return internal.server;
 }
 
 interface RouteMethod {
@@ -94,7 +80,7 @@ function routePattern(url: string): RegExp {
 /**
  * The methods an app built by buildBaseApp answers on a path (for 405 with `Allow` when only the
  * method is wrong); empty when no route matches the path at all (a 404). `app` may be the app or
- * any plugin context inside it.
+ * any plugin context inside it; the public and internal instances each know their own routes.
  */
 export function allowedMethods(app: FastifyInstance, url: string): string[] {
   const path = url.split("?")[0] ?? url;
@@ -112,11 +98,8 @@ function routeTable(app: FastifyInstance): RouteMethod[] {
   return [];
 }
 
-/**
- * The base app: route schemas are zod (fastify-type-provider-zod validates requests and serialises
- * responses with them; services' plugins call `withTypeProvider<ZodTypeProvider>()` for the types).
- */
-export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
+/** A Fastify instance with zod schemas and its route table (for allowedMethods). */
+function instance(opts: BaseAppOptions, trustProxy: FastifyServerOptions["trustProxy"]): FastifyInstance {
   // pino's Logger is a FastifyBaseLogger: typed as such, the app is a plain FastifyInstance.
   const loggerInstance: FastifyBaseLogger | undefined = opts.logger;
   const app = Fastify({
@@ -124,19 +107,29 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
     // Request lines come from the services' own hooks (with trace ids), not one per request here.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
-    trustProxy: opts.trustProxy ?? false,
+    trustProxy,
     return503OnClosing: true,
     requestIdHeader: "x-request-id",
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-
   const routes: RouteMethod[] = [];
   routeTables.set(app, routes);
   app.addHook("onRoute", (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) routes.push({ method, pattern: routePattern(route.url) });
   });
+  return app;
+}
+
+/**
+ * The base app: route schemas are zod (fastify-type-provider-zod validates requests and serialises
+ * responses with them; services' plugins call `withTypeProvider<ZodTypeProvider>()` for the types).
+ */
+export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
+  const app = instance(opts, opts.trustProxy ?? false);
+  // Nothing on the internal port reads a client address: no forwarded header is trusted there.
+  const internal = opts.internal ? instance(opts, false) : undefined;
 
   // RED metrics of every endpoint, named for the component (capstan_gateway_http_requests_total):
   // route is the route's pattern (bounded), "unmatched" for paths no route serves.
@@ -154,52 +147,33 @@ export function buildBaseApp(opts: BaseAppOptions): FastifyInstance {
     buckets: LATENCY_BUCKETS,
     registers: [opts.registry],
   });
-  const servers = new Set<Server>();
-  internalServers.set(app, servers);
-  app.addHook("onClose", async () => {
-    await Promise.all(
-      [...servers].map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          }),
-      ),
-    );
-  });
-  const internal = opts.internal;
-  if (internal) {
-    const isInternal = (url: string) => {
-      const path = url.split("?")[0] as string;
-      return ["/healthz", "/readyz", "/metrics"].includes(path) || internal.prefixes.some((p) => path.startsWith(p));
-    };
-    // First hook of every request, before any body is read: internal paths on the public port
-    // are unknown there.
-    app.addHook("onRequest", (req, reply, done) => {
-      if (isInternal(req.url) && !onInternalPort(req.raw)) {
-        (req.raw as IncomingMessage & { [HIDDEN]?: boolean })[HIDDEN] = true;
-        reply.callNotFound();
-        return;
-      }
-      done();
+  for (const a of internal ? [app, internal] : [app]) {
+    a.addHook("onResponse", async (req, reply) => {
+      const route = req.routeOptions.url ?? "unmatched";
+      requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+      duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
     });
   }
-  app.addHook("onResponse", async (req, reply) => {
-    const route = req.routeOptions.url ?? "unmatched";
-    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
-    duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
-  });
 
-  app.get("/healthz", async () => ({ status: "ok", service: opts.service }));
-  app.get("/readyz", async (_req, reply) => {
+  const surfaces = internal ?? app;
+  surfaces.get("/healthz", async () => ({ status: "ok", service: opts.service }));
+  surfaces.get("/readyz", async (_req, reply) => {
     const reason = opts.notReady?.();
     const details = opts.readyDetails?.() ?? {};
     if (reason) return reply.code(503).send({ status: "not ready", reason, ...details });
     return { status: "ready", ...details };
   });
-  app.get("/metrics", async (_req, reply) => {
+  surfaces.get("/metrics", async (_req, reply) => {
     reply.header("content-type", opts.registry.contentType);
     return opts.registry.metrics();
   });
+  if (internal) {
+    internalApps.set(app, internal);
+    // Closed with the app (after its own server: Fastify runs onClose hooks once it has stopped
+    // listening), so readiness answers until the public port has drained.
+    app.addHook("onClose", async () => {
+      await internal.close();
+    });
+  }
   return app;
 }

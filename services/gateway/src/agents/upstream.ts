@@ -4,12 +4,18 @@
 // honoured; one longer than retryMaxMs ends the call with the provider's 429 and its Retry-After),
 // a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent), and provider
 // statuses mapped to gateway errors (429 → 429, 400/422 → 400, timeout → 504, anything else → 502).
+// Every connection goes through the platform's egress guard (@capstan/shared/egress): a baseURL
+// that resolves to loopback, link-local, cluster or private addresses is refused (502
+// upstream_refused naming the range) unless CAPSTAN_EGRESS_ALLOWED_HOSTS lists it. A provider's
+// error body is never passed to the client (it may be anything the tenant's endpoint chose to
+// say, e.g. an internal service's answer): only its status.
 // Once a stream has started it is never retried: the client already has part of the answer. The
 // attempt timeout is this file's own (AttemptTimeout) rather than the policy's, because a stream's
 // must outlive the attempt.
+import { EgressGuard, egressRefusal } from "@capstan/shared/egress";
 import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
 import { context, trace } from "@opentelemetry/api";
-import { Agent as Dispatcher } from "undici";
+import type { Agent as Dispatcher } from "undici";
 import { GatewayError } from "../errors.ts";
 import { parseSse } from "../http/sse.ts";
 import type { GatewayMetrics } from "../metrics.ts";
@@ -31,7 +37,11 @@ export interface UpstreamOptions {
   retryBaseMs: number;
   retryMaxMs: number;
   connections: number;
+  /** Non-public hosts, IPs or CIDRs a provider baseURL may reach (the egress allow-list). */
+  allowedHosts: readonly string[];
   metrics: GatewayMetrics;
+  /** Told of each refused provider address (logged by the app). */
+  onBlocked?: (target: string, reason: string) => void;
 }
 
 const RETRY_STATUSES = new Set([408, 409, 429, 500, 502, 503, 504]);
@@ -151,21 +161,13 @@ function bufferedRequest(
   });
 }
 
-/** Provider error text, trimmed; never includes our request (which may carry a key). */
-function upstreamMessage(status: number, text: string): string {
-  try {
-    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-    const msg =
-      typeof parsed.error === "string" ? parsed.error : (parsed.error?.message ?? parsed.message ?? undefined);
-    if (typeof msg === "string" && msg) return `${status} ${msg.slice(0, 500)}`;
-  } catch {
-    // not JSON: fall through
-  }
-  return `${status} ${text.slice(0, 200).trim() || "(no body)"}`;
-}
-
-export function mapUpstreamStatus(status: number, text: string, headers: Record<string, string>): GatewayError {
-  const detail = upstreamMessage(status, text);
+/**
+ * The gateway error for a provider's non-200 answer: its status only. The body is never echoed:
+ * the baseURL is the tenant's choice, and whatever answers there (an internal service, another
+ * tenant's endpoint) must not be readable through the gateway's errors.
+ */
+export function mapUpstreamStatus(status: number, headers: Record<string, string>): GatewayError {
+  const detail = `the provider answered HTTP ${status}`;
   if (status === 429) {
     const retryAfter = headers["retry-after"];
     return new GatewayError(
@@ -208,7 +210,11 @@ export class UpstreamClient {
 
   constructor(opts: UpstreamOptions) {
     this.opts = opts;
-    this.dispatcher = new Dispatcher({ connections: opts.connections, keepAliveTimeout: 30_000, pipelining: 1 });
+    const guard = new EgressGuard({
+      allowedHosts: opts.allowedHosts,
+      onBlocked: (_stage, target, reason) => opts.onBlocked?.(target, reason),
+    });
+    this.dispatcher = guard.agent({ connections: opts.connections, keepAliveTimeout: 30_000, pipelining: 1 });
   }
 
   close(): Promise<void> {
@@ -293,7 +299,6 @@ export class UpstreamClient {
     const opts = { ...base, headersTimeout: call.timeoutMs, bodyTimeout: call.timeoutMs };
     let status: number;
     let resHeaders: Record<string, string>;
-    let text: string;
     try {
       if (!call.stream) {
         const res = await bufferedRequest(this.dispatcher, opts, timeout.signal);
@@ -306,19 +311,26 @@ export class UpstreamClient {
         }
         status = res.statusCode;
         resHeaders = headerRecord(res.headers);
-        text = res.text;
       } else {
         const res = await this.dispatcher.request({ ...opts, signal: timeout.signal });
         if (res.statusCode === 200) return { events: this.events(res.body, call, started, timeout), attempts: attempt };
         status = res.statusCode;
         resHeaders = headerRecord(res.headers);
-        text = await res.body.text().catch(() => "");
+        // Read to the end so the connection is reused; the text itself is never passed on.
+        await res.body.text().catch(() => "");
       }
     } catch (err) {
       timeout.clear();
       if (call.signal.aborted) throw new ClientGone();
-      const timedOut = isTimeout(err) || timeout.aborted;
       metrics.upstreamLatency.observe({ outcome: "error" }, (performance.now() - started) / 1000);
+      const refusal = egressRefusal(err);
+      if (refusal) {
+        throw new AttemptFailure(new GatewayError("upstream_refused", { rule: refusal.rule }), {
+          retry: false,
+          outcome: "refused",
+        });
+      }
+      const timedOut = isTimeout(err) || timeout.aborted;
       const error = timedOut
         ? new GatewayError("upstream_timeout", { timeoutMs: call.timeoutMs })
         : new GatewayError("upstream_error", { detail: (err as Error).message || "connection failed" });
@@ -326,7 +338,7 @@ export class UpstreamClient {
     }
     timeout.clear();
     metrics.upstreamLatency.observe({ outcome: "error" }, (performance.now() - started) / 1000);
-    throw new AttemptFailure(mapUpstreamStatus(status, text, resHeaders), {
+    throw new AttemptFailure(mapUpstreamStatus(status, resHeaders), {
       retry: RETRY_STATUSES.has(status),
       outcome: `http_${status}`,
       retryAfter: resHeaders["retry-after"],

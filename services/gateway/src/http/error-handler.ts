@@ -2,7 +2,7 @@
 // GatewayErrors as declared in errors.ts, Fastify's own (body too large → 413, bad JSON → 400,
 // another content type → 415 naming the accepted one), a known path with the wrong method → 405
 // with Allow, unknown routes → 404, and anything unexpected → 500 with no detail (it is logged).
-import { allowedMethods, hiddenOnPublicPort } from "@capstan/shared";
+import { allowedMethods } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import sjson from "secure-json-parse";
@@ -126,8 +126,8 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
 export function notFound(app: FastifyInstance): (req: FastifyRequest, reply: FastifyReply) => FastifyReply {
   return (req, reply) => {
     const url = req.url.split("?")[0] ?? "";
-    // An internal path (metrics, health) on the public port is unknown there: 404, never a 405.
-    const allow = hiddenOnPublicPort(req.raw) ? [] : allowedMethods(app, url);
+    // Metrics and health are routes of the internal instance only: unknown here (404).
+    const allow = allowedMethods(app, url);
     if (allow.length > 0) {
       reply.header("allow", allow.join(", "));
       return sendError(

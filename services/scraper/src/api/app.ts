@@ -1,9 +1,17 @@
 // The scraper API: POST /scrape, POST /scrape/bulk, POST /search, and the Firecrawl v1 style
 // crawl, batch and map routes (the key-checked plugin of routes/api.ts), GET /health (routes/health.ts), the published contract at /openapi.json (page:
-// /docs), plus /healthz, /readyz and /metrics on the admin port only (listenInternal in main.ts;
-// the API's port answers 404 for them). buildApp() builds the parts and hands them to the route
+// /docs), plus /healthz, /readyz and /metrics on the admin port only (a second Fastify instance,
+// listenInternal in start.ts: the API's port has no such routes, the admin port no API route). buildApp() builds the parts and hands them to the route
 // plugins as options; main.ts listens.
-import { buildBaseApp, createLogger, createRegistry, type Logger, openApi, type Registry } from "@capstan/shared";
+import {
+  buildBaseApp,
+  createLogger,
+  createRegistry,
+  internalApp,
+  type Logger,
+  openApi,
+  type Registry,
+} from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
 import type { ScraperConfig } from "../config.ts";
 import { JobStore } from "../crawl/jobs.ts";
@@ -84,10 +92,13 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     registry,
     logger,
     bodyLimit: 1024 * 1024,
-    internal: { prefixes: [] },
+    // Metrics and health on the admin port's own instance (listenInternal in start.ts), which has
+    // no API route: the key-checked API is served on the API's port only.
+    internal: true,
     notReady: () => (rendererReady ? undefined : `rendering service at ${config.renderUrl} is not ready`),
   });
-  installErrorHandlers(app);
+  // Both listeners answer errors in the scraper's shape.
+  for (const a of [app, internalApp(app)]) installErrorHandlers(a);
   app.addHook("onClose", async () => {
     clearInterval(probeTimer);
     clearInterval(sweepTimer);

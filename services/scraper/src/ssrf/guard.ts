@@ -1,25 +1,13 @@
-// The SSRF guard at work: resolves a target's host name, decides on the resolved addresses
-// (policy.ts) and connects to exactly the address it checked, so a DNS answer that changes
-// between check and connect (rebinding) cannot redirect the connection. Every outbound HTTP
-// request of the rendering service goes through guard.dispatcher().
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
-import { Agent, buildConnector, type Dispatcher, ProxyAgent } from "undici";
+// The scraper's SSRF guard: the platform's egress guard (@capstan/shared/egress: resolve, decide
+// on the resolved addresses, connect to exactly the address checked, so DNS rebinding cannot
+// redirect a connection) with the scraper's errors (BLOCKED_TARGET, UNREACHABLE), the target URL
+// check, and the upstream proxy. Every outbound HTTP request of the rendering service goes
+// through guard.dispatcher().
+import { EgressGuard } from "@capstan/shared/egress";
+import { type Dispatcher, ProxyAgent } from "undici";
 import { ScraperError } from "../errors.ts";
-import { type AllowEntry, defaultPort, denyReason, normaliseHost, parseAllowList } from "./policy.ts";
 
-export type Resolver = (hostname: string) => Promise<string[]>;
-
-export interface GuardOptions {
-  allowedHosts: readonly string[];
-  dnsTimeoutMs?: number;
-  /** Host name resolution; default the system resolver (getaddrinfo). */
-  resolve?: Resolver;
-  /** Called for every refused target, before any connection is attempted. */
-  onBlocked?: (stage: string, url: string, reason: string) => void;
-}
-
-const systemResolve: Resolver = async (hostname) => (await lookup(hostname, { all: true })).map((a) => a.address);
+export type { EgressGuardOptions as GuardOptions, Resolver } from "@capstan/shared/egress";
 
 /** Parses a scrape target: http(s) only, with a host. Throws BAD_URL. */
 export function parseTargetUrl(raw: string): URL {
@@ -36,72 +24,19 @@ export function parseTargetUrl(raw: string): URL {
   return url;
 }
 
-export class SsrfGuard {
-  readonly allow: readonly AllowEntry[];
-  private readonly resolver: Resolver;
-  private readonly dnsTimeoutMs: number;
-  private readonly onBlocked: GuardOptions["onBlocked"];
-
-  constructor(opts: GuardOptions) {
-    this.allow = parseAllowList(opts.allowedHosts);
-    this.resolver = opts.resolve ?? systemResolve;
-    this.dnsTimeoutMs = opts.dnsTimeoutMs ?? 5_000;
-    this.onBlocked = opts.onBlocked;
-  }
-
-  async resolve(hostname: string): Promise<string[]> {
-    const host = normaliseHost(hostname);
-    if (isIP(host)) return [host];
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new ScraperError("UNREACHABLE", [`DNS lookup of ${host} timed out`])),
-        this.dnsTimeoutMs,
-      );
-    });
-    try {
-      return await Promise.race([this.resolver(host), timeout]);
-    } catch (err) {
-      if (err instanceof ScraperError) throw err;
-      throw new ScraperError("UNREACHABLE", [`cannot resolve ${host}`]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Resolves and decides; returns the addresses that may be connected to, or throws BLOCKED_TARGET. */
-  async check(url: URL, stage: string, port?: number): Promise<string[]> {
-    const targetPort = port ?? (url.port ? Number(url.port) : defaultPort(url.protocol));
-    const host = normaliseHost(url.hostname);
-    const addresses = await this.resolve(host);
-    const reason = denyReason({ hostname: host, port: targetPort, addresses }, this.allow);
-    if (reason) throw this.refuse(stage, `${url.protocol}//${url.host}`, reason);
-    return addresses;
-  }
-
-  /** Refuses a target for a reason of its own (a redirect to another scheme): counted and logged like the rest. */
-  refuse(stage: string, target: string, reason: string): ScraperError {
-    this.onBlocked?.(stage, target, reason);
+export class SsrfGuard extends EgressGuard {
+  // The scraper's callers are its operators' own components: the reason keeps the address.
+  protected override refused(reason: string): ScraperError {
     return new ScraperError("BLOCKED_TARGET", [reason]);
   }
 
-  /** An undici connector that checks the target and connects to the checked address. */
-  connector(): buildConnector.connector {
-    const inner = buildConnector({ timeout: 10_000 });
-    return (options, callback) => {
-      const host = normaliseHost(options.hostname);
-      const protocol = options.protocol || "http:";
-      const port = options.port ? Number(options.port) : defaultPort(protocol);
-      const url = new URL(`${protocol}//${isIP(host) === 6 ? `[${host}]` : host}:${port}/`);
-      this.check(url, "connect", port).then(
-        (addresses) => {
-          const address = addresses[0] as string;
-          const servername = options.servername ?? (isIP(host) ? undefined : host);
-          inner({ ...options, hostname: address, ...(servername ? { servername } : {}) }, callback);
-        },
-        (err: Error) => callback(err, null),
-      );
-    };
+  protected override unresolved(detail: string): ScraperError {
+    return new ScraperError("UNREACHABLE", [detail]);
+  }
+
+  /** Refuses a target for a reason of its own (a redirect to another scheme): counted and logged like the rest. */
+  override refuse(stage: string, target: string, reason: string): ScraperError {
+    return super.refuse(stage, target, reason) as ScraperError;
   }
 
   /**
@@ -118,6 +53,6 @@ export class SsrfGuard {
           : undefined;
       return new ProxyAgent({ uri: proxy.server, ...(token ? { token } : {}), ...common }) as Dispatcher;
     }
-    return new Agent({ ...common, connect: this.connector() }) as Dispatcher;
+    return this.agent(common);
   }
 }

@@ -3,6 +3,9 @@
 // namespace, or the internal caller holding CAPSTAN_INTERNAL_TOKEN (the gateway's RAG and
 // extractive agents), which names the namespace of the Agent it retrieves for in the
 // x-capstan-namespace header and is checked against that namespace's knowledge bases.
+// The two are asked for on different listeners: keys on the public port (authenticate), the
+// internal token on the internal port only (authenticateInternalCaller), so a leaked token is no
+// key from outside the cluster.
 import { timingSafeEqual } from "node:crypto";
 import { bearerToken, presentedHashes } from "@capstan/shared";
 import type { SearchKey } from "@capstan/shared/api";
@@ -88,19 +91,17 @@ export class SearchKeyAuthenticator {
     return map;
   }
 
-  /** The caller of a request, or a SearchError (401 unknown/expired, 403 address not allowed). */
+  /**
+   * The SearchKey calling on the public port, or a SearchError (401 unknown/expired, 403 address
+   * not allowed). The internal token is no key here: 401 like any unknown key.
+   */
   authenticate(
     authorization: string | string[] | undefined,
     /** request.ip: Fastify's client address under the configured trusted proxies. */
     clientIp: string | undefined,
-    namespaceHeader?: string | string[] | undefined,
   ): Caller {
     const token = bearerToken(authorization);
     if (!token) throw new SearchError("SEARCH_ERR_UNAUTHENTICATED");
-    if (this.internalToken && tokenEquals(token, this.internalToken)) {
-      const ns = typeof namespaceHeader === "string" && DNS_LABEL.test(namespaceHeader) ? namespaceHeader : undefined;
-      return { kind: "internal", namespace: ns };
-    }
     const index = this.index();
     const entry = presentedHashes(token, this.verifierKey)
       .map((h) => index.get(h))
@@ -128,7 +129,22 @@ export class SearchKeyAuthenticator {
     };
   }
 
-  /** Guards the internal API: only the internal token. */
+  /**
+   * The internal caller searching on the internal port: the internal token (401 otherwise, and
+   * 503 SEARCH_ERR_INTERNAL_DISABLED without one configured), scoped to the namespace it names.
+   */
+  authenticateInternalCaller(
+    authorization: string | string[] | undefined,
+    namespaceHeader: string | string[] | undefined,
+  ): Caller {
+    if (!this.internalToken) throw new SearchError("SEARCH_ERR_INTERNAL_DISABLED");
+    const token = bearerToken(authorization);
+    if (!token || !tokenEquals(token, this.internalToken)) throw new SearchError("SEARCH_ERR_INTERNAL_AUTH");
+    const ns = typeof namespaceHeader === "string" && DNS_LABEL.test(namespaceHeader) ? namespaceHeader : undefined;
+    return { kind: "internal", namespace: ns };
+  }
+
+  /** Guards the internal documents API: only the internal token. */
   authenticateInternal(authorization: string | string[] | undefined): void {
     if (!this.internalToken) throw new SearchError("SEARCH_ERR_INTERNAL_DISABLED");
     const token = bearerToken(authorization);

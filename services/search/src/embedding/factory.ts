@@ -1,5 +1,6 @@
 // The embedders a search process serves with: the local model always, plus an
 // OpenAI-compatible provider when configured. Each sits behind a bounded query cache.
+import type { Dispatcher } from "undici";
 import type { SearchConfig } from "../config.ts";
 import type { SearchMetrics } from "../metrics.ts";
 import { LocalEmbedder } from "./local.ts";
@@ -45,7 +46,12 @@ export async function loadLocalEmbedder(config: SearchConfig, metrics?: SearchMe
   });
 }
 
-export async function createEmbedders(config: SearchConfig, metrics?: SearchMetrics): Promise<Embedder[]> {
+export async function createEmbedders(
+  config: SearchConfig,
+  metrics?: SearchMetrics,
+  /** The egress guard's dispatcher, for the remote provider. */
+  dispatcher?: Dispatcher,
+): Promise<Embedder[]> {
   const out: Embedder[] = [
     new MeteredCache(await loadLocalEmbedder(config, metrics), config.embedding.cacheSize, metrics),
   ];
@@ -55,6 +61,7 @@ export async function createEmbedders(config: SearchConfig, metrics?: SearchMetr
       ...openai,
       maxRetries: 2,
       ...(metrics ? { metrics: metrics.outbound } : {}),
+      ...(dispatcher ? { dispatcher } : {}),
     });
     out.push(new MeteredCache(inner, config.embedding.cacheSize, metrics));
   }

@@ -1,8 +1,11 @@
 // An OpenAI-compatible POST {baseURL}/embeddings provider (OpenAI, vLLM, TEI, Ollama, LiteLLM).
 // Calls go through the shared resilience policy: timeout per attempt, bounded full-jitter retries
-// on 429/5xx/timeouts/network errors (Retry-After honoured), outbound metrics.
+// on 429/5xx/timeouts/network errors (Retry-After honoured), outbound metrics; connections through
+// the platform's egress guard when the app gives its dispatcher (a refused address is not retried).
 import type { OutboundMetrics } from "@capstan/shared";
+import { egressRefusal } from "@capstan/shared/egress";
 import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
+import { type Dispatcher, fetch, type Response } from "undici";
 import { type Embedder, normalize } from "./provider.ts";
 
 export interface OpenAIEmbedderOptions {
@@ -14,6 +17,8 @@ export interface OpenAIEmbedderOptions {
   maxRetries?: number;
   batchSize?: number;
   metrics?: OutboundMetrics;
+  /** The egress guard's dispatcher (EgressGuard.agent()); default undici's global one. */
+  dispatcher?: Dispatcher;
 }
 
 export class EmbeddingProviderError extends Error {
@@ -82,8 +87,12 @@ export class OpenAIEmbedder implements Embedder {
         },
         body: JSON.stringify({ model: this.opts.model, input }),
         signal,
+        ...(this.opts.dispatcher ? { dispatcher: this.opts.dispatcher } : {}),
       });
     } catch (err) {
+      const refusal = egressRefusal(err);
+      if (refusal)
+        throw new EmbeddingProviderError(`embeddings endpoint ${refusal.message}`, undefined, { retryable: false });
       throw new EmbeddingProviderError(`embeddings endpoint unreachable: ${(err as Error).name}`, undefined, {
         retryable: true,
       });

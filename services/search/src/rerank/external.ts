@@ -3,9 +3,12 @@
 //   Cohere: POST {url}/rerank {model, query, documents} -> {results: [{index, relevance_score}]}
 // Calls go through the shared resilience policy (timeout per attempt, bounded full-jitter retries
 // on 429/5xx/timeouts/network errors, Retry-After, outbound metrics). Scores outside 0..1 (raw
-// logits) are squashed with a sigmoid.
+// logits) are squashed with a sigmoid. Connections go through the platform's egress guard when the
+// app gives its dispatcher (a refused address is not retried).
 import type { OutboundMetrics } from "@capstan/shared";
+import { egressRefusal } from "@capstan/shared/egress";
 import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
+import { type Dispatcher, fetch, type Response } from "undici";
 import type { RerankCandidate, Reranker } from "./types.ts";
 
 export interface ExternalRerankerOptions {
@@ -16,6 +19,8 @@ export interface ExternalRerankerOptions {
   timeoutMs?: number;
   maxRetries?: number;
   metrics?: OutboundMetrics;
+  /** The egress guard's dispatcher (EgressGuard.agent()); default undici's global one. */
+  dispatcher?: Dispatcher;
 }
 
 export class RerankerError extends Error {
@@ -98,8 +103,11 @@ export class ExternalReranker implements Reranker {
           },
           body: JSON.stringify(body),
           signal,
+          ...(this.opts.dispatcher ? { dispatcher: this.opts.dispatcher } : {}),
         });
       } catch (err) {
+        const refusal = egressRefusal(err);
+        if (refusal) throw new RerankerError(`reranker ${refusal.message}`, { retryable: false });
         throw new RerankerError(`reranker unreachable: ${(err as Error).name}`, { retryable: true });
       }
       if (!res.ok) {

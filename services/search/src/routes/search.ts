@@ -14,6 +14,11 @@ import type { SearchEngine, SearchRequest, SearchResult } from "../search-engine
 import { batchDoc, batchResponse, errorResponses, searchResponse } from "./search-schemas.ts";
 
 export interface SearchRoutesOptions {
+  /**
+   * Who may call: SearchKeys (the public port) or the internal caller holding the internal token
+   * (the internal port, where the gateway retrieves); each listener registers its own plugin.
+   */
+  callers: "keys" | "internal";
   limiter: WindowLimiter;
   config: SearchConfig;
   auth: SearchKeyAuthenticator;
@@ -34,11 +39,13 @@ declare module "fastify" {
  * per channel there) is not limited here.
  */
 export async function caller(
-  d: Pick<SearchRoutesOptions, "auth" | "limiter" | "metrics">,
+  d: Pick<SearchRoutesOptions, "auth" | "limiter" | "metrics" | "callers">,
   req: FastifyRequest,
 ): Promise<Caller> {
+  if (d.callers === "internal")
+    return d.auth.authenticateInternalCaller(req.headers.authorization, req.headers[NAMESPACE_HEADER]);
   // req.ip: the client address as Fastify's trustProxy (the configured trusted proxies) gives it.
-  const who = d.auth.authenticate(req.headers.authorization, req.ip, req.headers[NAMESPACE_HEADER]);
+  const who = d.auth.authenticate(req.headers.authorization, req.ip);
   if (who.kind !== "key") return who;
   const decision = await d.limiter.check(`${who.namespace}/${who.name}`, who.requestsPerMinute);
   if (!decision.allowed) {

@@ -4,7 +4,6 @@
 // outside it, without a key, and no path is compared by string. The reference gives the scraper no
 // version prefix, so the plugin has none.
 
-import { onInternalPort } from "@capstan/shared";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { apiKeyCheck } from "../../api-key.ts";
 import { ScraperError } from "../../errors.ts";
@@ -18,8 +17,6 @@ export const scraperApi: FastifyPluginAsync<ApiOptions> = async (app, options) =
   const keyOk = apiKeyCheck(config.apiKey);
   if (config.authEnabled) {
     app.addHook("onRequest", async function requireScraperKey(req: FastifyRequest, reply: FastifyReply) {
-      // The admin port (listenInternal) stays inside the cluster: no key asked there.
-      if (onInternalPort(req.raw)) return;
       if (!keyOk?.(req.headers.authorization)) {
         reply.header("www-authenticate", 'Bearer realm="scraper"');
         throw new ScraperError("UNAUTHORIZED");

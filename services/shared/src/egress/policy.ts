@@ -97,6 +97,18 @@ export function parseAllowList(entries: readonly string[]): AllowEntry[] {
   return entries.map(parseAllowEntry);
 }
 
+/** The first entry of an allow-list that does not parse, as a message; undefined when all do. */
+export function allowListProblem(entries: readonly string[]): string | undefined {
+  for (const e of entries) {
+    try {
+      parseAllowEntry(e);
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+  return undefined;
+}
+
 /**
  * The range name of an address ("unicast" for globally routable ones). An IPv6 address that
  * embeds an IPv4 one is classified by the embedded address (::7f00:1 is "loopback"); NAT64's
@@ -139,18 +151,38 @@ export interface Target {
   addresses: string[];
 }
 
-/** Undefined when the target may be reached; otherwise the reason it may not. */
-export function denyReason(target: Target, allow: readonly AllowEntry[]): string | undefined {
+/** Why a target may not be reached: its host, the refused address and that address's range (the rule). */
+export interface Denial {
+  host: string;
+  /** Absent when the host has no address at all. */
+  address?: string;
+  /** The range rule that refused it ("loopback", "private", "linkLocal", ...), or "no address". */
+  range: string;
+}
+
+/** Undefined when the target may be reached; otherwise why it may not. */
+export function denial(target: Target, allow: readonly AllowEntry[]): Denial | undefined {
   const host = normaliseHost(target.hostname);
   const portOk = (e: AllowEntry) => e.port === undefined || e.port === target.port;
   if (allow.some((e) => portOk(e) && hostMatches(e, host))) return undefined;
-  if (target.addresses.length === 0) return `${host} has no address`;
+  if (target.addresses.length === 0) return { host, range: "no address" };
   for (const address of target.addresses) {
     if (allow.some((e) => portOk(e) && addressMatches(e, address))) continue;
     const range = addressRange(address);
-    if (range !== "unicast") return `${host} resolves to ${address} (${range})`;
+    if (range !== "unicast") return { host, address, range };
   }
   return undefined;
+}
+
+/** A denial in words, with the address (for logs and the scraper's own operators). */
+export function describeDenial(d: Denial): string {
+  return d.address === undefined ? `${d.host} has no address` : `${d.host} resolves to ${d.address} (${d.range})`;
+}
+
+/** Undefined when the target may be reached; otherwise the reason it may not. */
+export function denyReason(target: Target, allow: readonly AllowEntry[]): string | undefined {
+  const d = denial(target, allow);
+  return d && describeDenial(d);
 }
 
 export function defaultPort(protocol: string): number {
