@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { generateKey, hashKey } from "@capstan/shared";
 import { afterAll, beforeAll, expect, inject } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
+import { TEST_PROVIDER_HOSTS } from "../gateway/helpers.ts";
 import type { ManagedProcess } from "../ground/process.ts";
 import { startService } from "./process.ts";
 import { fuzzTests } from "./suite.ts";
@@ -42,7 +43,12 @@ beforeAll(async () => {
   );
   const started = await startService(
     "gateway",
-    { CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: inject("redisUrl") },
+    // The fake provider listens on loopback, which the egress policy refuses unless allowed.
+    {
+      CAPSTAN_RESOURCES_DIR: dir,
+      REDIS_URL: inject("redisUrl"),
+      CAPSTAN_EGRESS_ALLOWED_HOSTS: TEST_PROVIDER_HOSTS.join(","),
+    },
     async ({ origin }) =>
       (await fetch(`${origin}/api/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status === 200,
   );
