@@ -149,12 +149,8 @@ function agreesWithExact(data: SearchResult[] | null, exact: Set<number>, i: num
   for (const hit of data) {
     expectWork(hit.knowledgeId === KB, `end-to-end search ${i} returns hits of ${KB} (one was of ${hit.knowledgeId})`);
   }
-  return inExact(
-    exact,
-    data.map((h) => ({ record: h.metadata })),
-  ) > 0
-    ? 1
-    : 0;
+  const hits = data.map((h) => ({ record: h.metadata }));
+  return inExact(exact, hits) > 0 ? 1 : 0;
 }
 
 /** The store's resident memory: the Qdrant server's RSS, or this process's growth for the embedded store. */
