@@ -53,10 +53,13 @@ const knowledgeBase = (name: string, ns: string, knowledgeId: string, text: stri
     sources: [{ name: `${name} facts`, text }],
   });
 
+/** An Agent with a provider at `baseURL`, or (without one) extractive over kb_shared. */
 const agent = (name: string, ns: string, baseURL?: string) =>
   res("Agent", name, ns, {
     description: `hostile-tenant suite: ${name}`,
-    ...(baseURL ? { provider: { baseURL, model: "m", apiKeySecretRef: { name: TEAM_SECRET, key: "value" } } } : {}),
+    ...(baseURL
+      ? { provider: { baseURL, model: "m", apiKeySecretRef: { name: TEAM_SECRET, key: "value" } } }
+      : { knowledge: { knowledgeIds: ["kb_shared"] } }),
   });
 
 const channel = (name: string, ns: string, agentName: string) =>

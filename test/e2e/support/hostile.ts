@@ -58,16 +58,22 @@ export async function tenant(admin: TestKube, ns: string, user: string): Promise
   return { ns, user, editor: impersonating(admin, user, ns) };
 }
 
-/** Waits until a resource is Ready=True and returns it. */
-export function ready(kube: TestKube, kind: string, name: string, ns: string, timeoutMs = 240_000): Promise<Obj> {
-  return eventually(
-    `${kind} ${ns}/${name} Ready`,
-    async () => {
-      const o = await get(kube, kind, CR, name, ns);
-      return condition(o, "Ready")?.status === "True" ? o : undefined;
-    },
-    timeoutMs,
-  );
+/** Waits until a resource is Ready=True and returns it; a timeout names the conditions last seen. */
+export async function ready(kube: TestKube, kind: string, name: string, ns: string, timeoutMs = 240_000) {
+  let last: unknown;
+  try {
+    return await eventually(
+      `${kind} ${ns}/${name} Ready`,
+      async () => {
+        const o = await get(kube, kind, CR, name, ns);
+        last = o?.status?.conditions;
+        return condition(o, "Ready")?.status === "True" ? o : undefined;
+      },
+      timeoutMs,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; conditions: ${JSON.stringify(last)}`);
+  }
 }
 
 export interface Reply {
