@@ -28,6 +28,17 @@ import { FACT_A, FACT_A_ONLY, FACT_B, type Stage, stage } from "./support/hostil
 import { eventually, get, mergePatch, type Obj } from "./support/kube.ts";
 
 let ctx: Stage;
+
+/** An admission refusal in the words that matter: the status and the field and Secret it names. */
+const refusal = (r: { status: number; message: string }) =>
+  `${r.status} ${(/spec\.[^;]*?(?=;|$)/.exec(r.message)?.[0] ?? r.message).slice(0, 110)}`;
+
+/** A chat refused by the egress policy, as the rule the client is told. */
+function egressRule(r: Reply): string {
+  const message = /"message":"([^"]*)"/.exec(r.body)?.[1] ?? r.body;
+  const rule = /egress policy: ([^.]*)/.exec(message)?.[1];
+  return rule ? `${r.status} upstream_refused: ${rule}` : brief(r, 90);
+}
 const ledger = new Ledger();
 let chat: ReturnType<typeof clients>["chat"];
 let search: ReturnType<typeof clients>["search"];
@@ -57,7 +68,7 @@ describe("resources an editor writes (admission: the reference policy and RBAC)"
     ledger.held(
       "Agent naming an unreadable Secret, baseURL her listener",
       "403 (reference policy)",
-      `${r.status} ${r.message.slice(0, 90)}`,
+      refusal(r),
       refusedByPolicy(r),
     );
   });
@@ -70,7 +81,7 @@ describe("resources an editor writes (admission: the reference policy and RBAC)"
     ledger.held(
       "patch an admin's Agent (names the Secret) to her baseURL",
       "403 (reference policy)",
-      `${r.status} ${r.message.slice(0, 90)}`,
+      refusal(r),
       refusedByPolicy(r),
     );
   });
@@ -83,12 +94,7 @@ describe("resources an editor writes (admission: the reference policy and RBAC)"
         llm: { apiKeySecretRef: { name: GUARDED_SECRET, key: "value" } },
       }),
     );
-    ledger.held(
-      "Scraper with her image and the Secret in llm",
-      "403 (reference policy)",
-      `${r.status} ${r.message.slice(0, 90)}`,
-      r.status === 403,
-    );
+    ledger.held("Scraper with her image and the Secret in llm", "403 (reference policy)", refusal(r), r.status === 403);
   });
 
   it("learns nothing of whether a Secret exists from the refusal", async () => {
@@ -128,7 +134,7 @@ describe("resources an editor writes (admission: the reference policy and RBAC)"
     ledger.held(
       "KnowledgeBase with the Secret as embedding key",
       "403 (reference policy)",
-      `${r.status} ${r.message.slice(0, 90)}`,
+      refusal(r),
       refusedByPolicy(r),
     );
   });
@@ -181,14 +187,14 @@ describe("outbound calls a tenant aims (the egress policy)", () => {
     ledger.held(
       "Agent baseURL = her pod; chat",
       "502 upstream_refused, listener sees nothing",
-      `${brief(r, 60)}; listener saw ${reached.length}`,
+      `${egressRule(r)}; listener saw ${reached.length}`,
       refusedChat(r) && reached.length === 0,
     );
   });
 
   it("aims an Agent at the cloud metadata address", async () => {
     const r = await keyedChat(ctx.w.keys.metadataChat);
-    ledger.held("Agent baseURL = 169.254.169.254", "502 upstream_refused", brief(r, 60), refusedChat(r));
+    ledger.held("Agent baseURL = 169.254.169.254", "502 upstream_refused", egressRule(r), refusedChat(r));
   });
 
   it("aims an Agent at the platform's Redis by its Service name", async () => {
@@ -196,7 +202,7 @@ describe("outbound calls a tenant aims (the egress policy)", () => {
     ledger.held(
       "Agent baseURL = capstan-redis Service",
       "502 upstream_refused",
-      brief(r, 60),
+      egressRule(r),
       refusedChat(r) && !/\d+\.\d+\.\d+\.\d+/.test(r.body),
     );
   });
