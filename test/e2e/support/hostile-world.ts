@@ -166,11 +166,21 @@ export interface Stage {
   w: World;
 }
 
-/** The platform installed by the chart's defaults (ensurePlatform), then this world made on it. */
+/**
+ * Metrics admitted from a monitoring namespace's Prometheus only, as an install with monitoring
+ * sets `networkPolicy.metricsFrom` (docs/install.md); with the default [] every pod may read the
+ * metrics ports, which carry no secrets (docs/security.md).
+ */
+export const HARDENED = [
+  "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=capstan-monitoring",
+  "networkPolicy.metricsFrom[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus",
+];
+
+/** The platform installed by the chart's defaults and HARDENED (ensurePlatform), then this world on it. */
 export async function stage(): Promise<Stage> {
   const kube = e2eKube();
   const home = mkdtempSync(join(tmpdir(), "capstan-e2e-hostile-"));
-  const installed = await ensurePlatform(kube, home);
+  const installed = await ensurePlatform(kube, home, HARDENED);
   const image = installed.images.operator;
   if (!image) throw new Error("no operator image in tags.env (it carries Node for the probers)");
   return { kube, home, ca: installed.tls.ca, w: await makeWorld(kube, image) };
