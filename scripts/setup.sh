@@ -38,6 +38,7 @@ npm_dependencies() {
   # sync; `npm install` installs exactly the locked versions and leaves the lock unchanged.
   # Install scripts that would download (onnxruntime-node's CUDA files) are denied in package.json
   # "allowScripts"; the variable says the same to npm versions that run scripts regardless.
+  echo "installing npm dependencies (npm install from package-lock.json)"
   ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --loglevel=error
 }
 step "npm dependencies (Node 24 among them)" npm_dependencies

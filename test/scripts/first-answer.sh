@@ -29,9 +29,10 @@ python3 -m venv "$work/python"
 export PATH="$work/python/bin:$PATH"
 bash scripts/setup.sh >"$work/setup.log" 2>&1
 setup_s=$(since "$t0")
-grep '^\[setup\]' "$work/setup.log" | sed 's/^/    /'
+sed 's/^/    /' "$work/setup.log"
 
 # npm start in its own session, stopped with it at exit.
+touch "$work/start.log"
 setsid npm start >"$work/start.log" 2>&1 &
 start_pid=$!
 for _ in $(seq 1 600); do
