@@ -36,4 +36,6 @@ tok.decoder = decoders.Metaspace()
 tok.save(os.path.join(out, "unigram-gigaspeech-5000.json"))
 PY
   rm -rf "$tmp"
+else
+  echo "reused: $TOKENIZERS_DIR"
 fi
