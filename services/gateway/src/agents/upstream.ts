@@ -2,8 +2,10 @@
 // undici Agent, with a timeout per attempt, retries before the first byte by the shared
 // resilience policy (connect errors, timeouts, 408/409/429/5xx; bounded, full jitter, Retry-After
 // honoured; one longer than retryMaxMs ends the call with the provider's 429 and its Retry-After),
-// a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent), and provider
-// statuses mapped to gateway errors (429 → 429, 400/422 → 400, timeout → 504, anything else → 502).
+// a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent) and the GenAI
+// client metrics (gen_ai_client_operation_duration_seconds and gen_ai_client_token_usage for
+// every call, sampled or not), and provider statuses mapped to gateway errors (429 → 429,
+// 400/422 → 400, timeout → 504, anything else → 502).
 // Every connection goes through the platform's egress guard (@capstan/shared/egress): a baseURL
 // that resolves to loopback, link-local, cluster or private addresses is refused (502
 // upstream_refused naming the range) unless CAPSTAN_EGRESS_ALLOWED_HOSTS lists it. A provider's
@@ -20,6 +22,7 @@ import { GatewayError } from "../errors.ts";
 import { parseSse } from "../http/sse.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 import { endProviderSpan, failProviderSpan, startProviderSpan, tracedStream } from "./provider-span.ts";
+import type { Usage } from "./types.ts";
 
 export interface UpstreamCall {
   baseURL: string;
@@ -52,6 +55,17 @@ export class ClientGone extends Error {
     super("client disconnected");
     this.name = "ClientGone";
   }
+}
+
+/**
+ * error.type of a failed GenAI operation, a bounded set: the gateway's error code
+ * (upstream_timeout, upstream_error, upstream_rate_limited, upstream_bad_request, upstream_refused,
+ * …), "cancelled" when the client went away, "_OTHER" for anything else.
+ */
+export function errorTypeOf(err: unknown): string {
+  if (err instanceof GatewayError) return err.code;
+  if (err instanceof ClientGone) return "cancelled";
+  return "_OTHER";
 }
 
 function isTimeout(err: unknown): boolean {
@@ -198,7 +212,8 @@ export interface UpstreamResponse {
 interface Endpoint {
   origin: string;
   path: string;
-  host: string;
+  hostname: string;
+  port: number;
 }
 
 export class UpstreamClient {
@@ -242,30 +257,75 @@ export class UpstreamClient {
     let e = this.endpoints.get(baseURL);
     if (!e) {
       const url = new URL(`${baseURL.replace(/\/+$/, "")}/chat/completions`);
-      e = { origin: url.origin, path: `${url.pathname}${url.search}`, host: url.host };
+      const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
+      e = { origin: url.origin, path: `${url.pathname}${url.search}`, hostname: url.hostname, port };
       if (this.endpoints.size >= 1024) this.endpoints.clear();
       this.endpoints.set(baseURL, e);
     }
     return e;
   }
 
-  /** One provider call in an "upstream" client span (to the last byte, or to the first for streams). */
+  /**
+   * One provider call, retries included: its GenAI span (in a sampled trace only) and its GenAI
+   * client metrics, to the last byte (a stream: to its end).
+   */
   call(call: UpstreamCall): Promise<UpstreamResponse> {
-    const span = startProviderSpan(String(call.body.model), this.endpoint(call.baseURL).host);
-    return context
-      .with(trace.setSpan(context.active(), span), () => this.attempts(call))
-      .then(
-        (res) => {
-          span.setAttribute("capstan.upstream.attempts", res.attempts);
-          if (res.events) return { ...res, events: tracedStream(span, res.events) };
-          endProviderSpan(span, res.json);
-          return res;
-        },
-        (err: Error) => {
-          failProviderSpan(span, err);
-          throw err;
-        },
-      );
+    const started = performance.now();
+    const model = String(call.body.model);
+    const genai = this.opts.metrics.genai.client(model);
+    const endpoint = this.endpoint(call.baseURL);
+    const span = startProviderSpan({ model, hostname: endpoint.hostname, port: endpoint.port }, call.body);
+    const attempts = span
+      ? context.with(trace.setSpan(context.active(), span), () => this.attempts(call))
+      : this.attempts(call);
+    return attempts.then(
+      (res) => {
+        if (res.events) {
+          const events = this.measured(res.events, genai, started);
+          return { ...res, events: span ? tracedStream(span, events, started, errorTypeOf) : events };
+        }
+        genai.done((performance.now() - started) / 1000, undefined, res.json?.usage as Usage | undefined);
+        if (span) endProviderSpan(span, res.json, res.attempts);
+        return res;
+      },
+      (err: Error) => {
+        const type = errorTypeOf(err);
+        genai.done((performance.now() - started) / 1000, type, undefined);
+        if (span) failProviderSpan(span, err, type);
+        throw err;
+      },
+    );
+  }
+
+  /** A stream's events passed through; its duration and the usage chunk's tokens recorded at its end. */
+  private async *measured(
+    events: AsyncGenerator<string>,
+    genai: ReturnType<GatewayMetrics["genai"]["client"]>,
+    started: number,
+  ): AsyncGenerator<string> {
+    let usage: Usage | undefined;
+    let failure: string | undefined;
+    let ended = false;
+    try {
+      for await (const data of events) {
+        // Only the usage chunk holds a usage object (the others say "usage":null or nothing).
+        if (data.includes('"usage":{')) {
+          try {
+            usage = (JSON.parse(data) as { usage?: Usage }).usage;
+          } catch {
+            // Not JSON: the agent reports the broken event.
+          }
+        }
+        yield data;
+      }
+      ended = true;
+    } catch (err) {
+      failure = errorTypeOf(err);
+      throw err;
+    } finally {
+      // Stopped early by its consumer (the client went away): cancelled, not done.
+      genai.done((performance.now() - started) / 1000, failure ?? (ended ? undefined : "cancelled"), usage);
+    }
   }
 
   private async attempts(call: UpstreamCall): Promise<UpstreamResponse> {
