@@ -69,8 +69,8 @@ export interface AgentOutcome {
   error?: { type: string; message: string };
 }
 
-export function endAgentSpan(span: Span | undefined, outcome: AgentOutcome): void {
-  if (!span) return;
+/** Ends the step's span (callers check it exists first, so no outcome is built for an unsampled request). */
+export function endAgentSpan(span: Span, outcome: AgentOutcome): void {
   span.setAttribute("gen_ai.response.id", outcome.id);
   if (outcome.finishReasons.length) span.setAttribute("gen_ai.response.finish_reasons", outcome.finishReasons);
   if (outcome.usage) {

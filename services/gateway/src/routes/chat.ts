@@ -186,12 +186,13 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
     const inSpan = <T>(fn: () => T): T => (spanCtx ? context.with(spanCtx, fn) : fn());
     /** The agent failed before the first byte: end the span, record the error, answer it. */
     const failed = (err: unknown) => {
-      endAgentSpan(span, {
-        id: ex.id,
-        finishReasons: [],
-        usage: null,
-        error: { type: errorTypeOf(err), message: (err as Error).message },
-      });
+      if (span)
+        endAgentSpan(span, {
+          id: ex.id,
+          finishReasons: [],
+          usage: null,
+          error: { type: errorTypeOf(err), message: (err as Error).message },
+        });
       if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
       if (err instanceof GatewayError)
         record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
@@ -218,11 +219,12 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
       ex.firstTokenAt = performance.now();
       metrics.ttft.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (ex.firstTokenAt - started) / 1000);
       metrics.genai.server.firstToken((ex.firstTokenAt - started) / 1000);
-      endAgentSpan(span, {
-        id: ex.id,
-        finishReasons: completion.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : [])),
-        usage: completion.usage,
-      });
+      if (span)
+        endAgentSpan(span, {
+          id: ex.id,
+          finishReasons: completion.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : [])),
+          usage: completion.usage,
+        });
       const first = completion.choices[0];
       record(ex, req, parsed, {
         answer: first?.message.content ?? null,
@@ -328,12 +330,13 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
         if (!(err instanceof GatewayError)) req.log.error({ err }, "stream failed");
         yield sseData(failure.toBody());
       } finally {
-        endAgentSpan(span, {
-          id: ex.id,
-          finishReasons: reasons?.filter(Boolean) ?? [],
-          usage,
-          ...(failure ? { error: { type: failure.code, message: failure.message } } : {}),
-        });
+        if (span)
+          endAgentSpan(span, {
+            id: ex.id,
+            finishReasons: reasons?.filter(Boolean) ?? [],
+            usage,
+            ...(failure ? { error: { type: failure.code, message: failure.message } } : {}),
+          });
         // After a cut the agent's pending step may settle only once the aborted upstream call
         // notices: do not hold the response (and the shutdown) for it.
         const closing = iterator.return?.(undefined);
