@@ -7,7 +7,14 @@
 // the internal port (internalApp, listened in main.ts), never on the port users reach.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { buildBaseApp, type Logger, metricsPrefix, outboundMetrics, type Registry } from "@capstan/shared";
+import {
+  buildBaseApp,
+  type Logger,
+  lingerOnRefusedBody,
+  metricsPrefix,
+  outboundMetrics,
+  type Registry,
+} from "@capstan/shared";
 import type { KubeConfig } from "@capstan/shared/kube";
 import fastifyCookie from "@fastify/cookie";
 import fastifyHelmet from "@fastify/helmet";
@@ -95,6 +102,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   app.setErrorHandler((err, req, reply) => {
     // Fastify's own refusals (unparsable JSON, wrong content type, body too large) keep their status.
     const fst = err as { statusCode?: number; code?: string; message?: string };
+    if (fst.code === "FST_ERR_CTP_BODY_TOO_LARGE") lingerOnRefusedBody(req, reply);
     const e =
       fst.code === "FST_ERR_CTP_BODY_TOO_LARGE"
         ? errors.tooLarge(req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 0)
