@@ -36,7 +36,7 @@ const refusal = (r: { status: number; message: string }) =>
 /** A chat refused by the egress policy, as the rule the client is told. */
 function egressRule(r: Reply): string {
   const message = /"message":"([^"]*)"/.exec(r.body)?.[1] ?? r.body;
-  const rule = /egress policy: ([^.]*)/.exec(message)?.[1];
+  const rule = /egress policy: (.*?)(?:, which is not allowed|\. A platform administrator)/.exec(message)?.[1];
   return rule ? `${r.status} upstream_refused: ${rule}` : brief(r, 90);
 }
 const ledger = new Ledger();
