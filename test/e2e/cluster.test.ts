@@ -1,12 +1,15 @@
 // Smoke test of the e2e cluster itself (test/ground/node.ts): the node is Ready, a pod runs from a
 // locally built image, a Service reaches it by ClusterIP and by DNS name from another pod (which
 // also reaches the API server through the `kubernetes` Service with its ServiceAccount token) and
-// from the host, names outside cluster.local are not resolved, pod logs come through the API, and
-// an Ingress with a TLS Secret routes HTTPS through Traefik to the Service.
-import { execFileSync } from "node:child_process";
+// from the host, names outside cluster.local are not resolved, pod logs come through the API, an
+// Ingress with a TLS Secret routes HTTPS through Traefik to the Service, and NetworkPolicies are
+// enforced (kube-network-policies): ingress and egress, pod to pod and through a Service, and the
+// node's own traffic as docs/testing.md describes it.
+import { execFile, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { KubeApiError } from "@capstan/shared/kube";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { Agent, fetch } from "undici";
@@ -16,6 +19,9 @@ import { signCert } from "../ground/kube.ts";
 import { kubeHttpFrom, type TestKube } from "../ground/kube-client.ts";
 import { nodeBinaries } from "../ground/node-binaries.ts";
 import { net } from "../ground/node-config.ts";
+import { traefikUid } from "../ground/node-daemons.ts";
+import { eventually } from "./support/kube.ts";
+import { type BusyboxPod, createNamespace, deleteNamespace, httpFromPod, startBusybox } from "./support/pods.ts";
 
 const ns = `smoke-${process.pid}`;
 const host = "smoke.capstan.test";
@@ -225,5 +231,137 @@ describe("the e2e cluster", () => {
     } finally {
       await agent.close();
     }
+  });
+});
+
+describe("NetworkPolicies on the node (kube-network-policies)", () => {
+  const npNs = `${ns}-np`;
+  let server: BusyboxPod;
+  let client: BusyboxPod;
+  let other: BusyboxPod;
+  let serviceIp: string;
+  const policies = `/apis/networking.k8s.io/v1/namespaces/${npNs}/networkpolicies`;
+  const policy = (name: string, spec: object) =>
+    create(policies, { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name }, spec });
+  const removePolicy = (name: string) => kube.json(`${policies}/${name}`, { method: "DELETE" });
+  /** Whether `from` gets the server's page, by pod address (bridged) or by ClusterIP (routed). */
+  const reaches = async (from: BusyboxPod, via: "pod" | "service") => {
+    const url = via === "pod" ? `http://${server.ip}:8080/` : `http://${serviceIp}/`;
+    const res = await httpFromPod(kube, from, url, { timeoutS: 2 });
+    return res.connected && res.body.includes("pod server");
+  };
+  /** Waits until every pair answers as expected (the daemon follows the API within a second or so). */
+  const expectReach = async (want: [BusyboxPod, "pod" | "service", boolean][]) => {
+    let seen = "";
+    await eventually(
+      "the node to enforce the policies",
+      async () => {
+        const got = await Promise.all(want.map(([from, via]) => reaches(from, via)));
+        seen = want.map(([from, via], i) => `${from.name} via ${via}: ${got[i]}`).join(", ");
+        return got.every((g, i) => g === want[i]?.[2]) ? true : undefined;
+      },
+      30_000,
+      500,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; saw ${seen}`);
+    });
+  };
+  /** A process on the node itself, as uid `uid`, fetching the server's page (true when it gets it). */
+  const fromNode = async (uid: number) => {
+    const args = [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "/bin/busybox", "timeout", "2"];
+    try {
+      const { stdout } = await promisify(execFile)("setpriv", [
+        ...args,
+        "wget",
+        "-q",
+        "-O-",
+        `http://${server.ip}:8080/`,
+      ]);
+      return stdout.includes("pod server");
+    } catch {
+      return false;
+    }
+  };
+
+  beforeAll(async () => {
+    await createNamespace(kube, npNs);
+    [server, client, other] = await Promise.all([
+      startBusybox(kube, npNs, "server", { labels: { app: "server" }, port: 8080 }),
+      startBusybox(kube, npNs, "client", { labels: { role: "client" } }),
+      startBusybox(kube, npNs, "other", { labels: { role: "other" } }),
+    ]);
+    const svc = await kube.json<{ spec: { clusterIP: string } }>(`/api/v1/namespaces/${npNs}/services`, {
+      method: "POST",
+      body: {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "server" },
+        spec: { selector: { app: "server" }, ports: [{ port: 80, targetPort: 8080 }] },
+      },
+    });
+    serviceIp = svc.spec.clusterIP;
+  }, 120_000);
+
+  afterAll(async () => {
+    await deleteNamespace(kube, npNs);
+  });
+
+  it("lets every pod reach the server while no policy selects it", async () => {
+    await expectReach([
+      [client, "pod", true],
+      [client, "service", true],
+      [other, "pod", true],
+    ]);
+    expect(await fromNode(traefikUid)).toBe(true);
+  });
+
+  it("refuses every pod once a default-deny ingress policy selects the server; an allow rule admits only its peers", async () => {
+    await policy("default-deny", { podSelector: {}, policyTypes: ["Ingress"] });
+    await expectReach([
+      [client, "pod", false],
+      [client, "service", false],
+      [other, "pod", false],
+    ]);
+    // The node's own traffic: a root process (the kubelet's probes, this test) always passes, as the
+    // NetworkPolicy API says traffic from a pod's node does; an unprivileged one (Traefik here) is
+    // judged like any peer, from the node's address.
+    expect(await fromNode(0)).toBe(true);
+    expect(await fromNode(traefikUid)).toBe(false);
+    // ...so the server's readiness probe (1 s period, 3 failures) still passes.
+    await new Promise((r) => setTimeout(r, 3000));
+    const probed = await kube.json<Pod>(`/api/v1/namespaces/${npNs}/pods/server`);
+    expect(probed.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    await policy("allow-clients", {
+      podSelector: { matchLabels: { app: "server" } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        { from: [{ podSelector: { matchLabels: { role: "client" } } }], ports: [{ port: 8080, protocol: "TCP" }] },
+        { from: [{ ipBlock: { cidr: `${net.hostIp}/32` } }], ports: [{ port: 8080, protocol: "TCP" }] },
+      ],
+    });
+    await expectReach([
+      [client, "pod", true],
+      [client, "service", true],
+      [other, "pod", false],
+      [other, "service", false],
+    ]);
+    expect(await fromNode(traefikUid)).toBe(true);
+    await removePolicy("allow-clients");
+    await removePolicy("default-deny");
+  });
+
+  it("refuses a pod's connections once a default-deny egress policy selects it", async () => {
+    await expectReach([[client, "pod", true]]);
+    await policy("client-egress-deny", {
+      podSelector: { matchLabels: { role: "client" } },
+      policyTypes: ["Egress"],
+    });
+    await expectReach([
+      [client, "pod", false],
+      [client, "service", false],
+      [other, "pod", true],
+    ]);
+    await removePolicy("client-egress-deny");
+    await expectReach([[client, "service", true]]);
   });
 });

@@ -15,6 +15,8 @@ export interface NodeBinaries {
   ctr: string;
   coredns: string;
   traefik: string;
+  /** NetworkPolicy enforcement (nftables + NFQUEUE), patched to run as a host process. */
+  kubeNetworkPolicies: string;
   pauseImage: string;
   pauseArchive: string;
   /** A static busybox image for smoke tests (sh, httpd, wget, nslookup). */
@@ -32,6 +34,7 @@ const keys: Record<keyof NodeBinaries, string> = {
   ctr: "CTR",
   coredns: "COREDNS",
   traefik: "TRAEFIK",
+  kubeNetworkPolicies: "KUBE_NETWORK_POLICIES",
   pauseImage: "PAUSE_IMAGE",
   pauseArchive: "PAUSE_ARCHIVE",
   busyboxImage: "BUSYBOX_IMAGE",

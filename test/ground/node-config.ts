@@ -149,9 +149,10 @@ maxPods: 110
 
 /**
  * kube-proxy in iptables mode. conntrack sizes/timeouts left as the host has them (0 = unchanged),
- * so kube-proxy writes no sysctls the machine does not allow. masqueradeAll: a pod calling a Service
- * whose backend sits on the same bridge gets the reply back through the host (where the DNAT is
- * undone) even on hosts without bridge netfilter.
+ * so kube-proxy writes no sysctls the machine does not allow. No masqueradeAll: a pod calling a
+ * Service keeps its own address, as in most clusters, so a backend (search's allow-lists, its
+ * trusted proxies) sees which pod called; the reply from a backend on the same bridge has its
+ * DNAT undone through bridge netfilter, which the node requires (node-host.ts).
  */
 export function kubeProxyConfig(o: {
   kubeconfig: string;
@@ -168,7 +169,7 @@ clientConnection: {kubeconfig: ${o.kubeconfig}}
 healthzBindAddress: 127.0.0.1:${o.healthzPort}
 metricsBindAddress: 127.0.0.1:${o.metricsPort}
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-iptables: {masqueradeAll: true, syncPeriod: 30s, minSyncPeriod: 0s}
+iptables: {masqueradeAll: false, syncPeriod: 30s, minSyncPeriod: 0s}
 `;
 }
 

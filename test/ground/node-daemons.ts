@@ -1,10 +1,13 @@
 // The node's daemons other than containerd, each started in its own session and waited for until
-// it serves: kube-controller-manager, kube-scheduler, kubelet, kube-proxy, CoreDNS, Traefik.
-import { writeFileSync } from "node:fs";
+// it serves: kube-controller-manager, kube-scheduler, kubelet, kube-proxy, CoreDNS, Traefik and
+// kube-network-policies.
+import { chownSync, copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fetch } from "undici";
 import type { NodeBinaries } from "./node-binaries.ts";
 import { corefile, kubeletConfig, kubeProxyConfig, net } from "./node-config.ts";
+import { nfqueueBound, nftTableExists } from "./node-host.ts";
 import { freePort } from "./ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "./process.ts";
 
@@ -114,19 +117,40 @@ export interface Ingress {
   proc: ManagedProcess;
   http: string;
   https: string;
+  /** Holds Traefik's copy of the kubeconfig; removed at stop. */
+  dir: string;
 }
 
 /**
- * Traefik v3 with the Kubernetes Ingress provider, reading through the admin kubeconfig
- * (KUBECONFIG), serving HTTP and HTTPS on free loopback ports. Certificates come from each
- * Ingress's TLS Secret; hosts without one get Traefik's self-signed default certificate.
+ * The uid Traefik runs as: not root, so its connections to pods are subject to NetworkPolicies
+ * from the node's address (kube-network-policies lets every connection a root process on the node
+ * opens through, as the NetworkPolicy API says traffic from a pod's own node is; an unprivileged
+ * Traefik stands for a host-network controller on another node). No other process uses this uid,
+ * so the kubeconfig it may read is readable by root and Traefik only.
+ */
+export const traefikUid = 64_101;
+
+/**
+ * Traefik v3 with the Kubernetes Ingress provider, reading through a copy of the admin kubeconfig
+ * (KUBECONFIG) owned by its uid, serving HTTP and HTTPS on free loopback ports. Certificates come
+ * from each Ingress's TLS Secret; hosts without one get Traefik's self-signed default certificate.
  */
 export async function startTraefik(bin: NodeBinaries, kubeconfig: string): Promise<Ingress> {
   const [web, websecure, ping] = [await freePort(), await freePort(), await freePort()];
+  const dir = mkdtempSync(join(tmpdir(), "capstan-traefik-"));
+  const ownKubeconfig = join(dir, "kubeconfig");
+  copyFileSync(kubeconfig, ownKubeconfig);
+  chownSync(ownKubeconfig, traefikUid, traefikUid);
+  chownSync(dir, traefikUid, traefikUid);
   const proc = daemon(
     "traefik",
-    bin.traefik,
+    "setpriv",
     [
+      `--reuid=${traefikUid}`,
+      `--regid=${traefikUid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      bin.traefik,
       `--entryPoints.web.address=127.0.0.1:${web}`,
       `--entryPoints.websecure.address=127.0.0.1:${websecure}`,
       // Every router on websecure is a TLS router: an Ingress's TLS section alone leaves Traefik
@@ -140,8 +164,46 @@ export async function startTraefik(bin: NodeBinaries, kubeconfig: string): Promi
       "--global.sendAnonymousUsage=false",
       "--log.level=WARN",
     ],
-    { ...process.env, KUBECONFIG: kubeconfig },
+    { ...process.env, KUBECONFIG: ownKubeconfig, HOME: dir },
   );
   await waitFor("Traefik /ping", () => ok200(`http://127.0.0.1:${ping}/ping`), { timeoutMs: 60_000, proc });
-  return { proc, http: `http://127.0.0.1:${web}`, https: `https://127.0.0.1:${websecure}` };
+  return { proc, http: `http://127.0.0.1:${web}`, https: `https://127.0.0.1:${websecure}`, dir };
+}
+
+/** The nftables table kube-network-policies keeps its rules in (inet family; upstream's default name). */
+export const networkPolicyTable = "kube-network-policies";
+/** The NFQUEUE number its rules send packets to and it listens on (upstream's default). */
+const networkPolicyQueue = 100;
+
+/**
+ * kube-network-policies (built by test/scripts/build-node-binaries.sh with
+ * test/kube-bin/kube-network-policies/capstan.patch) as a host process with the admin kubeconfig,
+ * like kube-proxy. Its nftables rules in POSTROUTING (before kube-proxy's masquerade) hand the
+ * first packet of each new connection from or to a pod that a NetworkPolicy selects to it through
+ * NFQUEUE, and it accepts or drops the packet by the policies. The bridge's own pod-to-pod traffic
+ * reaches those hooks through bridge netfilter (node-host.ts checks it is on). Returns once its
+ * table is in place (after its caches synced) and it listens on the queue.
+ */
+export async function startNetworkPolicies(o: {
+  bin: NodeBinaries;
+  nodeName: string;
+  kubeconfig: string;
+}): Promise<ManagedProcess> {
+  const metricsPort = await freePort();
+  const proc = daemon("kube-network-policies", o.bin.kubeNetworkPolicies, [
+    `--kubeconfig=${o.kubeconfig}`,
+    `--hostname-override=${o.nodeName}`,
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+    `--nfqueue-id=${networkPolicyQueue}`,
+    // A workaround for a conntrack race fixed in kernel 6.12 (upstream's flag says so); without
+    // it DNS from pods to the node's CoreDNS is never queued, like the rest of pod-to-node traffic.
+    "--netfilter-bug-1766-fix=false",
+    "--v=0",
+  ]);
+  await waitFor(
+    "kube-network-policies' nftables table and queue",
+    async () => nftTableExists(networkPolicyTable) && nfqueueBound(networkPolicyQueue),
+    { timeoutMs: 60_000, proc },
+  );
+  return proc;
 }

@@ -1,5 +1,5 @@
-// Host-wide state of the single-node cluster: the bridge, iptables chains, mounts, network
-// namespaces and cgroups it creates. One node per machine: starting refuses where another kubelet
+// Host-wide state of the single-node cluster: the bridge, iptables chains, kube-network-policies'
+// nftables table, mounts, network namespaces and cgroups it creates. One node per machine: starting refuses where another kubelet
 // runs; stopping removes exactly what this run created (chains that existed before, such as
 // podman's CNI-FORWARD, are left alone).
 import { execFileSync } from "node:child_process";
@@ -122,6 +122,49 @@ export function removeNewChains(before: ChainSnapshot): void {
       for (const c of created) tryRun(cmd, ["-t", t, "-X", c]);
     }
   }
+}
+
+/** True when the nftables table `inet <name>` exists. */
+export function nftTableExists(name: string): boolean {
+  try {
+    run("nft", ["list", "table", "inet", name]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Deletes the nftables table `inet <name>` if present. kube-network-policies removes its table
+ * only on SIGINT; stopped with SIGTERM (or dead), it leaves rules that queue pod traffic to a
+ * queue nobody reads, which the kernel drops.
+ */
+export function removeNftTable(name: string): void {
+  if (nftTableExists(name)) tryRun("nft", ["delete", "table", "inet", name]);
+}
+
+/** True when a process listens on NFQUEUE `queue` (/proc/net/netfilter/nfnetlink_queue lists bound queues). */
+export function nfqueueBound(queue: number): boolean {
+  const path = "/proc/net/netfilter/nfnetlink_queue";
+  if (!existsSync(path)) return false;
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .some((l) => l.trim().split(/\s+/)[0] === String(queue));
+}
+
+/**
+ * Pods on the bridge talk to each other at layer 2: only with bridge netfilter on do those
+ * packets cross the IPv4 hooks where kube-proxy's conntrack undoes a Service's DNAT on the reply
+ * and kube-network-policies sees them. Throws when it is off (a host-wide setting this harness
+ * does not change).
+ */
+export function assertBridgeNetfilter(): void {
+  const path = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+  const value = existsSync(path) ? readFileSync(path, "utf8").trim() : "absent";
+  if (value !== "1")
+    throw new Error(
+      `${path} is ${value}: the node needs bridge netfilter (modprobe br_netfilter; sysctl -w net.bridge.bridge-nf-call-iptables=1)`,
+    );
 }
 
 /** The bridge with the host address, made before the API server binds that address. */

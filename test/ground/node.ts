@@ -1,8 +1,9 @@
 // A real single-node Kubernetes cluster for the end-to-end tests: etcd + kube-apiserver
 // (test/ground/kube.ts, in full-cluster mode), kube-controller-manager, kube-scheduler, containerd
-// v2 with runc and the CNI bridge, kubelet, kube-proxy (iptables), CoreDNS (cluster.local only)
-// and Traefik as the ingress controller. Every daemon runs in its own session; stop() tears them
-// down in order and removes the host state the run created (docs/testing.md, "Node tier").
+// v2 with runc and the CNI bridge, kubelet, kube-proxy (iptables), kube-network-policies (enforces
+// NetworkPolicies, which the bridge ignores), CoreDNS (cluster.local only) and Traefik as the
+// ingress controller. Every daemon runs in its own session; stop() tears them down in order and
+// removes the host state the run created (docs/testing.md, "Node tier").
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,15 +13,18 @@ import { binaryCacheDir, type KubeControlPlane, signCert, startKube } from "./ku
 import { nodeBinaries } from "./node-binaries.ts";
 import { kubeconfigText, net } from "./node-config.ts";
 import {
+  networkPolicyTable,
   startControllerManager,
   startCoreDns,
   startKubelet,
   startKubeProxy,
+  startNetworkPolicies,
   startScheduler,
   startTraefik,
 } from "./node-daemons.ts";
 import {
   acquireNodeLock,
+  assertBridgeNetfilter,
   assertHostFree,
   cniNetns,
   createBridge,
@@ -29,6 +33,7 @@ import {
   removeKubepodsCgroups,
   removeNetns,
   removeNewChains,
+  removeNftTable,
   snapshotChains,
   unmountUnder,
 } from "./node-host.ts";
@@ -93,6 +98,7 @@ function nodeCerts(certDir: string): string[] {
 export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster> {
   const bin = nodeBinaries();
   assertHostFree();
+  assertBridgeNetfilter();
   // Held until stop() has removed everything; a second run fails here, before touching the host.
   const release = acquireNodeLock();
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "capstan-node-"));
@@ -105,6 +111,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
   let runtime: Runtime | undefined;
   const procs: Record<string, ManagedProcess | undefined> = {};
   let client: TestKube | undefined;
+  let traefikDir: string | undefined;
 
   const stop = async () => {
     const step = async (what: string, fn: () => Promise<unknown> | unknown) => {
@@ -121,7 +128,8 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     // Pods deleted through the API while the kubelet runs: it stops them through the runtime,
     // so CNI releases addresses and iptables rules and volumes are unmounted.
     if (client && procs.kubelet) await step("delete pods", () => deleteAllPods(client as TestKube));
-    for (const name of ["kubelet", "kube-proxy", "coredns", "traefik"]) await step(name, () => procs[name]?.stop());
+    for (const name of ["kubelet", "kube-proxy", "coredns", "traefik", "kube-network-policies"])
+      await step(name, () => procs[name]?.stop());
     if (runtime) {
       await step("remove containers", () => runtime?.removeAllContainers());
       await step("containerd", () => runtime?.proc.stop());
@@ -133,14 +141,18 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       unmountUnder(dir);
       removeNetns([...cniNetns()].filter((n) => !netnsBefore.has(n)));
       removeNewChains(chainsBefore);
+      removeNftTable(networkPolicyTable);
       removeBridge();
       removeKubepodsCgroups();
       rmSync(dir, { recursive: true, force: true });
+      if (traefikDir) rmSync(traefikDir, { recursive: true, force: true });
     });
     await step("node lock", release);
   };
 
   try {
+    // A table left by a run that died would queue pod traffic to nobody.
+    removeNftTable(networkPolicyTable);
     createBridge();
     kube = await startKube({
       address: net.hostIp,
@@ -179,14 +191,17 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       caFile: join(certDir, "ca.crt"),
       socket: runtime.socket,
     });
-    const [proxy, dns, traefik] = await Promise.all([
+    const [proxy, policies, dns, traefik] = await Promise.all([
       startKubeProxy({ bin, dir, nodeName, kubeconfig: kube.kubeconfig }),
+      startNetworkPolicies({ bin, nodeName, kubeconfig: kube.kubeconfig }),
       startCoreDns(bin, dir, kube.kubeconfig),
       startTraefik(bin, kube.kubeconfig),
     ]);
     procs["kube-proxy"] = proxy;
+    procs["kube-network-policies"] = policies;
     procs.coredns = dns;
     procs.traefik = traefik.proc;
+    traefikDir = traefik.dir;
     await createIngressClass(client);
     await until(`node ${nodeName} Ready`, 60_000, () => nodeReady(client as TestKube));
     // Pods are refused until the default ServiceAccount exists (ServiceAccount admission).

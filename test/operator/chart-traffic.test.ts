@@ -1,14 +1,15 @@
 // charts/capstan's traffic objects with real helm: the Ingress and the HTTPRoute route the public
 // paths to the Services the operator applies, the NetworkPolicies and PodDisruptionBudgets select
-// the pods it really labels; all accepted by the real API server (server-side dry run), except the
-// HTTPRoute (the test API server has no Gateway API CRDs).
+// the pods it really labels, search's public port and the console's admit the named ingress
+// controller only and its addresses alone are trusted for X-Forwarded-For; all accepted by the real
+// API server (server-side dry run), except the HTTPRoute (the test API server has no Gateway API CRDs).
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GATEWAY_NAME, SEARCH_NAME } from "../../operator/src/config.ts";
 import { gatewayObjects, searchObjects } from "../../operator/src/translate/workloads.ts";
-import { ChartRun, MINIMAL, one, type Rendered, type Workload } from "./chart-kit.ts";
+import { ChartRun, envOf, MINIMAL, one, type Rendered, type Workload } from "./chart-kit.ts";
 
 const run = new ChartRun("chartt");
 const release = run.release;
@@ -147,6 +148,60 @@ describe("traffic", () => {
     expect(
       (await run.render([...MINIMAL, "networkPolicy.enabled=false"])).filter((o) => o.kind === "NetworkPolicy"),
     ).toEqual([]);
+  });
+
+  it("search's public port and the console's admit only the named ingress controller, whose ipBlocks alone are trusted", async () => {
+    type Policy = { ingress: { ports: { port: number }[]; from?: Record<string, unknown>[] }[] };
+    const publicFrom = (objects: Rendered[], name: string) =>
+      (one(objects, "NetworkPolicy", name).spec as Policy).ingress[0]?.from;
+    const consoleName = `${release}-capstan-console`;
+    const nginx = [
+      "networkPolicy.ingressController.namespaceSelector.kubernetes\\.io/metadata\\.name=ingress-nginx",
+      "networkPolicy.ingressController.podSelector.app\\.kubernetes\\.io/name=ingress-nginx",
+    ];
+    const named = await run.render([
+      ...MINIMAL,
+      "console.enabled=true",
+      ...nginx,
+      "networkPolicy.ingressController.ipBlocks[0]=10.1.0.7/32",
+      "networkPolicy.searchClientsFrom[0].namespaceSelector.matchLabels.team=search-users",
+    ]);
+    const controller = [
+      {
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress-nginx" } },
+        podSelector: { matchLabels: { "app.kubernetes.io/name": "ingress-nginx" } },
+      },
+      { ipBlock: { cidr: "10.1.0.7/32" } },
+    ];
+    expect(publicFrom(named, "capstan-search")).toEqual([
+      ...controller,
+      { namespaceSelector: { matchLabels: { team: "search-users" } } },
+    ]);
+    expect(publicFrom(named, consoleName)).toEqual(controller);
+    // Only the controller's own addresses are believed for X-Forwarded-For, by search and the console.
+    expect(run.operatorConfig(named).search.trustedProxies).toBe("10.1.0.7/32");
+    expect(envOf(one(named, "Deployment", consoleName)).CAPSTAN_TRUSTED_PROXIES).toBe("10.1.0.7/32");
+    for (const o of named.filter((o) => o.kind === "NetworkPolicy")) await run.apply(o);
+    // Pods by label in any namespace; an explicit trust list (an in-cluster controller's pod range) wins.
+    const byPod = await run.render([
+      ...MINIMAL,
+      "networkPolicy.ingressController.podSelector.app=traefik",
+      "search.trustedProxies=10.244.0.0/16",
+    ]);
+    expect(publicFrom(byPod, "capstan-search")).toEqual([
+      { namespaceSelector: {}, podSelector: { matchLabels: { app: "traefik" } } },
+    ]);
+    expect(run.operatorConfig(byPod).search.trustedProxies).toBe("10.244.0.0/16");
+    // Trusting a proxy while every pod may call the port would let any pod claim any address.
+    expect(await run.refused([...MINIMAL, "search.trustedProxies=198.18.0.0/15"])).toContain(
+      "networkPolicy.ingressController names no ingress controller",
+    );
+    expect(
+      await run.refused([...MINIMAL, "console.enabled=true", "console.trustedProxies[0]=198.18.0.0/15"]),
+    ).toContain("networkPolicy.ingressController names no ingress controller");
+    // Without the chart's policies (no enforcing CNI), the choice is the platform team's.
+    const unguarded = await run.render([...MINIMAL, "networkPolicy.enabled=false", "search.trustedProxies=10.0.0.1"]);
+    expect(run.operatorConfig(unguarded).search.trustedProxies).toBe("10.0.0.1");
   });
 
   it("PodDisruptionBudgets cover each workload with more than one replica, selecting its real pods", async () => {

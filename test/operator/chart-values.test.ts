@@ -344,5 +344,7 @@ describe("ci/e2e-values.yaml (the local-install example)", () => {
     expect(c.gateway.image).toBe("localhost/capstan/gateway:dev");
     expect(c.gateway.imagePullPolicy).toBe("Never");
     expect(c.search.persistence.claimName).toBe("capstan-search-data");
+    // Only the node's Traefik (its address) is believed for X-Forwarded-For, never the pod range.
+    expect(c.search.trustedProxies).toBe("198.18.0.1/32");
   });
 });

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds what a single-node cluster needs beyond etcd and kube-apiserver (build-kube-binaries.sh):
 # kubelet, kube-proxy, kube-controller-manager and kube-scheduler (from test/kube-bin/node, the same
-# k8s.io/kubernetes version as the API server), containerd v2 with its runc shim and ctr, CoreDNS and
-# Traefik, all from the Go module proxy, plus the pause image built from the kubernetes module's
-# source (no image registry is reachable here). Idempotent: a cached binary that answers is reused.
+# k8s.io/kubernetes version as the API server), containerd v2 with its runc shim and ctr, CoreDNS,
+# Traefik and kube-network-policies (NetworkPolicy enforcement), all from the Go module proxy, plus
+# the pause image built from the kubernetes module's source (no image registry is reachable here). Idempotent: a cached binary that answers is reused.
 # Writes $cache/node/current, a KEY=path file test/ground/node-binaries.ts reads.
 set -euo pipefail
 
@@ -21,6 +21,9 @@ kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube-bin/no
 # the Go module proxy does not serve (403), so 3.7 cannot build from the proxy.
 containerd_version=v2.2.9
 traefik_version=v3.6.12
+# What kind runs to enforce NetworkPolicies (the bridge CNI ignores them): nftables rules hand each
+# new connection of a pod that a policy selects to this daemon through NFQUEUE.
+knp_version=v0.8.0
 pause_version=3.10.1
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 root="$cache/node"
@@ -56,6 +59,20 @@ traefik_out="$root/traefik-$traefik_version"
 traefik_src=$(module_dir github.com/traefik/traefik/v3 "$traefik_version")
 build traefik "$traefik_src" ./cmd/traefik "$traefik_out" version "${traefik_version#v}" \
   "-X github.com/traefik/traefik/v3/pkg/version.Version=${traefik_version#v}"
+
+# kube-network-policies with test/kube-bin/kube-network-policies/capstan.patch applied to a copy of
+# the module's source (a --kubeconfig flag for a host process, a --version flag, and the NFQUEUE
+# target this kernel has in place of the nftables queue expression it lacks: the patch says why).
+# The patch's hash is part of the stamped version, so a changed patch rebuilds.
+knp_patch="$here/kube-bin/kube-network-policies/capstan.patch"
+knp_stamp="$knp_version+capstan.$(sha256sum "$knp_patch" | cut -c1-12)"
+knp_out="$root/kube-network-policies-$knp_version"
+knp_src=$(mktemp -d)
+cp -r "$(module_dir sigs.k8s.io/kube-network-policies "$knp_version")/." "$knp_src"
+chmod -R u+w "$knp_src"
+git -C "$knp_src" apply "$knp_patch"
+build kube-network-policies "$knp_src" ./cmd "$knp_out" --version "$knp_stamp" "-X main.version=$knp_stamp"
+rm -rf "$knp_src"
 
 # image_archive ref rootfs-dir out.tar cmd-json: a one-layer image as a docker-archive
 # (manifest.json + config + layer.tar), which `ctr images import` reads. No registry, no builder:
@@ -122,6 +139,7 @@ CONTAINERD_SHIM_DIR=$ctd_out
 CTR=$ctd_out/ctr
 COREDNS=$coredns_out/coredns
 TRAEFIK=$traefik_out/traefik
+KUBE_NETWORK_POLICIES=$knp_out/kube-network-policies
 PAUSE_IMAGE=$pause_ref
 PAUSE_ARCHIVE=$images/pause-$pause_version.tar
 BUSYBOX_IMAGE=$busybox_ref

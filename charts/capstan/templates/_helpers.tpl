@@ -131,6 +131,63 @@ schema checks types; these are the rules between values).
 {{- if and $v.httpRoute.enabled (not $v.httpRoute.parentRefs) -}}
 {{- fail "httpRoute.enabled=true needs httpRoute.parentRefs (the Gateway the route attaches to)" -}}
 {{- end -}}
+{{- if and $v.networkPolicy.enabled (not (include "capstan.ingressControllerNamed" .)) -}}
+{{- with include "capstan.searchTrustedProxies" . -}}
+{{- fail (printf "search.trustedProxies=%s while networkPolicy.ingressController names no ingress controller: search's public port then admits every pod, and any pod could put any address in X-Forwarded-For past a SearchKey's allowedCIDRs. Name your controller in networkPolicy.ingressController (namespaceSelector/podSelector, or ipBlocks for a host-network one; docs/install.md)" .) -}}
+{{- end -}}
+{{- if and $v.console.enabled $v.console.trustedProxies -}}
+{{- fail (printf "console.trustedProxies=%s while networkPolicy.ingressController names no ingress controller: the console's port then admits every pod, and any pod could claim a new address in X-Forwarded-For for each sign-in attempt. Name your controller in networkPolicy.ingressController (docs/install.md)" (join "," $v.console.trustedProxies)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+"true" when networkPolicy.ingressController names the ingress controller (pods by label, or the
+addresses of a host-network one); search's public port and the console's port then admit only it.
+*/}}
+{{- define "capstan.ingressControllerNamed" -}}
+{{- with .Values.networkPolicy.ingressController -}}
+{{- if or .namespaceSelector .podSelector .ipBlocks }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+NetworkPolicy "from" peers of the ingress controller: its pods (namespaceSelector and podSelector
+in one peer, so both must match; no namespaceSelector means any namespace) and its ipBlocks.
+*/}}
+{{- define "capstan.ingressControllerPeers" -}}
+{{- with .Values.networkPolicy.ingressController -}}
+{{- if or .namespaceSelector .podSelector }}
+- namespaceSelector:
+    {{- with .namespaceSelector }}
+    matchLabels:
+      {{- toYaml . | nindent 6 }}
+    {{- else }} {}
+    {{- end }}
+  {{- with .podSelector }}
+  podSelector:
+    matchLabels:
+      {{- toYaml . | nindent 6 }}
+  {{- end }}
+{{- end }}
+{{- range .ipBlocks }}
+- ipBlock:
+    cidr: {{ . | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Proxies whose X-Forwarded-For search believes (CAPSTAN_TRUSTED_PROXIES): search.trustedProxies,
+else the ingress controller's ipBlocks (a host-network controller connects from those addresses).
+*/}}
+{{- define "capstan.searchTrustedProxies" -}}
+{{- .Values.search.trustedProxies | default (join "," .Values.networkPolicy.ingressController.ipBlocks) -}}
+{{- end -}}
+
+{{/* The console's trusted proxies, as search's: console.trustedProxies, else the controller's ipBlocks. */}}
+{{- define "capstan.consoleTrustedProxies" -}}
+{{- join "," (.Values.console.trustedProxies | default .Values.networkPolicy.ingressController.ipBlocks) -}}
 {{- end -}}
 
 {{/* A workload's pod settings in the operator's config (operator/src/config.ts podFields). */}}

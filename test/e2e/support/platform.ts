@@ -10,6 +10,7 @@ import { Agent } from "undici";
 import { inject } from "vitest";
 import { helm } from "../../ground/helm.ts";
 import { rawExamples, type TestKube } from "../../ground/kube-client.ts";
+import { net } from "../../ground/node-config.ts";
 import { apply, condition, deploymentReady, eventually, get, type Obj, secretValue } from "./kube.ts";
 
 export const RELEASE = "capstan";
@@ -126,9 +127,11 @@ export function installValues(images: Record<string, string>, extra: string[] = 
     `ingress.tls[0].secretName=${TLS_SECRET}`,
     `ingress.tls[0].hosts[0]=${INGRESS_HOST}`,
     `search.persistence.existingClaim=${SEARCH_CLAIM}`,
-    // Traefik runs on the node and reaches pods from the bridge's host address: trusting it makes
-    // search see the real client address in X-Forwarded-For (the examples allow 127.0.0.1).
-    "search.trustedProxies=198.18.0.0/15",
+    // Traefik runs on the node and reaches pods from the bridge's host address, and only from
+    // there: naming that address admits it to search's public port (no pod may call that port)
+    // and makes search believe its X-Forwarded-For, so search sees the real client's address (the
+    // examples allow 127.0.0.1).
+    `networkPolicy.ingressController.ipBlocks[0]=${net.hostIp}/32`,
     ...extra,
   );
   return set;
@@ -196,16 +199,20 @@ export async function applyExamples(kube: TestKube): Promise<void> {
   for (const o of objects.filter((o) => o.kind !== "Namespace")) await apply(kube, o);
 }
 
-/** The whole platform: chart installed, operator Ready, examples applied, data plane Ready. */
+/**
+ * The whole platform: chart installed (with `extraValues` as more --set), operator Ready, examples
+ * applied, data plane Ready. The next file's call installs without them again.
+ */
 export async function ensurePlatform(
   kube: TestKube,
   home: string,
+  extraValues: string[] = [],
 ): Promise<{ tls: Tls; images: Record<string, string>; installStarted: number }> {
   const images = builtImages();
   const tls = makeTls(join(home, "tls"));
   await prerequisites(kube, tls, join(tmpdir(), "capstan-e2e-search-data"));
   const installStarted = Date.now();
-  await helmInstall(home, installValues(images));
+  await helmInstall(home, installValues(images, extraValues));
   console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms`);
   await applyExamples(kube);
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
