@@ -8,8 +8,8 @@
 //   called for, and the sampled configuration's spans reach the sink)
 //   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
 //        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default
-//        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-none
-//        and before-off, its gateway with the same settings)
+//        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-off,
+//        before-none, before-otlp-1pct and before-otlp-100pct, its gateway with the same settings)
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
@@ -65,18 +65,13 @@ const CONFIGS: Record<string, Config> = {
     what: "OTLP exporter, every request sampled",
   },
 };
-// The same settings on another checkout (e.g. BENCH_BEFORE=/path/to/main with its node_modules).
+// The same settings on another checkout (e.g. BENCH_BEFORE=/path/to/main with its node_modules):
+// before-off, before-none, before-otlp-1pct, before-otlp-100pct.
 if (process.env.BENCH_BEFORE) {
-  CONFIGS["before-none"] = {
-    env: {},
-    root: process.env.BENCH_BEFORE,
-    what: `${process.env.BENCH_BEFORE}, no exporter`,
-  };
-  CONFIGS["before-off"] = {
-    env: { OTEL_SDK_DISABLED: "true" },
-    root: process.env.BENCH_BEFORE,
-    what: `${process.env.BENCH_BEFORE}, OTEL_SDK_DISABLED=true`,
-  };
+  for (const name of ["off", "none", "otlp-1pct", "otlp-100pct"]) {
+    const { env, what } = CONFIGS[name] as Config;
+    CONFIGS[`before-${name}`] = { env, root: process.env.BENCH_BEFORE, what: `${process.env.BENCH_BEFORE}: ${what}` };
+  }
 }
 CONFIGS["otlp-0pct-bare"] = {
   env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0", OTEL_NODE_ENABLED_INSTRUMENTATIONS: "-" },

@@ -7,7 +7,14 @@
 // the internal port (internalApp, listened in main.ts), never on the port users reach.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { buildBaseApp, type Logger, type Registry } from "@capstan/shared";
+import {
+  buildBaseApp,
+  type Logger,
+  lingerOnRefusedBody,
+  metricsPrefix,
+  outboundMetrics,
+  type Registry,
+} from "@capstan/shared";
 import type { KubeConfig } from "@capstan/shared/kube";
 import fastifyCookie from "@fastify/cookie";
 import fastifyHelmet from "@fastify/helmet";
@@ -27,7 +34,7 @@ import { tryRoutes } from "./routes/try.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { SessionStore } from "./sessions.ts";
 import { clusterSignIn, localSignIn } from "./sign-in.ts";
-import { UsageRecorder } from "./usage.ts";
+import { usageSource } from "./usage-source.ts";
 import type { ConsoleApi } from "./user-api.ts";
 
 export interface ConsoleDeps {
@@ -95,6 +102,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   app.setErrorHandler((err, req, reply) => {
     // Fastify's own refusals (unparsable JSON, wrong content type, body too large) keep their status.
     const fst = err as { statusCode?: number; code?: string; message?: string };
+    if (fst.code === "FST_ERR_CTP_BODY_TOO_LARGE") lingerOnRefusedBody(req, reply);
     const e =
       fst.code === "FST_ERR_CTP_BODY_TOO_LARGE"
         ? errors.tooLarge(req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 0)
@@ -115,9 +123,11 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   searchKeyRoutes(app, ctx);
   knowledgeRoutes(app, ctx);
   documentRoutes(app, ctx);
-  tryRoutes(app, ctx, deps.registry);
-  const usage = new UsageRecorder(config.gatewayMetricsUrls);
-  app.addHook("onClose", async () => usage.close());
+  // capstan_console_outbound_*: the gateway and scraper calls of "try", the usage page's reads.
+  const outbound = outboundMetrics(deps.registry, metricsPrefix("console"));
+  tryRoutes(app, ctx, outbound);
+  const usage = usageSource(config, { cluster: deps.cluster, registry: deps.registry, metrics: outbound });
+  if (usage) app.addHook("onClose", async () => usage.close());
   usageRoutes(app, ctx, usage);
 
   const assets = config.assetsDir ?? DEFAULT_ASSETS_DIR;

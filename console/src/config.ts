@@ -31,7 +31,19 @@ export const consoleConfigSchema = z.object({
    * unset, each Scraper's spec.client.url or status.endpoint (its Service).
    */
   scraperUrl: z.string().min(1).optional(),
-  /** Prometheus-text metrics endpoints of the gateway replicas, scraped for the usage page. */
+  /**
+   * The usage page's source, the first set of: a Prometheus that scrapes the gateways (its
+   * series picked out by prometheusSelector, label matchers); the gateway Service whose
+   * EndpointSlices list every replica (`<namespace>/<service>`, read on its "internal" port with
+   * the console's own ServiceAccount); or fixed metrics URLs (standalone mode's one gateway).
+   */
+  prometheusUrl: z.url().optional(),
+  prometheusSelector: z.string().min(1).default('job="capstan-gateway"'),
+  gatewayMetricsService: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "expected <namespace>/<service>")
+    .optional(),
+  /** Prometheus-text metrics endpoints of the gateway replicas, read for the usage page. */
   gatewayMetricsUrls: z.array(z.string().min(1)).default([]),
   /** Sign-in attempts (right or wrong) per client address per minute; more are answered 429. */
   signInPerMinute: z.int().min(1).max(10_000).default(10),
@@ -70,6 +82,9 @@ const ENV: EnvMap = {
   CAPSTAN_SEARCH_URL: "searchUrl",
   CAPSTAN_SCRAPER_URL: "scraperUrl",
   CAPSTAN_GATEWAY_METRICS_URLS: { path: "gatewayMetricsUrls", parse: envParsers.list },
+  CAPSTAN_GATEWAY_METRICS_SERVICE: "gatewayMetricsService",
+  CAPSTAN_CONSOLE_PROMETHEUS_URL: "prometheusUrl",
+  CAPSTAN_CONSOLE_PROMETHEUS_SELECTOR: "prometheusSelector",
   CAPSTAN_CONSOLE_KEY_WAIT_SECONDS: { path: "keyWaitSeconds", parse: envParsers.int },
   CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR: "standaloneResourcesDir",
   CAPSTAN_CONSOLE_STANDALONE_STATE_DIR: "standaloneStateDir",

@@ -34,8 +34,8 @@ export interface ResourceRule {
   resourceNames?: string[];
 }
 
-/** A Kubernetes client acting as one user: the base config's cluster and CA, the user's bearer token. */
-export function kubeAsUser(base: KubeConfig, token: string): KubeHttp {
+/** The base config's cluster and CA with a bearer token as the user. */
+export function kubeConfigAs(base: KubeConfig, token: string): KubeConfig {
   const cluster = base.getCurrentCluster();
   if (!cluster) throw new Error("kubeconfig: no current cluster");
   const kc = new KubeConfig();
@@ -45,8 +45,13 @@ export function kubeAsUser(base: KubeConfig, token: string): KubeHttp {
     contexts: [{ name: "console", cluster: cluster.name, user: "console-user" }],
     currentContext: "console",
   });
+  return kc;
+}
+
+/** A Kubernetes client acting as one user: the base config's cluster and CA, the user's bearer token. */
+export function kubeAsUser(base: KubeConfig, token: string): KubeHttp {
   // Per-session metrics would be noise (and a label per user): this registry is never exported.
-  return new KubeHttp(kc, createRegistry({ defaultMetrics: false }), { timeoutMs: 15_000 });
+  return new KubeHttp(kubeConfigAs(base, token), createRegistry({ defaultMetrics: false }), { timeoutMs: 15_000 });
 }
 
 /** A client-node call's result as the JSON shape the console reads, its failure as a KubeApiError. */

@@ -8,6 +8,11 @@
 #    vocabulary with scores, written out as a Unigram tokenizer.json (NFKC, Metaspace) by the
 #    installed Python `tokenizers`.
 set -euo pipefail
+# HuggingFace `tokenizers` for Python: the reference the tokenizer tests compare ids with
+# (services/search/src/embedding/fixtures/python-tokenizers.ts), and what writes the Unigram file below.
+if ! python3 -c "import tokenizers" >/dev/null 2>&1; then
+  pip install --quiet --disable-pip-version-check --root-user-action=ignore "tokenizers==0.23.3"
+fi
 TOKENIZERS_DIR="${HOME}/.cache/capstan/tokenizers"
 if [ ! -f "$TOKENIZERS_DIR/unigram-gigaspeech-5000.json" ]; then
   tmp="$(mktemp -d)"
@@ -31,4 +36,6 @@ tok.decoder = decoders.Metaspace()
 tok.save(os.path.join(out, "unigram-gigaspeech-5000.json"))
 PY
   rm -rf "$tmp"
+else
+  echo "reused: $TOKENIZERS_DIR"
 fi

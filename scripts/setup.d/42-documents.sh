@@ -4,4 +4,6 @@ if ! dpkg -s libtasn1-doc >/dev/null 2>&1; then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends libtasn1-doc >/dev/null
+else
+  echo "reused: libtasn1-doc is installed"
 fi

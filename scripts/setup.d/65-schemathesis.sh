@@ -11,6 +11,7 @@ cache="${CAPSTAN_CACHE:-$HOME/.cache/capstan}"
 venv="$cache/schemathesis/$version"
 if "$venv/bin/st" --version 2>/dev/null | grep -q "$version" &&
   "$venv/bin/python" -c "import openapi_spec_validator" 2>/dev/null; then
+  echo "reused: $venv"
   exit 0
 fi
 # schemathesis 4 needs Python 3.11 or later (Debian 12 ships 3.11).

@@ -18,11 +18,16 @@ import { create, type Obj } from "../operator/helpers.ts";
 const DOCS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
 
 /** A ServiceAccount bound in `ns` to the Roles of docs/console/rbac/<role>.yaml; returns its token. */
-export async function tokenWithRoles(admin: TestKube, ns: string, name: string, roles: string[]): Promise<string> {
+export function tokenWithRoles(admin: TestKube, ns: string, name: string, roles: string[]): Promise<string> {
+  const objects = roles.map((role) => parse(readFileSync(join(DOCS, "rbac", `${role}.yaml`), "utf8")) as Obj);
+  return tokenWithRoleObjects(admin, ns, name, objects);
+}
+
+/** A ServiceAccount bound in `ns` to these Roles (made in `ns`); returns its token. */
+export async function tokenWithRoleObjects(admin: TestKube, ns: string, name: string, roles: Obj[]): Promise<string> {
   await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } });
   for (const role of roles) {
-    const roleObj = parse(readFileSync(join(DOCS, "rbac", `${role}.yaml`), "utf8")) as Obj;
-    roleObj.metadata.namespace = ns;
+    const roleObj = { ...role, metadata: { ...role.metadata, namespace: ns } } as Obj;
     await admin
       .json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { method: "POST", body: roleObj })
       .catch((err: { status?: number }) => {
@@ -33,7 +38,7 @@ export async function tokenWithRoles(admin: TestKube, ns: string, name: string, 
       body: {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "RoleBinding",
-        metadata: { name: `${name}-${role}`, namespace: ns },
+        metadata: { name: `${name}-${roleObj.metadata.name}`, namespace: ns },
         roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleObj.metadata.name },
         subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
       },

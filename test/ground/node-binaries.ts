@@ -41,7 +41,7 @@ const keys: Record<keyof NodeBinaries, string> = {
   busyboxArchive: "BUSYBOX_ARCHIVE",
 };
 
-const build = "run `bash test/scripts/build-node-binaries.sh` (or `bash scripts/setup.sh`)";
+const build = "run `bash test/scripts/build-node-binaries.sh` (or `npm run ground`)";
 
 /** Reads the pointer file; throws naming what is missing. */
 export function nodeBinaries(): NodeBinaries {

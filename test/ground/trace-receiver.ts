@@ -46,7 +46,8 @@ export interface TraceSpan {
 export interface Trace {
   traceID: string;
   spans: TraceSpan[];
-  processes: Record<string, { serviceName: string }>;
+  /** One entry per service: its name and its resource's attributes (`tags`, as Jaeger shows them). */
+  processes: Record<string, { serviceName: string; tags: { key: string; value: unknown }[] }>;
 }
 
 export interface TraceReceiver {
@@ -97,16 +98,21 @@ function attributeValue(v: OtlpValue): unknown {
   return undefined;
 }
 
-/** Every span exported so far, with its service name. */
-function readSpans(file: string): { span: TraceSpan; service: string }[] {
+interface ReadSpan {
+  span: TraceSpan;
+  service: string;
+  resource: { key: string; value: unknown }[];
+}
+
+/** Every span exported so far, with its service name and resource attributes. */
+function readSpans(file: string): ReadSpan[] {
   if (!existsSync(file)) return [];
-  const out: { span: TraceSpan; service: string }[] = [];
+  const out: ReadSpan[] = [];
   for (const line of readFileSync(file, "utf8").split("\n")) {
     if (!line.trim()) continue;
     for (const rs of (JSON.parse(line) as OtlpExport).resourceSpans ?? []) {
-      const service = String(
-        attributeValue(rs.resource?.attributes?.find((a) => a.key === "service.name")?.value ?? {}),
-      );
+      const resource = (rs.resource?.attributes ?? []).map((a) => ({ key: a.key, value: attributeValue(a.value) }));
+      const service = String(resource.find((a) => a.key === "service.name")?.value);
       for (const ss of rs.scopeSpans ?? []) {
         for (const s of ss.spans ?? []) {
           const start = BigInt(s.startTimeUnixNano);
@@ -114,6 +120,7 @@ function readSpans(file: string): { span: TraceSpan; service: string }[] {
           tags.push({ key: "span.kind", value: KINDS[s.kind ?? 0] ?? "unspecified" });
           out.push({
             service,
+            resource,
             span: {
               traceID: s.traceId,
               spanID: s.spanId,
@@ -133,15 +140,15 @@ function readSpans(file: string): { span: TraceSpan; service: string }[] {
 }
 
 /** Groups spans into traces, one process entry per service. */
-function group(spans: { span: TraceSpan; service: string }[]): Map<string, Trace> {
+function group(spans: ReadSpan[]): Map<string, Trace> {
   const traces = new Map<string, Trace>();
-  for (const { span, service } of spans) {
+  for (const { span, service, resource } of spans) {
     const t = traces.get(span.traceID) ?? { traceID: span.traceID, spans: [], processes: {} };
     traces.set(span.traceID, t);
     let pid = Object.keys(t.processes).find((k) => t.processes[k]?.serviceName === service);
     if (!pid) {
       pid = `p${Object.keys(t.processes).length + 1}`;
-      t.processes[pid] = { serviceName: service };
+      t.processes[pid] = { serviceName: service, tags: resource };
     }
     t.spans.push({ ...span, processID: pid });
   }
@@ -231,4 +238,31 @@ export function spanTree(t: Trace): string {
   };
   for (const r of roots) walk(r, 0);
   return lines.join("\n");
+}
+
+/** A span's attribute (or `span.kind`). */
+export const tagOf = (s: TraceSpan, key: string): unknown => s.tags.find((t) => t.key === key)?.value;
+
+/** The span's parent's id, or undefined for a root. */
+export const parentOf = (s: TraceSpan): string | undefined =>
+  s.references.find((r) => r.refType === "CHILD_OF")?.spanID;
+
+/**
+ * Polls the receiver until the trace holds every span named (spans arrive per process, in
+ * batches); fails with the tree received so far.
+ */
+export async function traceWith(receiver: TraceReceiver, traceId: string, names: string[]): Promise<Trace> {
+  let last: Trace | undefined;
+  await waitFor(
+    `trace ${traceId} with ${names.join(", ")}`,
+    async () => {
+      last = await receiver.trace(traceId);
+      const have = new Set(last?.spans.map((s) => s.operationName));
+      return names.every((n) => have.has(n));
+    },
+    { timeoutMs: 30_000 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n${last ? spanTree(last) : "(no trace)"}`);
+  });
+  return last as Trace;
 }

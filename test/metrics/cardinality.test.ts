@@ -13,8 +13,9 @@ import { histogramSeriesCount, parseSeries, unboundedHistogramLabels } from "./e
 const CHANNELS = 1010;
 const KEYS = 1000;
 const FIRST = 10;
-// Node's runtime histograms (nodejs_gc_duration_seconds{kind}) gain series with time, not traffic.
-const CAPSTAN = /^capstan_/;
+// Node's runtime histograms (nodejs_gc_duration_seconds{kind}) gain series with time, not traffic;
+// the gateway's GenAI histograms (gen_ai_*) are traffic's.
+const CAPSTAN = /^(capstan_|gen_ai_)/;
 
 let fake: FakeOpenAI;
 let gw: RunningGateway;

@@ -21,6 +21,14 @@ export const BOUNDED_HISTOGRAM_LABELS = new Set([
   "verb",
   // nodejs_gc_duration_seconds: the garbage collection kind (major, minor, incremental, weakcb).
   "kind",
+  // The gateway's GenAI histograms (OpenTelemetry names): the operation (chat), the provider
+  // (openai, capstan), input/output, an error code of the gateway's registry, and the provider's
+  // model, capped at the first 20 distinct names ("other" after).
+  "gen_ai_operation_name",
+  "gen_ai_provider_name",
+  "gen_ai_token_type",
+  "error_type",
+  "gen_ai_request_model",
 ]);
 
 export interface Series {

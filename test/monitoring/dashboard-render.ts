@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { launchChromium } from "../ground/chromium.ts";
+import { type Variable, withVariables } from "./dashboard-vars.ts";
 
 /** The parts of a Grafana panel the renderer reads. */
 export interface DashboardPanel {
@@ -62,12 +63,15 @@ export function readDashboard(file: string): Dashboard {
 
 /**
  * Queries every target of every panel over [start, end] with Grafana's kind of step (about 200
- * points across the range, at least 1 s). Throws on a query Prometheus rejects.
+ * points across the range, at least 1 s), with the dashboard's variables put in as Grafana does.
+ * Throws on a query Prometheus rejects.
  */
 export async function queryDashboard(
   promUrl: string,
   dashboard: Dashboard,
   range: { start: number; end: number; source: string },
+  /** The cluster, namespace and job variables' values; Grafana's "All" for those not given. */
+  variables: Partial<Record<Variable, string>> = {},
 ): Promise<DashboardData> {
   const start = Math.floor(range.start);
   const step = Math.max(1, Math.round((range.end - start) / 200));
@@ -75,7 +79,8 @@ export async function queryDashboard(
   const panels: PanelData[] = [];
   for (const p of dashboard.panels) {
     const results: PanelData["results"] = [];
-    for (const t of p.targets) {
+    for (const target of p.targets) {
+      const t = { ...target, expr: withVariables(target.expr, variables) };
       const res = await fetch(`${promUrl}/api/v1/query_range`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },

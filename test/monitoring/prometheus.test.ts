@@ -28,6 +28,7 @@ import { post, type Scraper, type Site, startScraper, startSite } from "../scrap
 import { HANDBOOK } from "../search/corpus.ts";
 import { call, ingest, knowledgeBase, type Running, searchKey, startSearch } from "../search/helpers.ts";
 import { queryDashboard, readDashboard, renderDashboard } from "./dashboard-render.ts";
+import { withVariables } from "./dashboard-vars.ts";
 import { DASHBOARDS_DIR, RULES_FILE, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
 
 interface Rule {
@@ -44,7 +45,8 @@ const panels = readdirSync(DASHBOARDS_DIR)
     const d = JSON.parse(readFileSync(join(DASHBOARDS_DIR, f), "utf8")) as {
       panels: { title: string; targets: { expr: string }[] }[];
     };
-    return d.panels.flatMap((p) => p.targets.map((t) => ({ where: `${f}: ${p.title}`, expr: t.expr })));
+    // Grafana's "All" for the cluster, namespace and job variables (dashboard-vars.ts).
+    return d.panels.flatMap((p) => p.targets.map((t) => ({ where: `${f}: ${p.title}`, expr: withVariables(t.expr) })));
   });
 
 /** The metric names an expression reads (ours, controller-runtime's, client-go's, recording rules). */

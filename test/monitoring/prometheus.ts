@@ -21,7 +21,7 @@ for (const bin of [PROMETHEUS, PROMTOOL]) {
 }
 
 export interface ScrapeTarget {
-  /** The job label, as a ServiceMonitor would set it (the Service's name). */
+  /** The job label, as a ServiceMonitor would set it (the Service's name); targets may share one (replicas). */
   job: string;
   /** host:port of the /metrics endpoint. */
   address: string;
@@ -50,9 +50,11 @@ export async function startPrometheus(targets: ScrapeTarget[]): Promise<RunningP
   const config = {
     global: { scrape_interval: "1s", scrape_timeout: "1s", evaluation_interval: "1s" },
     rule_files: [RULES_FILE],
-    scrape_configs: targets.map((t) => ({
-      job_name: t.job,
-      static_configs: [{ targets: [t.address], labels: { namespace: "capstan", ...t.labels } }],
+    scrape_configs: [...new Set(targets.map((t) => t.job))].map((job) => ({
+      job_name: job,
+      static_configs: targets
+        .filter((t) => t.job === job)
+        .map((t) => ({ targets: [t.address], labels: { namespace: "capstan", ...t.labels } })),
     })),
   };
   writeFileSync(join(dir, "prometheus.yml"), stringify(config));

@@ -8,6 +8,7 @@ import { parseResource, type Scraper } from "@capstan/shared/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { GATEWAY_NAME, SEARCH_NAME } from "../../operator/src/config.ts";
+import { k8sEnv } from "../../operator/src/translate/common.ts";
 import { scraperObjects } from "../../operator/src/translate/scraper.ts";
 import { gatewayObjects, searchObjects } from "../../operator/src/translate/workloads.ts";
 import { loadGatewayConfig } from "../../services/gateway/src/config.ts";
@@ -274,6 +275,9 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
         .OTEL_RESOURCE_ATTRIBUTES,
     });
     expect(env.filter((e) => e.value === "")).toEqual([]);
+    // The downward API's variables behind the traces' k8s.* attributes, as the operator's
+    // translator gives the data plane's containers.
+    expect(env.filter((e) => e.name.startsWith("K8S_"))).toEqual(k8sEnv(operator.metadata.name, "operator"));
     await run.apply(operator);
   });
 

@@ -106,7 +106,7 @@ describe("charts/capstan with helm", () => {
     expect(comparable(fromChart)).toEqual(comparable(defaults));
   });
 
-  it("renders the console only when enabled: a Deployment, a Service and a ServiceAccount bound to no Role", async () => {
+  it("renders the console only when enabled: a Deployment, a Service and a ServiceAccount that may only list EndpointSlices", async () => {
     const name = `${release}-capstan-console`;
     expect(rendered.filter((o) => o.metadata.name === name)).toEqual([]);
     const objects = await template(
@@ -114,11 +114,20 @@ describe("charts/capstan with helm", () => {
       "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs",
     );
     const ours = objects.filter((o) => o.metadata.name === name);
+    const replicasRole = `${name}-gateway-replicas`;
+    const rbac = objects.filter((o) => o.metadata.name === replicasRole);
     expect(ours.map((o) => o.kind).sort()).toEqual(["Deployment", "NetworkPolicy", "Service", "ServiceAccount"]);
-    for (const obj of ours) await dryRunApply(admin, obj, ns);
-    // No rights of its own: no binding names its ServiceAccount (users act with their own tokens).
+    expect(rbac.map((o) => o.kind).sort()).toEqual(["Role", "RoleBinding"]);
+    for (const obj of [...ours, ...rbac]) await dryRunApply(admin, obj, ns);
+    // One right of its own, for the usage page: listing EndpointSlices in the release namespace
+    // (users act with their own tokens). No other binding names its ServiceAccount.
+    expect((one(rbac, "Role", replicasRole) as Rendered & { rules: unknown }).rules).toEqual([
+      { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list"] },
+    ]);
+    expect(one(rbac, "Role", replicasRole).metadata.namespace).toBe(ns);
     const bindings = objects.filter((o) => o.kind === "RoleBinding" || o.kind === "ClusterRoleBinding");
-    for (const b of bindings) expect(JSON.stringify(b)).not.toContain(name);
+    const naming = bindings.filter((b) => JSON.stringify(b).includes(`"name":"${name}"`));
+    expect(naming.map((b) => `${b.kind}/${b.metadata.name}`)).toEqual([`RoleBinding/${replicasRole}`]);
     const deployment = one(ours, "Deployment", name) as Rendered & {
       spec: { template: { spec: { serviceAccountName: string; containers: Record<string, unknown>[] } } };
     };
@@ -153,8 +162,28 @@ describe("charts/capstan with helm", () => {
       CAPSTAN_CONSOLE_DEFAULT_NAMESPACE: ns,
       CAPSTAN_SEARCH_URL: `http://capstan-search.${ns}.svc:80`,
       CAPSTAN_GATEWAY_URL: `http://capstan-gateway.${ns}.svc:80`,
-      CAPSTAN_GATEWAY_METRICS_URLS: `http://capstan-gateway.${ns}.svc:8090/metrics`,
+      // Every gateway replica, found through the gateway Service's EndpointSlices.
+      CAPSTAN_GATEWAY_METRICS_SERVICE: `${ns}/capstan-gateway`,
     });
+    expect(env).not.toHaveProperty("CAPSTAN_GATEWAY_METRICS_URLS");
+    // With a Prometheus, the usage page reads it and the ServiceAccount has no right at all.
+    const withProm = await template(
+      "console.enabled=true",
+      "console.prometheus.url=http://prometheus-operated.monitoring:9090",
+    );
+    expect(withProm.filter((o) => o.metadata.name === replicasRole)).toEqual([]);
+    const promEnv = Object.fromEntries(
+      (
+        one(withProm, "Deployment", name) as Rendered & {
+          spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+        }
+      ).spec.template.spec.containers[0]?.env.map((e) => [e.name, e.value]) ?? [],
+    );
+    expect(promEnv).toMatchObject({
+      CAPSTAN_CONSOLE_PROMETHEUS_URL: "http://prometheus-operated.monitoring:9090",
+      CAPSTAN_CONSOLE_PROMETHEUS_SELECTOR: `job="capstan-gateway",namespace="${ns}"`,
+    });
+    expect(promEnv).not.toHaveProperty("CAPSTAN_GATEWAY_METRICS_SERVICE");
     // With the gateway's metrics port limited to metricsFrom, the console is let in too.
     const gatewayPolicy = one(objects, "NetworkPolicy", "capstan-gateway");
     expect(JSON.stringify(gatewayPolicy.spec)).toContain("capstan-console");

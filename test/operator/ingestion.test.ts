@@ -1,6 +1,8 @@
 // KnowledgeBase ingestion end to end: the operator on the real API server drives the real search
 // service (started in-process from @capstan/search with its local embedding model) through the
 // internal documents API, with the internal token read from the Secret the data plane shares.
+
+import { readFileSync } from "node:fs";
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { parseResource } from "@capstan/shared/api";
 import type { SearchClient } from "@capstan/shared/clients/search-client";
@@ -147,5 +149,20 @@ describe("KnowledgeBase ingestion through the search service", () => {
     const kb = await whenCondition(client, "KnowledgeBase", ns, "partial", "Ingested", "False", "ConfigMapNotFound");
     expect(kb.status).toMatchObject({ documents: 1, failures: 1 });
     expect(condition(kb, "Ready")?.reason).toBe("PartiallyIngested");
+  });
+
+  it("calls search under the outbound targets docs/observability.md names", async () => {
+    // The docs once named a target ("search_documents") no process exports: every target the
+    // operator exported while ingesting above must be one the docs' operator row lists.
+    const docs = readFileSync(new URL("../../docs/observability.md", import.meta.url), "utf8");
+    const row = docs.split("\n").find((l) => l.startsWith("| `capstan_operator_outbound_*`")) ?? "";
+    const documented = new Set([...row.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]));
+    const exported = [
+      ...(await operator.registry.metrics()).matchAll(
+        /^capstan_operator_outbound_requests_total\{[^}]*target="([^"]+)"/gm,
+      ),
+    ].map((m) => m[1] as string);
+    expect(exported).toEqual(expect.arrayContaining(["search_ensure_kb", "search_upsert_document"]));
+    expect([...new Set(exported)].filter((t) => !documented.has(t))).toEqual([]);
   });
 });

@@ -219,6 +219,13 @@ describe("examples/", () => {
       CAPSTAN_SECRETS_DIR: "/var/run/capstan/secrets",
       CAPSTAN_LIMITER_REPLICAS: "2",
       CAPSTAN_TERMINATION_GRACE_SECONDS: String(g.template.spec.terminationGracePeriodSeconds),
+      // The pod's identity from the downward API, for the traces' k8s.* resource attributes.
+      K8S_NAMESPACE_NAME: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } },
+      K8S_POD_NAME: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } },
+      K8S_POD_UID: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } },
+      K8S_NODE_NAME: { fieldRef: { apiVersion: "v1", fieldPath: "spec.nodeName" } },
+      K8S_DEPLOYMENT_NAME: "capstan-gateway",
+      K8S_CONTAINER_NAME: "gateway",
     });
     expect(s.replicas).toBe(1);
     const senv = Object.fromEntries(

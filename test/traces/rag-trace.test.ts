@@ -16,11 +16,13 @@ import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
 import { listCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import {
+  parentOf,
   spanTree,
   startTraceReceiver,
-  type Trace,
   type TraceReceiver,
   type TraceSpan,
+  tagOf,
+  traceWith,
 } from "../ground/trace-receiver.ts";
 import { INTERNAL_TOKEN } from "../search/helpers.ts";
 
@@ -162,26 +164,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const tag = (s: TraceSpan, k: string) => s.tags.find((t) => t.key === k)?.value;
-const parentOf = (s: TraceSpan) => s.references.find((r) => r.refType === "CHILD_OF")?.spanID;
-
-/** Polls the receiver until the trace holds every span named (spans arrive per process, in batches). */
-async function traceWith(traceId: string, names: string[]): Promise<Trace> {
-  let last: Trace | undefined;
-  await waitFor(
-    `trace ${traceId} with ${names.join(", ")}`,
-    async () => {
-      last = await receiver.trace(traceId);
-      const have = new Set(last?.spans.map((s) => s.operationName));
-      return names.every((n) => have.has(n));
-    },
-    { timeoutMs: 30_000 },
-  ).catch((err: Error) => {
-    throw new Error(`${err.message}\n${last ? spanTree(last) : "(no trace)"}`);
-  });
-  return last as Trace;
-}
-
 describe("one trace per RAG chat request, across processes", () => {
   it("links gateway, retrieval, search (embed, vector, rerank) and the provider call in one trace", async () => {
     const traceId = randomBytes(16).toString("hex");
@@ -198,7 +180,13 @@ describe("one trace per RAG chat request, across processes", () => {
     expect(res.status, await res.clone().text()).toBe(200);
     await res.json();
 
-    const t = await traceWith(traceId, ["retrieval", "search.embed", "search.vector", "search.rerank", "chat echo"]);
+    const t = await traceWith(receiver, traceId, [
+      `retrieval ${KB}`,
+      "search.embed",
+      "search.vector",
+      "search.rerank",
+      "chat echo",
+    ]);
     const service = (s: TraceSpan) => t.processes[s.processID]?.serviceName;
     const byId = new Map(t.spans.map((s) => [s.spanID, s]));
     const one = (name: string, svc: string) => {
@@ -208,7 +196,7 @@ describe("one trace per RAG chat request, across processes", () => {
     };
     const server = (svc: string) =>
       t.spans.filter(
-        (s) => service(s) === svc && tag(s, "span.kind") === "server" && s.operationName.startsWith("POST"),
+        (s) => service(s) === svc && tagOf(s, "span.kind") === "server" && s.operationName.startsWith("POST"),
       );
 
     // The gateway's HTTP server span is the caller's child.
@@ -223,12 +211,12 @@ describe("one trace per RAG chat request, across processes", () => {
     };
 
     // retrieval → its HTTP client span → search's server span.
-    const retrieval = one("retrieval", "capstan-gateway");
+    const retrieval = one(`retrieval ${KB}`, "capstan-gateway");
     expect(isUnder(retrieval, gatewayServer as TraceSpan), spanTree(t)).toBe(true);
     const [searchServer] = server("capstan-search");
     expect(searchServer, spanTree(t)).toBeDefined();
     const client = byId.get(parentOf(searchServer as TraceSpan) ?? "");
-    expect(client && tag(client, "span.kind"), spanTree(t)).toBe("client");
+    expect(client && tagOf(client, "span.kind"), spanTree(t)).toBe("client");
     expect(client && service(client)).toBe("capstan-gateway");
     expect(client && parentOf(client)).toBe(retrieval.spanID);
 
@@ -238,18 +226,22 @@ describe("one trace per RAG chat request, across processes", () => {
     }
     const vector = one("search.vector", "capstan-search");
     expect(
-      t.spans.some((s) => parentOf(s) === vector.spanID && tag(s, "span.kind") === "client"),
+      t.spans.some((s) => parentOf(s) === vector.spanID && tagOf(s, "span.kind") === "client"),
       `Qdrant client span under search.vector\n${spanTree(t)}`,
     ).toBe(true);
 
-    // The GenAI chat span and the provider call, whose HTTP client span the provider saw.
-    const chat = one("chat helper", "capstan-gateway");
-    expect(isUnder(chat, gatewayServer as TraceSpan)).toBe(true);
-    expect(tag(chat, "gen_ai.operation.name")).toBe("chat");
-    expect(tag(chat, "gen_ai.usage.output_tokens")).toEqual(expect.any(Number));
+    // The GenAI agent step (retrieval under it) and the provider call, whose HTTP client span
+    // the provider saw.
+    const agent = one("invoke_agent helper", "capstan-gateway");
+    expect(isUnder(agent, gatewayServer as TraceSpan)).toBe(true);
+    expect(parentOf(retrieval)).toBe(agent.spanID);
+    expect(tagOf(agent, "gen_ai.operation.name")).toBe("invoke_agent");
+    expect(tagOf(agent, "gen_ai.usage.output_tokens")).toEqual(expect.any(Number));
+    expect(tagOf(retrieval, "gen_ai.operation.name")).toBe("retrieval");
+    expect(tagOf(retrieval, "gen_ai.data_source.id")).toBe(KB);
     const provider = one("chat echo", "capstan-gateway");
-    expect(parentOf(provider)).toBe(chat.spanID);
-    expect(tag(provider, "gen_ai.request.model")).toBe("echo");
+    expect(parentOf(provider)).toBe(agent.spanID);
+    expect(tagOf(provider, "gen_ai.request.model")).toBe("echo");
     const seen = String(fake.calls.at(-1)?.headers.traceparent ?? "").split("-");
     expect(seen[1]).toBe(traceId);
     expect(parentOf(byId.get(seen[2] ?? "") as TraceSpan)).toBe(provider.spanID);
@@ -257,9 +249,9 @@ describe("one trace per RAG chat request, across processes", () => {
     // The server span is named after the route and carries the channel and the limiter's decision;
     // the limiter's Redis command (ioredis instrumentation) is its child.
     expect((gatewayServer as TraceSpan).operationName).toBe("POST /api/v1/chat/completions");
-    expect(tag(gatewayServer as TraceSpan, "http.route")).toBe("/api/v1/chat/completions");
-    expect(tag(gatewayServer as TraceSpan, "capstan.limiter.backend")).toBe("redis");
-    expect(tag(gatewayServer as TraceSpan, "capstan.channel")).toEqual(expect.any(String));
+    expect(tagOf(gatewayServer as TraceSpan, "http.route")).toBe("/api/v1/chat/completions");
+    expect(tagOf(gatewayServer as TraceSpan, "capstan.limiter.backend")).toBe("redis");
+    expect(tagOf(gatewayServer as TraceSpan, "capstan.channel")).toEqual(expect.any(String));
     expect(
       t.spans.some(
         (s) => parentOf(s) === (gatewayServer as TraceSpan).spanID && s.tags.some((x) => x.key.startsWith("db.")),

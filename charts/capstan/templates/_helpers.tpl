@@ -200,6 +200,34 @@ podAnnotations: {{ toJson .podAnnotations }}
 terminationGracePeriodSeconds: {{ .terminationGracePeriodSeconds }}
 {{- end -}}
 
+{{/*
+The downward API's variables behind the k8s.* resource attributes and service.instance.id of a
+container's traces (services/shared/src/trace-resource.ts; translate/common.ts k8sEnv renders the
+data plane's). Call with (dict "deployment" <name> "container" <name>).
+*/}}
+{{- define "capstan.k8sEnv" -}}
+- name: K8S_NAMESPACE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: K8S_POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: K8S_POD_UID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.uid
+- name: K8S_NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: K8S_DEPLOYMENT_NAME
+  value: {{ .deployment | quote }}
+- name: K8S_CONTAINER_NAME
+  value: {{ .container | quote }}
+{{- end -}}
+
 {{/* The standard OTEL_* variables (the operator's; translate/common.ts otelEnv renders the data plane's). */}}
 {{- define "capstan.otelEnv" -}}
 {{- with .otel -}}

@@ -5,7 +5,7 @@
 // client would; a scrape goes to the Scraper the user may read, with its API key (when its auth
 // is on) read from its Secret with the user's token. Both calls: a timeout, bounded retries with
 // jitter, and the console's outbound metrics; a refusal comes back in the service's own words.
-import { metricsPrefix, type OutboundMetrics, outboundMetrics, type Registry } from "@capstan/shared";
+import type { OutboundMetrics } from "@capstan/shared";
 import { ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
 import { isStatus } from "@capstan/shared/kube";
 import { OutboundPolicy } from "@capstan/shared/resilience";
@@ -58,8 +58,7 @@ export async function channelKey(api: ConsoleApi, ns: string, channel: KubeObjec
   return key;
 }
 
-export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, registry: Registry): void {
-  const metrics: OutboundMetrics = outboundMetrics(registry, metricsPrefix("console"));
+export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, metrics: OutboundMetrics): void {
   const gatewayPolicy = new OutboundPolicy({
     target: "gateway",
     timeoutMs: 60_000,

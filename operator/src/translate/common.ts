@@ -120,6 +120,24 @@ export function otelEnv(o: OperatorConfig["otel"], serviceName: string): EnvVar[
   ];
 }
 
+/**
+ * The downward API's variables behind the k8s.* resource attributes and service.instance.id of a
+ * container's traces (services/shared/src/trace-resource.ts reads them): the pod's namespace,
+ * name, UID and node from the pod itself, the Deployment's and the container's names as written
+ * here. The chart's Deployments set the same ("capstan.k8sEnv" in _helpers.tpl).
+ */
+export function k8sEnv(deployment: string, container: string): EnvVar[] {
+  const field = (name: string, fieldPath: string): EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+  return [
+    field("K8S_NAMESPACE_NAME", "metadata.namespace"),
+    field("K8S_POD_NAME", "metadata.name"),
+    field("K8S_POD_UID", "metadata.uid"),
+    field("K8S_NODE_NAME", "spec.nodeName"),
+    env("K8S_DEPLOYMENT_NAME", deployment),
+    env("K8S_CONTAINER_NAME", container),
+  ];
+}
+
 /** Pod-spec placement fields; empty ones are left out so the API server's defaults apply. */
 export function podPlacement(p: PodSettings): Record<string, unknown> {
   return {

@@ -10,6 +10,7 @@ import {
   type EnvVar,
   env,
   extraEnv,
+  k8sEnv,
   optionalEnv,
   otelEnv,
   PART_OF,
@@ -106,7 +107,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           name: "scraper",
           image: s.spec.image ?? c.scraper.image,
           imagePullPolicy: c.scraper.imagePullPolicy,
-          env: [env("SCRAPER_ROLE", "api"), ...common],
+          env: [...k8sEnv(name, "scraper"), env("SCRAPER_ROLE", "api"), ...common],
           ports: [
             { name: "http", containerPort: s.spec.internalPort, protocol: "TCP" },
             { name: "admin", containerPort: ADMIN_PORT, protocol: "TCP" },
@@ -125,7 +126,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           // Chromium's own sandbox needs user namespaces, which the runtime's default seccomp
           // profile refuses (Chromium exits at start): it runs off, and the container is the
           // boundary (non-root, no capabilities, RuntimeDefault seccomp, read-only root).
-          env: [env("SCRAPER_ROLE", "render"), env("CHROMIUM_SANDBOX", "false"), ...common],
+          env: [...k8sEnv(name, "render"), env("SCRAPER_ROLE", "render"), env("CHROMIUM_SANDBOX", "false"), ...common],
           ports: [{ name: "render", containerPort: RENDER_PORT, protocol: "TCP" }],
           livenessProbe: probe("/scrape", "render", 15),
           readinessProbe: probe("/scrape", "render", 5),

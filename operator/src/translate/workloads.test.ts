@@ -138,3 +138,48 @@ describe("Scraper", () => {
     expect(hash(changed)).not.toBe(hash(scraper));
   });
 });
+
+describe("the downward API's variables behind the traces' k8s.* attributes", () => {
+  const scraper = parseResource({
+    apiVersion: "capstan.dev/v1alpha1",
+    kind: "Scraper",
+    metadata: { name: "docs-crawler", namespace: "team-a", uid: "u-1" },
+    spec: {},
+  }) as Scraper;
+  const deployments = [
+    ...gatewayObjects(config, []),
+    ...searchObjects(config),
+    ...scraperObjects(scraper, config),
+  ].filter((o) => o.kind === "Deployment") as unknown as {
+    metadata: { name: string };
+    spec: {
+      template: {
+        spec: { containers: { name: string; env: { name: string; value?: string; valueFrom?: unknown }[] }[] };
+      };
+    };
+  }[];
+
+  it("gives every container of every Deployment the pod's namespace, name, UID and node, its Deployment and its own name", () => {
+    const seen: string[] = [];
+    for (const d of deployments) {
+      for (const c of d.spec.template.spec.containers) {
+        seen.push(`${d.metadata.name}/${c.name}`);
+        const byName = new Map(c.env.map((e) => [e.name, e]));
+        const field = (name: string) =>
+          (byName.get(name)?.valueFrom as { fieldRef?: { fieldPath?: string } })?.fieldRef?.fieldPath;
+        expect(field("K8S_NAMESPACE_NAME")).toBe("metadata.namespace");
+        expect(field("K8S_POD_NAME")).toBe("metadata.name");
+        expect(field("K8S_POD_UID")).toBe("metadata.uid");
+        expect(field("K8S_NODE_NAME")).toBe("spec.nodeName");
+        expect(byName.get("K8S_DEPLOYMENT_NAME")?.value).toBe(d.metadata.name);
+        expect(byName.get("K8S_CONTAINER_NAME")?.value).toBe(c.name);
+      }
+    }
+    expect(seen.sort()).toEqual([
+      "capstan-gateway/gateway",
+      "capstan-search/search",
+      "docs-crawler/render",
+      "docs-crawler/scraper",
+    ]);
+  });
+});

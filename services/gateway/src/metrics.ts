@@ -4,7 +4,8 @@
 // 10,000 channels cannot make 10,000 series per counter. Histograms are labelled by bounded
 // values (mode, stream, outcome) only: a bucket series per channel or agent would multiply each by
 // every bucket. Request counts and latency per route come from buildBaseApp
-// (capstan_gateway_http_*).
+// (capstan_gateway_http_*). The GenAI semantic conventions' metrics keep their own names
+// (gen_ai_*, genai-metrics.ts).
 import {
   BoundedLabel,
   Counter,
@@ -15,6 +16,7 @@ import {
   type Registry,
 } from "@capstan/shared";
 import { limiterMetrics } from "@capstan/shared/limiter";
+import { genaiMetrics } from "./genai-metrics.ts";
 
 const TOKEN_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_000, 200_000];
 
@@ -127,6 +129,8 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       registers,
     }),
     outbound: outboundMetrics(registry, "capstan_gateway"),
+    // gen_ai_client_* and gen_ai_server_*: the OpenTelemetry GenAI conventions' names (genai-metrics.ts).
+    genai: genaiMetrics(registry),
   };
 }
 

@@ -1,7 +1,7 @@
 // Turns any error into the scraper's error shape {success: false, error, code} with the
 // registry's status, for both HTTP services. Unknown errors are logged and answered as 500
 // without their message (it may carry internals).
-import { allowedMethods } from "@capstan/shared";
+import { allowedMethods, lingerOnRefusedBody } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import type { z } from "zod";
 import { isScraperError, ScraperError } from "./errors.ts";
@@ -23,7 +23,10 @@ export function installErrorHandlers(app: FastifyInstance): void {
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (isScraperError(err)) return sendError(reply, err);
-    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return sendError(reply, new ScraperError("PAYLOAD_TOO_LARGE"));
+    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      lingerOnRefusedBody(req, reply);
+      return sendError(reply, new ScraperError("PAYLOAD_TOO_LARGE"));
+    }
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
       return sendError(
         reply,

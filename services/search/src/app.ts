@@ -7,6 +7,7 @@ import {
   createRegistry,
   internalApp,
   type Logger,
+  lingerOnRefusedBody,
   openApi,
   type Registry,
 } from "@capstan/shared";
@@ -181,6 +182,7 @@ function installErrors(app: FastifyInstance, metrics: SearchMetrics): void {
     else if (err instanceof StoreError) e = new SearchError("SEARCH_ERR_STORE", { detail: err.message });
     else if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       e = new SearchError("SEARCH_ERR_BODY_TOO_LARGE", { limit: req.routeOptions.bodyLimit ?? 1024 * 1024 });
+      lingerOnRefusedBody(req, reply);
     } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
       e = new SearchError("SEARCH_ERR_MEDIA_TYPE", { got: String(req.headers["content-type"] ?? "").slice(0, 100) });
     } else if (err.statusCode === 400 || err.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {

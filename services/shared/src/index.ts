@@ -5,6 +5,7 @@ export * from "./errors.ts";
 export * from "./http.ts";
 export * from "./keys.ts";
 export * from "./lifecycle.ts";
+export * from "./linger.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./openapi.ts";

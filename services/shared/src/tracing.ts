@@ -12,6 +12,9 @@
 //   untouched, to the calls made while serving it; a request that carries none costs one header
 //   lookup.
 //
+// Every span carries the process's Resource: its service name and, in a pod, the k8s.* attributes
+// of the downward API (trace-resource.ts).
+//
 // Spans carry information or are not made: one server span per request (trace-server.ts, named
 // after the Fastify route), one client span per outgoing call (the undici, node:http and ioredis
 // instrumentations), and the services' own spans per step of work. bench/gateway/tracing.ts
@@ -23,12 +26,22 @@
 // undici and Fastify announce their requests and instances on diagnostics channels and need no
 // patching.
 import { createRequire, syncBuiltinESMExports } from "node:module";
-import { type Context, context, type Span, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
+import {
+  type Context,
+  context,
+  type Span,
+  type SpanOptions,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
+import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import { NodeSDK } from "@opentelemetry/sdk-node";
+import { baseResourceAttributes } from "./trace-resource.ts";
 import { door, injectIntoUndici, joinCallers, samplerFromEnv } from "./trace-sampling.ts";
 import { traceFastifyRequests } from "./trace-server.ts";
 
@@ -104,7 +117,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     // No span processor and no instrumentation: the SDK only sets up the context manager and the
     // propagator (OTEL_PROPAGATORS, W3C trace context and baggage by default). With no tracer
     // provider, the API's no-op tracer hands the caller's span context through unchanged.
-    sdk = new NodeSDK({ serviceName, instrumentations: [], spanProcessors: [] });
+    sdk = new NodeSDK({ instrumentations: [], spanProcessors: [] });
     sdk.start();
     const undoJoin = joinCallers();
     const undoInject = injectIntoUndici();
@@ -115,7 +128,11 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     return { shutdown: shutdownTracing };
   }
   const sampling = door(samplerFromEnv(env));
-  sdk = new NodeSDK({ serviceName, instrumentations: instrumentations(env), sampler: sampling.sampler });
+  // The process's name and, in a pod, its k8s.* attributes; the SDK's environment detector merges
+  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES over them (NodeSDK's own serviceName option
+  // would override OTEL_SERVICE_NAME, so it is not used).
+  const resource = defaultResource().merge(resourceFromAttributes(baseResourceAttributes(serviceName, env)));
+  sdk = new NodeSDK({ resource, instrumentations: instrumentations(env), sampler: sampling.sampler });
   sdk.start();
   const undoServer = traceFastifyRequests(sampling, serverTracer);
   const undoInject = injectIntoUndici();
@@ -171,8 +188,13 @@ export function tracer(name: string): Tracer {
 }
 
 /** Runs fn in a child span, recording exceptions and ending the span whatever happens. */
-export async function withSpan<T>(t: Tracer, name: string, fn: (span: Span) => Promise<T>): Promise<T> {
-  return t.startActiveSpan(name, async (span) => {
+export async function withSpan<T>(
+  t: Tracer,
+  name: string,
+  fn: (span: Span) => Promise<T>,
+  options: SpanOptions = {},
+): Promise<T> {
+  return t.startActiveSpan(name, options, async (span) => {
     try {
       return await fn(span);
     } catch (err) {
@@ -184,5 +206,6 @@ export async function withSpan<T>(t: Tracer, name: string, fn: (span: Span) => P
     }
   });
 }
+export { K8S_RESOURCE_ENV, k8sResourceAttributes } from "./trace-resource.ts";
 export { DEFAULT_SAMPLE_RATIO, door, samplerFromEnv } from "./trace-sampling.ts";
 export { traceFastifyRequests } from "./trace-server.ts";

@@ -1,9 +1,13 @@
 // Retrieval for RAG and extractive agents: the last user message is the query, the Agent's
-// knowledge settings bound it, and the best passages become numbered citations.
-
+// knowledge settings bound it, and the best passages become numbered citations. In a sampled
+// trace the step is a GenAI retrieval span: "retrieval {gen_ai.data_source.id}" (the knowledge id
+// when there is one, else plain "retrieval"), kind CLIENT (search is another service), with
+// gen_ai.operation.name=retrieval, gen_ai.provider.name=capstan and gen_ai.request.top_k; the
+// HTTP call to search is its child.
 import { withSpan } from "@capstan/shared";
-import { trace } from "@opentelemetry/api";
+import { SpanKind } from "@opentelemetry/api";
 import { lastUserText } from "../chat-request.ts";
+import { recordingNow, tracerOf } from "../tracer.ts";
 import { rankPassages, toCitations } from "./passages.ts";
 import type { Retriever } from "./retrieval.ts";
 import type { AgentContext, Citation } from "./types.ts";
@@ -12,8 +16,7 @@ export async function retrieveCitations(ctx: AgentContext, retriever: Retriever)
   const knowledge = ctx.agent.spec.knowledge;
   const text = lastUserText(ctx.request.messages).trim();
   if (!knowledge || text === "") return [];
-  return withSpan(trace.getTracer("capstan-gateway"), "retrieval", async (span) => {
-    span.setAttribute("capstan.knowledge_ids", knowledge.knowledgeIds.join(","));
+  const retrieve = async () => {
     const results = await retriever.search(
       {
         namespace: ctx.agent.metadata.namespace || "default",
@@ -24,7 +27,26 @@ export async function retrieveCitations(ctx: AgentContext, retriever: Retriever)
       },
       ctx.signal,
     );
-    span.setAttribute("capstan.passages", results.length);
-    return toCitations(rankPassages(results, knowledge.maxResults));
-  });
+    return { results, citations: toCitations(rankPassages(results, knowledge.maxResults)) };
+  };
+  if (!recordingNow()) return (await retrieve()).citations;
+  const ids = knowledge.knowledgeIds;
+  const name = ids.length === 1 ? `retrieval ${ids[0]}` : "retrieval";
+  const attributes = {
+    "gen_ai.operation.name": "retrieval",
+    "gen_ai.provider.name": "capstan",
+    "gen_ai.request.top_k": knowledge.maxResults,
+    ...(ids.length === 1 ? { "gen_ai.data_source.id": ids[0] } : {}),
+    "capstan.knowledge_ids": ids.join(","),
+  };
+  return withSpan(
+    tracerOf(),
+    name,
+    async (span) => {
+      const { results, citations } = await retrieve();
+      span.setAttribute("capstan.passages", results.length);
+      return citations;
+    },
+    { kind: SpanKind.CLIENT, attributes },
+  );
 }

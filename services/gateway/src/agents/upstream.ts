@@ -2,8 +2,10 @@
 // undici Agent, with a timeout per attempt, retries before the first byte by the shared
 // resilience policy (connect errors, timeouts, 408/409/429/5xx; bounded, full jitter, Retry-After
 // honoured; one longer than retryMaxMs ends the call with the provider's 429 and its Retry-After),
-// a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent), and provider
-// statuses mapped to gateway errors (429 → 429, 400/422 → 400, timeout → 504, anything else → 502).
+// a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent) and the GenAI
+// client metrics (gen_ai_client_operation_duration_seconds and gen_ai_client_token_usage for
+// every call, sampled or not), and provider statuses mapped to gateway errors (429 → 429,
+// 400/422 → 400, timeout → 504, anything else → 502).
 // Every connection goes through the platform's egress guard (@capstan/shared/egress): a baseURL
 // that resolves to loopback, link-local, cluster or private addresses is refused (502
 // upstream_refused naming the range) unless CAPSTAN_EGRESS_ALLOWED_HOSTS lists it. A provider's
@@ -20,6 +22,8 @@ import { GatewayError } from "../errors.ts";
 import { parseSse } from "../http/sse.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 import { endProviderSpan, failProviderSpan, startProviderSpan, tracedStream } from "./provider-span.ts";
+import type { Usage } from "./types.ts";
+import { AttemptTimeout, bufferedRequest } from "./upstream-http.ts";
 
 export interface UpstreamCall {
   baseURL: string;
@@ -54,6 +58,17 @@ export class ClientGone extends Error {
   }
 }
 
+/**
+ * error.type of a failed GenAI operation, a bounded set: the gateway's error code
+ * (upstream_timeout, upstream_error, upstream_rate_limited, upstream_bad_request, upstream_refused,
+ * …), "cancelled" when the client went away, "_OTHER" for anything else.
+ */
+export function errorTypeOf(err: unknown): string {
+  if (err instanceof GatewayError) return err.code;
+  if (err instanceof ClientGone) return "cancelled";
+  return "_OTHER";
+}
+
 function isTimeout(err: unknown): boolean {
   const e = err as { code?: string; name?: string; cause?: { name?: string } };
   return TIMEOUT_CODES.has(e?.code ?? "") || e?.name === "TimeoutError" || e?.cause?.name === "TimeoutError";
@@ -72,94 +87,6 @@ class AttemptFailure extends Error {
 
 const classify = (err: unknown): Failure =>
   err instanceof AttemptFailure ? err.failure : { retry: false, outcome: "error" };
-
-/**
- * The abort signal of one attempt: the client going away, or the attempt's timeout (the whole
- * call, to the last byte). One controller and one timer, cleared as soon as a non-stream answer
- * is read (AbortSignal.any + AbortSignal.timeout cost a composite signal and a timer that lives
- * for the full timeout on every request). A stream's stays armed until the stream ends.
- */
-class AttemptTimeout {
-  private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  private readonly parent: AbortSignal;
-  private readonly onParentAbort: () => void;
-  aborted = false;
-
-  constructor(parent: AbortSignal, ms: number) {
-    this.parent = parent;
-    this.onParentAbort = () => this.controller.abort(parent.reason);
-    this.timer = setTimeout(() => {
-      this.aborted = true;
-      this.controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
-    }, ms);
-    // Like AbortSignal.timeout's, the timer does not keep the process alive.
-    this.timer.unref();
-    if (parent.aborted) this.controller.abort(parent.reason);
-    else parent.addEventListener("abort", this.onParentAbort, { once: true });
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
-    this.parent.removeEventListener("abort", this.onParentAbort);
-  }
-}
-
-interface BufferedResponse {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
-/**
- * A non-stream call through undici's dispatch API, the body collected in memory: no response
- * stream (BodyReadable) per call, which is most of what undici's request() costs on top of the
- * HTTP exchange itself. Same outcomes as request() + body.text(): rejects on connect errors,
- * timeouts and aborts (with the signal's reason); a non-200 answer whose body breaks off resolves
- * with the text received so far ("" in practice), as body.text().catch(() => "") did.
- */
-function bufferedRequest(
-  dispatcher: Dispatcher,
-  opts: Dispatcher.DispatchOptions,
-  signal: AbortSignal,
-): Promise<BufferedResponse> {
-  return new Promise((resolve, reject) => {
-    let controller: { abort(reason: Error): void } | undefined;
-    let statusCode = 0;
-    let headers: BufferedResponse["headers"] = {};
-    const chunks: Buffer[] = [];
-    const onAbort = () => controller?.abort(signal.reason);
-    const settle = () => signal.removeEventListener("abort", onAbort);
-    if (signal.aborted) return reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    dispatcher.dispatch(opts, {
-      onRequestStart(c) {
-        controller = c;
-        if (signal.aborted) c.abort(signal.reason);
-      },
-      onResponseStart(_c, status, h) {
-        statusCode = status;
-        headers = h as BufferedResponse["headers"];
-      },
-      onResponseData(_c, chunk) {
-        chunks.push(chunk);
-      },
-      onResponseEnd() {
-        settle();
-        resolve({ statusCode, headers, text: Buffer.concat(chunks).toString("utf8") });
-      },
-      onResponseError(_c, err) {
-        settle();
-        if (statusCode !== 0 && statusCode !== 200) resolve({ statusCode, headers, text: "" });
-        else reject(err);
-      },
-    });
-  });
-}
 
 /**
  * The gateway error for a provider's non-200 answer: its status only. The body is never echoed:
@@ -198,7 +125,8 @@ export interface UpstreamResponse {
 interface Endpoint {
   origin: string;
   path: string;
-  host: string;
+  hostname: string;
+  port: number;
 }
 
 export class UpstreamClient {
@@ -242,30 +170,75 @@ export class UpstreamClient {
     let e = this.endpoints.get(baseURL);
     if (!e) {
       const url = new URL(`${baseURL.replace(/\/+$/, "")}/chat/completions`);
-      e = { origin: url.origin, path: `${url.pathname}${url.search}`, host: url.host };
+      const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
+      e = { origin: url.origin, path: `${url.pathname}${url.search}`, hostname: url.hostname, port };
       if (this.endpoints.size >= 1024) this.endpoints.clear();
       this.endpoints.set(baseURL, e);
     }
     return e;
   }
 
-  /** One provider call in an "upstream" client span (to the last byte, or to the first for streams). */
+  /**
+   * One provider call, retries included: its GenAI span (in a sampled trace only) and its GenAI
+   * client metrics, to the last byte (a stream: to its end).
+   */
   call(call: UpstreamCall): Promise<UpstreamResponse> {
-    const span = startProviderSpan(String(call.body.model), this.endpoint(call.baseURL).host);
-    return context
-      .with(trace.setSpan(context.active(), span), () => this.attempts(call))
-      .then(
-        (res) => {
-          span.setAttribute("capstan.upstream.attempts", res.attempts);
-          if (res.events) return { ...res, events: tracedStream(span, res.events) };
-          endProviderSpan(span, res.json);
-          return res;
-        },
-        (err: Error) => {
-          failProviderSpan(span, err);
-          throw err;
-        },
-      );
+    const started = performance.now();
+    const model = String(call.body.model);
+    const genai = this.opts.metrics.genai.client(model);
+    const endpoint = this.endpoint(call.baseURL);
+    const span = startProviderSpan({ model, hostname: endpoint.hostname, port: endpoint.port }, call.body);
+    const attempts = span
+      ? context.with(trace.setSpan(context.active(), span), () => this.attempts(call))
+      : this.attempts(call);
+    return attempts.then(
+      (res) => {
+        if (res.events) {
+          const events = this.measured(res.events, genai, started);
+          return { ...res, events: span ? tracedStream(span, events, started, errorTypeOf) : events };
+        }
+        genai.done((performance.now() - started) / 1000, undefined, res.json?.usage as Usage | undefined);
+        if (span) endProviderSpan(span, res.json, res.attempts);
+        return res;
+      },
+      (err: Error) => {
+        const type = errorTypeOf(err);
+        genai.done((performance.now() - started) / 1000, type, undefined);
+        if (span) failProviderSpan(span, err, type);
+        throw err;
+      },
+    );
+  }
+
+  /** A stream's events passed through; its duration and the usage chunk's tokens recorded at its end. */
+  private async *measured(
+    events: AsyncGenerator<string>,
+    genai: ReturnType<GatewayMetrics["genai"]["client"]>,
+    started: number,
+  ): AsyncGenerator<string> {
+    let usage: Usage | undefined;
+    let failure: string | undefined;
+    let ended = false;
+    try {
+      for await (const data of events) {
+        // Only the usage chunk holds a usage object (the others say "usage":null or nothing).
+        if (data.includes('"usage":{')) {
+          try {
+            usage = (JSON.parse(data) as { usage?: Usage }).usage;
+          } catch {
+            // Not JSON: the agent reports the broken event.
+          }
+        }
+        yield data;
+      }
+      ended = true;
+    } catch (err) {
+      failure = errorTypeOf(err);
+      throw err;
+    } finally {
+      // Stopped early by its consumer (the client went away): cancelled, not done.
+      genai.done((performance.now() - started) / 1000, failure ?? (ended ? undefined : "cancelled"), usage);
+    }
   }
 
   private async attempts(call: UpstreamCall): Promise<UpstreamResponse> {

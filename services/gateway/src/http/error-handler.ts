@@ -2,7 +2,7 @@
 // GatewayErrors as declared in errors.ts, Fastify's own (body too large → 413, bad JSON → 400,
 // another content type → 415 naming the accepted one), a known path with the wrong method → 405
 // with Allow, unknown routes → 404, and anything unexpected → 500 with no detail (it is logged).
-import { allowedMethods } from "@capstan/shared";
+import { allowedMethods, lingerOnRefusedBody } from "@capstan/shared";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import sjson from "secure-json-parse";
@@ -110,6 +110,7 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
 
   app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const mapped = toGatewayError(err, bodyLimit);
+    if (mapped?.status === 413) lingerOnRefusedBody(req, reply);
     if (mapped) return sendError(reply, mapped);
     req.log.error({ err }, "unhandled error");
     return sendError(reply, new GatewayError("internal_error"));

@@ -19,11 +19,11 @@ import {
   type StreamPiece,
   type Usage,
 } from "../agents/types.ts";
-import { ClientGone } from "../agents/upstream.ts";
+import { ClientGone, errorTypeOf } from "../agents/upstream.ts";
 import { type ChatRequest, chatRequest, parseChatRequest } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
 import type { ExchangeRecord, HistoryStore } from "../history/store.ts";
-import { endChatSpan, markFirstToken, startChatSpan } from "../http/chat-span.ts";
+import { endAgentSpan, startAgentSpan } from "../http/agent-span.ts";
 import type { Drain } from "../http/drain.ts";
 import { inRequestContext } from "../http/request-context.ts";
 import { chatCompletion, chatCompletionStream, errorResponses } from "../http/schemas.ts";
@@ -84,6 +84,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
     const channel = req.capstan?.channel;
     const end = performance.now();
     metrics.duration.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (end - ex.started) / 1000);
+    metrics.genai.server.done((end - ex.started) / 1000, outcome.error?.code);
     const usage = outcome.usage;
     if (channel && usage) {
       const label = metrics.channelLabel.value(channel.id);
@@ -179,11 +180,19 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
       firstTokenAt: null,
       labels: { channel: channel.id, mode: impl.mode, stream: String(parsed.stream === true) },
     };
-    const span = startChatSpan(channel.agentName, impl.mode, context.active());
-    const spanCtx = trace.setSpan(context.active(), span);
+    // The agent step's span, in a sampled trace only; without one the agent runs in the request's context.
+    const span = startAgentSpan(agent, impl.mode, parsed, context.active());
+    const spanCtx = span ? trace.setSpan(context.active(), span) : undefined;
+    const inSpan = <T>(fn: () => T): T => (spanCtx ? context.with(spanCtx, fn) : fn());
     /** The agent failed before the first byte: end the span, record the error, answer it. */
     const failed = (err: unknown) => {
-      endChatSpan(span, null, err as Error);
+      if (span)
+        endAgentSpan(span, {
+          id: ex.id,
+          finishReasons: [],
+          usage: null,
+          error: { type: errorTypeOf(err), message: (err as Error).message },
+        });
       if (err instanceof ClientGone) return clientGone(req, reply, channel.id);
       if (err instanceof GatewayError)
         record(ex, req, parsed, { status: err.status, error: { code: err.code, message: err.message } });
@@ -195,7 +204,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
     if (parsed.stream !== true) {
       let completion: Completion;
       try {
-        const answer = context.with(spanCtx, () => impl.complete(ctx));
+        const answer = inSpan(() => impl.complete(ctx));
         const first = await Promise.race([answer, open.cut]);
         if (first === "cut") {
           // The drain window is over and the answer is not: a 503 the SDKs retry elsewhere.
@@ -209,8 +218,13 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
       }
       ex.firstTokenAt = performance.now();
       metrics.ttft.observe({ mode: ex.labels.mode, stream: ex.labels.stream }, (ex.firstTokenAt - started) / 1000);
-      markFirstToken(span, (ex.firstTokenAt - started) / 1000);
-      endChatSpan(span, completion.usage);
+      metrics.genai.server.firstToken((ex.firstTokenAt - started) / 1000);
+      if (span)
+        endAgentSpan(span, {
+          id: ex.id,
+          finishReasons: completion.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : [])),
+          usage: completion.usage,
+        });
       const first = completion.choices[0];
       record(ex, req, parsed, {
         answer: first?.message.content ?? null,
@@ -233,7 +247,7 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
     const iterator = impl.stream(ctx)[Symbol.asyncIterator]();
     /** The agent's next piece, or "cut" when the drain window ends first. */
     const next = (): Promise<IteratorResult<StreamPiece> | "cut"> =>
-      Promise.race([context.with(spanCtx, () => iterator.next()), open.cut]);
+      Promise.race([inSpan(() => iterator.next()), open.cut]);
     let first: IteratorResult<StreamPiece>;
     try {
       const step = await next();
@@ -257,6 +271,8 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
       let usage: Usage | undefined;
       let answer = "";
       let finishReason: string | null = null;
+      // Each choice's finish reason, for the span (a sampled request's only).
+      const reasons: string[] | undefined = span ? [] : undefined;
       let failure: GatewayError | undefined;
       const base = () => ({
         id: ex.id,
@@ -281,9 +297,10 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
                 { mode: ex.labels.mode, stream: ex.labels.stream },
                 (ex.firstTokenAt - started) / 1000,
               );
-              markFirstToken(span, (ex.firstTokenAt - started) / 1000);
+              metrics.genai.server.firstToken((ex.firstTokenAt - started) / 1000);
             }
             if (piece.finish_reason && piece.index === 0) finishReason = piece.finish_reason;
+            if (reasons && piece.finish_reason) reasons[piece.index] = piece.finish_reason;
             yield sseData({
               ...base(),
               choices: [
@@ -313,7 +330,13 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
         if (!(err instanceof GatewayError)) req.log.error({ err }, "stream failed");
         yield sseData(failure.toBody());
       } finally {
-        endChatSpan(span, usage, failure);
+        if (span)
+          endAgentSpan(span, {
+            id: ex.id,
+            finishReasons: reasons?.filter(Boolean) ?? [],
+            usage,
+            ...(failure ? { error: { type: failure.code, message: failure.message } } : {}),
+          });
         // After a cut the agent's pending step may settle only once the aborted upstream call
         // notices: do not hold the response (and the shutdown) for it.
         const closing = iterator.return?.(undefined);
