@@ -4,8 +4,8 @@
 # ServiceMonitors, PodMonitor and PrometheusRule, as on a real cluster. No image registry is
 # reachable, so the pod's two images are made here as one-layer archives
 # (test/scripts/image-archive.sh), which the e2e global setup imports into the node:
-#   - Prometheus: Debian's /usr/bin/prometheus (scripts/setup.d/60-prometheus.sh) with the shared
-#     libraries it links, the same binary the integration tests run;
+#   - Prometheus 3.5, built from the Go module proxy with Kubernetes service discovery (Debian's
+#     2.42, which the integration tests run, is built without it);
 #   - prometheus-config-reloader (the pod's init and sidecar container), built from the operator's
 #     module.
 # The operator binary and the CRDs (copied from the module's example/prometheus-operator-crd) land
@@ -55,7 +55,7 @@ chmod -R u+w "$out/crds.tmp"
 rm -rf "$out/crds"
 mv "$out/crds.tmp" "$out/crds"
 
-images="$out/images"
+images="$root/images"
 reloader_ref=localhost/capstan/prometheus-config-reloader:$operator_version
 reloader_archive="$images/prometheus-config-reloader-$operator_version.tar"
 if [ ! -s "$reloader_archive" ] || [ "$out/prometheus-config-reloader" -nt "$reloader_archive" ]; then
@@ -67,24 +67,43 @@ if [ ! -s "$reloader_archive" ] || [ "$out/prometheus-config-reloader" -nt "$rel
 fi
 echo "prometheus-config-reloader image: $reloader_archive ($reloader_ref)"
 
-# Debian's Prometheus links libc dynamically: the image carries the binary and what ldd names.
-if ! dpkg -s prometheus >/dev/null 2>&1; then
-  echo "prometheus-operator: Debian's prometheus is not installed (run scripts/setup.d/60-prometheus.sh first)" >&2
-  exit 1
+# Prometheus itself, built from the Go module proxy: Debian's build leaves Kubernetes service
+# discovery out (its configuration fails with "field kubernetes_sd_configs not found"), and the
+# operator configures nothing else. Module v0.305.0 is Prometheus 3.5.0, in the operator's
+# compatibility list. Built as its own main module (its go.mod and go.sum apply, as upstream) from
+# a copy of the downloaded source in which test/kube-bin/prometheus/plugins.go.in replaces the
+# list of service discoveries with Kubernetes alone, so the cloud providers' SDKs are not built
+# (the module cache is read-only, and go build -overlay refuses files in it). The web UI's assets
+# are not built in: the tests read the HTTP API.
+prom_module_version=v0.305.0
+pmod="$here/kube-bin/prometheus"
+# v0.MMP.N is Prometheus 3.M.N (MMP = 300 + minor).
+minor=${prom_module_version#v0.}; patch=${minor#*.}; minor=$((${minor%%.*} - 300))
+prom_version=v3.$minor.$patch
+# Keyed by the plugin list too (the binary reports only the version).
+prom_build=$prom_version-$(sha256sum "$pmod/plugins.go.in" | cut -c1-12)
+prom_out="$root/prometheus-$prom_build"
+mkdir -p "$prom_out"
+prom_reported=""
+[ -x "$prom_out/prometheus" ] && prom_reported=$("$prom_out/prometheus" --version 2>&1 || true)
+if [[ $prom_reported != *"version ${prom_version#v}"* ]]; then
+  prom_src=$(cd /tmp && go mod download -json "github.com/prometheus/prometheus@$prom_module_version" | awk -F'"' '/"Dir"/ {print $4}')
+  : "${prom_src:?go mod download returned no directory for github.com/prometheus/prometheus}"
+  rm -rf "$prom_out/src"
+  cp -r "$prom_src" "$prom_out/src"
+  chmod -R u+w "$prom_out/src"
+  cp "$pmod/plugins.go.in" "$prom_out/src/plugins/plugins.go"
 fi
-deb_version=$(dpkg-query -W -f '${Version}' prometheus)
-prom_version=v${deb_version%%+*}
-prom_ref=localhost/capstan/prometheus:$(echo "$deb_version" | tr -c 'A-Za-z0-9.\n-' '-')
-prom_archive="$images/prometheus-$(echo "$deb_version" | tr -c 'A-Za-z0-9.\n-' '-').tar"
-if [ ! -s "$prom_archive" ]; then
+build prometheus "$prom_out/src" ./cmd/prometheus "$prom_out" --version "version ${prom_version#v}" \
+  "-X github.com/prometheus/common/version.Version=${prom_version#v} -X github.com/prometheus/common/version.Branch=release"
+rm -rf "$prom_out/src"
+
+prom_ref=localhost/capstan/prometheus:$prom_build
+prom_archive="$images/prometheus-$prom_build.tar"
+if [ ! -s "$prom_archive" ] || [ "$prom_out/prometheus" -nt "$prom_archive" ]; then
   rootfs=$(mktemp -d)
-  mkdir -p "$rootfs/bin" "$rootfs/prometheus" "$rootfs/etc/prometheus" "$rootfs/tmp"
-  chmod 1777 "$rootfs/tmp"
-  cp /usr/bin/prometheus "$rootfs/bin/prometheus"
-  for lib in $(ldd /usr/bin/prometheus | grep -o '/[^ ]*'); do
-    mkdir -p "$rootfs$(dirname "$lib")"
-    cp -L "$lib" "$rootfs$lib"
-  done
+  mkdir -p "$rootfs/bin" "$rootfs/prometheus" "$rootfs/etc/prometheus"
+  cp "$prom_out/prometheus" "$rootfs/bin/prometheus"
   image_archive "$prom_ref" "$rootfs" "$prom_archive" '[]' '["/bin/prometheus"]'
   rm -rf "$rootfs"
 fi

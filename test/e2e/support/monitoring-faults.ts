@@ -94,15 +94,31 @@ export async function resolved(stack: MonitoringStack, m: AlertMatch, since: num
   return (Date.now() - since) / 1000;
 }
 
-/** Calls `work` every `everyMs` until the returned stop function is called; results kept. */
-export function keepCalling<T>(work: () => Promise<T>, everyMs: number): { results: T[]; stop: () => Promise<void> } {
-  const results: T[] = [];
+/**
+ * Starts `work` every `everyMs`, with at most `inFlight` calls running (1: one after the other),
+ * until the returned stop function is called; each result kept with how long the call took.
+ */
+export function keepCalling<T>(
+  work: () => Promise<T>,
+  everyMs: number,
+  inFlight = 1,
+): { results: { value: T; ms: number }[]; stop: () => Promise<void> } {
+  const results: { value: T; ms: number }[] = [];
+  const running = new Set<Promise<void>>();
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      results.push(await work());
+      if (running.size < inFlight) {
+        const started = Date.now();
+        const call: Promise<void> = work().then((value) => {
+          results.push({ value, ms: Date.now() - started });
+          running.delete(call);
+        });
+        running.add(call);
+      }
       await new Promise((r) => setTimeout(r, everyMs));
     }
+    await Promise.all(running);
   })();
   return {
     results,
@@ -111,4 +127,14 @@ export function keepCalling<T>(work: () => Promise<T>, everyMs: number): { resul
       await loop;
     },
   };
+}
+
+/** What Prometheus holds for some expressions, one line each (for a failure's message). */
+export async function explain(stack: MonitoringStack, exprs: string[]): Promise<string> {
+  const lines: string[] = [];
+  for (const e of exprs) {
+    const result = await stack.query(e).catch((err: Error) => err.message);
+    lines.push(`${e} => ${JSON.stringify(result)}`);
+  }
+  return lines.join("\n");
 }
