@@ -64,10 +64,13 @@ export async function setup(project: TestProject): Promise<void> {
   // The Prometheus pod's images (test/e2e/monitoring.test.ts), kept like the others.
   const monitoring = monitoringBuild();
   if (typeof monitoring === "string") console.log(`[e2e] no monitoring images: ${monitoring}`);
-  else
+  else {
+    const importStart = Date.now();
     for (const archive of [monitoring.prometheusArchive, monitoring.configReloaderArchive]) {
       await cluster.importImage(archive);
     }
+    console.log(`[e2e] Prometheus and config-reloader images in place in ${Date.now() - importStart} ms`);
+  }
   project.provide("e2eKubeconfig", cluster.kubeconfig);
   project.provide("e2eServer", cluster.server);
   project.provide("e2eIngressHttps", cluster.ingress.https);

@@ -65,6 +65,9 @@ let images: Record<string, string>;
 let dispatcher: Agent;
 let stack: MonitoringStack;
 let qdrantDir: string;
+/** When the Redis test brought Redis back, for the last test (the limiter's recovery window). */
+let searchKeyValue: string | undefined;
+let limiterRecovery: { repair: number; firedAfter: number } | undefined;
 
 /** The chart's values for this file: the platform's, plus monitoring, the console and dev Qdrant. */
 function monitoredValues(): string[] {
@@ -142,23 +145,40 @@ function report(what: string, fired: number, cleared: number): void {
 beforeAll(async () => {
   kube = e2eKube();
   home = mkdtempSync(join(tmpdir(), "capstan-e2e-mon-"));
-  const installed = await ensurePlatform(kube, home);
+  const started = Date.now();
+  // The monitoring stack needs nothing of the platform: both come up at once.
+  const [installed, monitoring] = await Promise.all([
+    ensurePlatform(kube, home),
+    startMonitoring(kube, inject("e2eKubeconfig")),
+  ]);
   images = installed.images;
   dispatcher = ingressDispatcher(installed.tls.ca);
-  const started = Date.now();
-  stack = await startMonitoring(kube, inject("e2eKubeconfig"));
+  stack = monitoring;
   await qdrantVolume();
+  // A search key of this file's own, with a limit the store test's load cannot reach, issued now:
+  // the operator does not reconcile while its Lease is held elsewhere.
+  await apply(kube, {
+    apiVersion: "capstan.dev/v1alpha1",
+    kind: "SearchKey",
+    metadata: { name: "e2e-monitoring", namespace: DEMO_NS },
+    spec: { keyName: "e2e monitoring", knowledgeIds: ["kb_product_docs"], requestsPerMinute: 1_000_000 },
+  });
+  searchKeyValue = await eventually("SearchKey e2e-monitoring issued", () =>
+    keyOf(kube, "SearchKey", "e2e-monitoring"),
+  );
   await helmInstall(home, monitoredValues());
   await searchOnQdrant(true);
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
   await serviceRouted(kube, SYSTEM_NS, "capstan-gateway");
-  console.log(`[e2e] monitoring: stack up and chart upgraded in ${Date.now() - started} ms`);
+  console.log(`[e2e] monitoring: platform, stack and the chart's monitoring up in ${Date.now() - started} ms`);
 }, 900_000);
 
 afterAll(async () => {
   const started = Date.now();
   await cordon(kube, false).catch(() => undefined);
   await stack?.stop();
+  await remove(kube, "SearchKey", "capstan.dev/v1alpha1", "e2e-monitoring", DEMO_NS);
+  await remove(kube, "AccessChannel", "capstan.dev/v1alpha1", "e2e-monitoring", DEMO_NS);
   // Back to the values every other file installs: search on its embedded store again.
   if (images) {
     await helmInstall(home, installValues(images));
@@ -236,45 +256,41 @@ describe("monitoring through the chart's own objects", () => {
       await scale(kube, SYSTEM_NS, "capstan-redis", 0);
       const fired = await firing(stack, limiter, fault, FIRE_WITHIN_MS);
       const opened = await firing(stack, breaker, fault, FIRE_WITHIN_MS);
+      await chats.stop();
       // The limiter fell back to each replica's share: every chat was answered, none refused.
       expect(chats.results.filter((r) => r.value !== 200)).toEqual([]);
       await scale(kube, SYSTEM_NS, "capstan-redis", 1);
       const repair = Date.now();
       await deploymentReady(kube, SYSTEM_NS, "capstan-redis");
-      // The breaker closes at the first probe Redis answers; the limiter trusts Redis alone again
-      // after one window (60 s) in which a request needs both Redis and the replica's share.
+      // The breaker closes at the first probe Redis answers.
       report("Redis gone / CapstanCircuitOpen", opened.afterSeconds, await resolved(stack, breaker, repair, 120_000));
-      report(
-        "Redis gone / CapstanLimiterBackendDown",
-        fired.afterSeconds,
-        await resolved(stack, limiter, repair, 180_000),
-      );
+      // The limiter trusts Redis alone again one window (60 s) later: the last test waits for that,
+      // while the other faults run.
+      limiterRecovery = { repair, firedAfter: fired.afterSeconds };
     } finally {
       await chats.stop();
       await scale(kube, SYSTEM_NS, "capstan-redis", 1);
     }
   });
 
-  it("fires CapstanSearchStoreErrors while search's Qdrant is unreachable, and clears it as searches succeed again", async () => {
-    // A key of this file's own, with a limit the load below cannot reach.
-    await apply(kube, {
-      apiVersion: "capstan.dev/v1alpha1",
-      kind: "SearchKey",
-      metadata: { name: "e2e-monitoring", namespace: DEMO_NS },
-      spec: { keyName: "e2e monitoring", knowledgeIds: ["kb_product_docs"], requestsPerMinute: 1_000_000 },
-    });
-    const key = await eventually("SearchKey e2e-monitoring issued", () => keyOf(kube, "SearchKey", "e2e-monitoring"));
-    await eventually("the new key accepted", async () => ((await search(key)) === 200 ? true : undefined), 60_000);
+  // The next two faults touch different components (search's store, the operator's Lease): they
+  // run at the same time.
+  it.concurrent("fires CapstanSearchStoreErrors while search's Qdrant is unreachable, and clears it as searches succeed again", async () => {
+    const key = searchKeyValue as string;
+    await eventually("the search key accepted", async () => ((await search(key)) === 200 ? true : undefined), 60_000);
     const alert: AlertMatch = { alertname: "CapstanSearchStoreErrors", job: "capstan-search", ...at(SYSTEM_NS) };
-    // A search a second, up to eight waiting at once: a call to a Qdrant that vanished can wait
-    // out search's per-attempt timeout before it fails.
-    const failing = keepCalling(() => search(key), 1_000, 8);
+    // Four searches a second, up to 32 waiting at once: a search whose Qdrant vanished waits out
+    // search's per-attempt timeout (10 s, three attempts) before it answers 503.
+    const failing = keepCalling(() => search(key), 250, 32);
     let fired: number;
     try {
-      const fault = Date.now();
+      // Qdrant gone at once, as in a crash (scaled down, it would keep serving through its 30 s
+      // grace period), and not started again.
       await scale(kube, SYSTEM_NS, "capstan-qdrant", 0);
+      const fault = Date.now();
+      await killPods(kube, SYSTEM_NS, "app.kubernetes.io/name=capstan-qdrant");
       fired = (
-        await firing(stack, alert, fault, FIRE_WITHIN_MS).catch(async (err: Error) => {
+        await firing(stack, alert, fault, FIRE_WITHIN_MS + 30_000).catch(async (err: Error) => {
           const seen = failing.results.map((r) => `${r.value} in ${r.ms} ms`).join(", ");
           const held = await explain(stack, [
             "sum by (job, namespace, code) (capstan_search_errors_total)",
@@ -308,7 +324,7 @@ describe("monitoring through the chart's own objects", () => {
     expect(ok).toBeGreaterThan(0);
   });
 
-  it("fires CapstanOperatorLeaderLost while the operator's Lease is held by a replica that is gone", async () => {
+  it.concurrent("fires CapstanOperatorLeaderLost while the operator's Lease is held by a replica that is gone", async () => {
     const alert: AlertMatch = { alertname: "CapstanOperatorLeaderLost", job: "capstan-operator", ...at(SYSTEM_NS) };
     const leader = await leaseHolder(kube, SYSTEM_NS, LEASE);
     expect(leader).toBeTruthy();
@@ -328,5 +344,20 @@ describe("monitoring through the chart's own objects", () => {
     report("operator Lease lost / CapstanOperatorLeaderLost", fired, await resolved(stack, alert, repair, 120_000));
     const pods = await list(kube, "Pod", "v1", SYSTEM_NS, "app.kubernetes.io/name=capstan-operator");
     expect(pods.length).toBe(1);
+  });
+
+  it("clears CapstanLimiterBackendDown one limiter window after Redis came back, not before", async () => {
+    expect(limiterRecovery, "runs after the Redis test of this file").toBeDefined();
+    const { repair, firedAfter } = limiterRecovery as { repair: number; firedAfter: number };
+    const limiter: AlertMatch = { alertname: "CapstanLimiterBackendDown", job: "capstan-gateway", ...at(SYSTEM_NS) };
+    await resolved(stack, limiter, repair, Math.max(1_000, repair + 180_000 - Date.now()));
+    // When it stopped firing, from the ALERTS series Prometheus keeps (to its 2 s evaluations).
+    const [last] = await stack.query(
+      `max_over_time(timestamp(ALERTS{alertname="CapstanLimiterBackendDown",job="capstan-gateway",alertstate="firing"})[10m:2s])`,
+    );
+    const goneAfter = Number(last?.value[1]) - repair / 1000;
+    report("Redis gone / CapstanLimiterBackendDown", firedAfter, goneAfter);
+    // Redis was back no earlier than `repair`, and the recovery window lasts 60 s from then.
+    expect(goneAfter).toBeGreaterThanOrEqual(58);
   });
 });
