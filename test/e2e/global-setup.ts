@@ -7,6 +7,7 @@ import type { TestProject } from "vitest/node";
 import { binaryCacheDir } from "../ground/kube.ts";
 import { type Cluster, nodeBinariesPresent, startCluster } from "../ground/node.ts";
 import { nodeBinaries } from "../ground/node-binaries.ts";
+import { monitoringBuild } from "./support/monitoring-build.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -59,6 +60,16 @@ export async function setup(project: TestProject): Promise<void> {
     console.log(
       `[e2e] no image directory (${dir ?? "CAPSTAN_E2E_IMAGES unset and no images/current pointer"}): importing none`,
     );
+  }
+  // The Prometheus pod's images (test/e2e/monitoring.test.ts), kept like the others.
+  const monitoring = monitoringBuild();
+  if (typeof monitoring === "string") console.log(`[e2e] no monitoring images: ${monitoring}`);
+  else {
+    const importStart = Date.now();
+    for (const archive of [monitoring.prometheusArchive, monitoring.configReloaderArchive]) {
+      await cluster.importImage(archive);
+    }
+    console.log(`[e2e] Prometheus and config-reloader images in place in ${Date.now() - importStart} ms`);
   }
   project.provide("e2eKubeconfig", cluster.kubeconfig);
   project.provide("e2eServer", cluster.server);

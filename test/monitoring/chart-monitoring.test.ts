@@ -80,6 +80,45 @@ describe("chart monitoring objects", () => {
     expect(JSON.stringify(rule)).toContain("{{ $labels.kind }}");
   });
 
+  it("replaces an alert's `for` with monitoring.prometheusRule.for, and refuses a name that is no alert", async () => {
+    const objects = await run.render([
+      ...MINIMAL,
+      ...ON,
+      "monitoring.prometheusRule.for.CapstanLimiterBackendDown=10s",
+      "monitoring.prometheusRule.for.CapstanTargetMissing=1m",
+    ]);
+    const groups = objects.find((o) => o.kind === "PrometheusRule")?.spec?.groups as {
+      rules: { alert?: string; for?: string }[];
+    }[];
+    const forOf = (name: string) => groups.flatMap((g) => g.rules).find((r) => r.alert === name)?.for;
+    expect([forOf("CapstanLimiterBackendDown"), forOf("CapstanTargetMissing")]).toEqual(["10s", "1m"]);
+    // The others keep the file's.
+    expect(forOf("CapstanOperatorLeaderLost")).toBe("5m");
+    expect(
+      await run.refused([...MINIMAL, ...ON, "monitoring.prometheusRule.for.CapstanLimiterBackendDwn=10s"]),
+    ).toContain("monitoring.prometheusRule.for.CapstanLimiterBackendDwn: no alert of that name");
+  });
+
+  it("names each job after the component it scrapes, as the rules on missing targets expect", () => {
+    const monitors = on.filter((o) => MONITORING_KINDS.slice(0, 2).includes(o.kind));
+    const jobs = monitors.flatMap((m) => {
+      const spec = m.spec as {
+        jobLabel?: string;
+        endpoints?: { relabelings?: { targetLabel: string; replacement: string }[] }[];
+        podMetricsEndpoints?: { relabelings?: { targetLabel: string; replacement: string }[] }[];
+      };
+      if (spec.jobLabel) return [`<Service label ${spec.jobLabel}>`];
+      return [...(spec.endpoints ?? []), ...(spec.podMetricsEndpoints ?? [])].flatMap((e) =>
+        (e.relabelings ?? []).filter((r) => r.targetLabel === "job").map((r) => r.replacement),
+      );
+    });
+    expect(jobs.sort()).toEqual([
+      "<Service label app.kubernetes.io/name>",
+      "capstan-operator",
+      "capstan-scraper-render",
+    ]);
+  });
+
   it("renders one dashboard ConfigMap per file, each accepted by the API server", async () => {
     const files = readdirSync(DASHBOARDS_DIR).filter((f) => f.endsWith(".json"));
     expect(files.sort()).toEqual(["gateway.json", "operator.json", "overview.json", "scraper.json", "search.json"]);

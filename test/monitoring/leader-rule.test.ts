@@ -22,7 +22,7 @@ import { eventually, startOperatorFor } from "../operator/helpers.ts";
 import { PROMTOOL, RULES_FILE } from "./prometheus.ts";
 
 const ns = uniqueNamespace("leader");
-const JOB = "capstan-operator-metrics";
+const JOB = "capstan-operator";
 const replicas: { id: string; operator: Operator; app: ReturnType<typeof buildMetricsApp>; url: string }[] = [];
 const dir = mkdtempSync(join(tmpdir(), "capstan-leader-rule-"));
 

@@ -1,7 +1,9 @@
 // The chart's Prometheus rules with Debian's promtool (scripts/setup.d/60-prometheus.sh): the file
 // is valid (`promtool check rules`) and the alerts fire, and stay quiet, as their unit tests say
 // (`promtool test rules`: the fast and slow error-budget burns, the latency burn, limiter backend
-// down, reconcile errors, leader lost, key expiring, scraper saturation); and every alert carries
+// down, reconcile errors, leader lost, key expiring, scraper saturation, a target down or missing;
+// the fault alerts on the series processes export in those faults are in fault-rules.test.ts);
+// and every alert carries
 // what an on-call engineer and Alertmanager's templates expect: summary, description, and a
 // runbook_url that leads to its runbook in docs/observability.md.
 import { execFile } from "node:child_process";

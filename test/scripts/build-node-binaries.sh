@@ -74,27 +74,8 @@ git -C "$knp_src" apply "$knp_patch"
 build kube-network-policies "$knp_src" ./cmd "$knp_out" --version "$knp_stamp" "-X main.version=$knp_stamp"
 rm -rf "$knp_src"
 
-# image_archive ref rootfs-dir out.tar cmd-json: a one-layer image as a docker-archive
-# (manifest.json + config + layer.tar), which `ctr images import` reads. No registry, no builder:
-# the layer is a reproducible tar of rootfs-dir.
-image_archive() {
-  local ref=$1 rootfs=$2 out=$3 cmd=$4 work
-  work=$(mktemp -d)
-  mkdir -p "$work/layer"
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$rootfs" -cf "$work/layer/layer.tar" .
-  local diff_id
-  diff_id=$(sha256sum "$work/layer/layer.tar" | cut -d' ' -f1)
-  printf '{"architecture":"amd64","os":"linux","config":{"Cmd":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-    "$cmd" "$diff_id" >"$work/config.json"
-  local config_id
-  config_id=$(sha256sum "$work/config.json" | cut -d' ' -f1)
-  mv "$work/config.json" "$work/$config_id.json"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["layer/layer.tar"]}]' "$config_id" "$ref" >"$work/manifest.json"
-  mkdir -p "$(dirname "$out")"
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work" -cf "$out.tmp" manifest.json "$config_id.json" layer
-  mv "$out.tmp" "$out"
-  rm -rf "$work"
-}
+# shellcheck source=image-archive.sh
+source "$here/scripts/image-archive.sh"
 
 # The pause image: the sandbox's first process, which only waits for a signal. Built from the
 # kubernetes module's own build/pause source as a static binary (gcc, Debian's static libc).

@@ -24,8 +24,13 @@ const PLURALS: Record<string, string> = {
   SearchKey: "searchkeys",
   KnowledgeBase: "knowledgebases",
   Scraper: "scrapers",
+  ServiceAccount: "serviceaccounts",
+  ClusterRole: "clusterroles",
+  ClusterRoleBinding: "clusterrolebindings",
+  Lease: "leases",
+  Node: "nodes",
 };
-const CLUSTER_SCOPED = new Set(["Namespace", "PersistentVolume"]);
+const CLUSTER_SCOPED = new Set(["Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "Node"]);
 
 export function e2eKube(): TestKube {
   const path = inject("e2eKubeconfig");

@@ -36,7 +36,8 @@ export function builtImages(): Record<string, string> {
   return out;
 }
 
-function repoAndTag(ref: string): [string, string] {
+/** An image reference as the chart's repository and tag values. */
+export function repoAndTag(ref: string): [string, string] {
   const at = ref.lastIndexOf(":");
   return [ref.slice(0, at), ref.slice(at + 1)];
 }
@@ -160,33 +161,40 @@ export async function prerequisites(kube: TestKube, tls: Tls, dataDir: string): 
       },
     } as object),
   });
-  // No dynamic provisioner on a one-node test cluster: a hostPath volume pre-bound to the claim.
   // A new cluster (no such volume yet) starts from an empty folder, not an earlier run's vectors.
   if (!(await get(kube, "PersistentVolume", "v1", `${SEARCH_CLAIM}-pv`)))
     rmSync(dataDir, { recursive: true, force: true });
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  execFileSync("chown", ["10001:10001", dataDir]);
+  await hostPathClaim(kube, SEARCH_CLAIM, dataDir);
+}
+
+/**
+ * No dynamic provisioner on a one-node test cluster: a claim in the release namespace, pre-bound
+ * to a hostPath volume (`<claim>-pv`) on `dir`, owned by the images' user (10001).
+ */
+export async function hostPathClaim(kube: TestKube, claim: string, dir: string): Promise<void> {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  execFileSync("chown", ["10001:10001", dir]);
   await apply(kube, {
     apiVersion: "v1",
     kind: "PersistentVolume",
-    metadata: { name: `${SEARCH_CLAIM}-pv` },
+    metadata: { name: `${claim}-pv` },
     spec: {
       capacity: { storage: "1Gi" },
       accessModes: ["ReadWriteOnce"],
       persistentVolumeReclaimPolicy: "Retain",
       storageClassName: "",
-      hostPath: { path: dataDir, type: "Directory" },
-      claimRef: { namespace: SYSTEM_NS, name: SEARCH_CLAIM },
+      hostPath: { path: dir, type: "Directory" },
+      claimRef: { namespace: SYSTEM_NS, name: claim },
     },
   });
   await apply(kube, {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
-    metadata: { name: SEARCH_CLAIM, namespace: SYSTEM_NS },
+    metadata: { name: claim, namespace: SYSTEM_NS },
     spec: {
       accessModes: ["ReadWriteOnce"],
       storageClassName: "",
-      volumeName: `${SEARCH_CLAIM}-pv`,
+      volumeName: `${claim}-pv`,
       resources: { requests: { storage: "1Gi" } },
     },
   });
