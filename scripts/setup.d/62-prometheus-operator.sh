@@ -9,8 +9,9 @@
 #   - prometheus-config-reloader (the pod's init and sidecar container), built from the operator's
 #     module.
 # The operator binary and the CRDs (copied from the module's example/prometheus-operator-crd) land
-# beside them in ~/.cache/capstan/prometheus-operator/<version>/; `current` holds KEY=path lines
-# read by test/e2e/support/monitoring-stack.ts. Idempotent: a cached binary that reports its version,
+# in ~/.cache/capstan/prometheus-operator/<version>/, Prometheus in prometheus-<version>-<hash>/,
+# the images in images/; `current` holds KEY=path lines read by
+# test/e2e/support/monitoring-build.ts. Prints each build's time and the whole. Idempotent: a cached binary that reports its version,
 # and an archive already made, are reused. The operator's version is pinned by
 # test/kube-bin/prometheus-operator/go.mod (v0.85.0, the release the Go module proxy serves; its
 # go 1.24 module builds with the machine's Go 1.26).

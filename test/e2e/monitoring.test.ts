@@ -65,8 +65,9 @@ let images: Record<string, string>;
 let dispatcher: Agent;
 let stack: MonitoringStack;
 let qdrantDir: string;
-/** When the Redis test brought Redis back, for the last test (the limiter's recovery window). */
+/** The key of the SearchKey this file creates. */
 let searchKeyValue: string | undefined;
+/** When the Redis test brought Redis back, for the last test (the limiter's recovery window). */
 let limiterRecovery: { repair: number; firedAfter: number } | undefined;
 
 /** The chart's values for this file: the platform's, plus monitoring, the console and dev Qdrant. */
