@@ -12,10 +12,10 @@ import {
   type Registry,
 } from "@capstan/shared";
 import { EgressGuard } from "@capstan/shared/egress";
-import { createRedis, limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
+import { limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
+import { createRedisClient, type RedisClient, redisTarget } from "@capstan/shared/redis";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyError, FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
 import { SearchKeyAuthenticator } from "./auth/search-keys.ts";
 import { type SearchConfig, type SearchConfigInput, searchConfigSchema } from "./config.ts";
 import { createEmbedders } from "./embedding/factory.ts";
@@ -48,8 +48,8 @@ export interface SearchDeps {
   logger?: Logger;
   /** Clock for key validity (tests). */
   now?: () => number;
-  /** A Redis client for the per-key limiter (not closed by the app); else one from config.redisUrl. */
-  redis?: Redis;
+  /** A Redis client for the per-key limiter (not closed by the app); else one from config.redis(Url). */
+  redis?: RedisClient;
 }
 
 export async function buildApp(input: SearchConfigInput | SearchConfig, deps: SearchDeps): Promise<FastifyInstance> {
@@ -97,11 +97,12 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     minCandidates: config.search.minCandidates,
   });
   const ingester = new Ingester({ kbs, store, embedders, metrics, logger });
-  const ownsRedis = deps.redis === undefined && config.redisUrl !== undefined;
+  const target = redisTarget(config.redisUrl, config.redis);
+  const ownsRedis = deps.redis === undefined && target !== undefined;
   const redis =
     deps.redis ??
-    (config.redisUrl
-      ? createRedis(config.redisUrl, logger, Math.max(5_000, config.limiter.redisTimeoutMs + 1_000))
+    (target
+      ? createRedisClient(target, logger, { commandTimeoutMs: Math.max(5_000, config.limiter.redisTimeoutMs + 1_000) })
       : undefined);
   // Per key, exact across replicas: the gateway's sliding-log limiter on the same Redis.
   const limiter = new WindowLimiter({

@@ -2,6 +2,7 @@
 // parse (loadConfig from @capstan/shared) that names every bad field.
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
 import { egressAllowList } from "@capstan/shared/egress";
+import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 import { isValidCidr } from "./auth/client-ip.ts";
 
@@ -27,6 +28,8 @@ export const searchConfigSchema = z.object({
     .string()
     .regex(/^rediss?:\/\//)
     .optional(),
+  /** The Redis topology: standalone (redisUrl), Sentinel or Cluster, and the password. */
+  redis: redisTopologySchema,
   limiter: z
     .object({
       windowMs: z.int().min(1000).max(3_600_000).default(60_000),
@@ -149,6 +152,7 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_KEY_VERIFIER: "keyVerifier",
   CAPSTAN_TRUSTED_PROXIES: { path: "trustedProxies", parse: envParsers.list },
   REDIS_URL: "redisUrl",
+  ...redisEnvMap,
   CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",
   CAPSTAN_LIMITER_REDIS_TIMEOUT_MS: { path: "limiter.redisTimeoutMs", parse: envParsers.int },
   CAPSTAN_DATA_DIR: "dataDir",
