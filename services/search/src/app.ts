@@ -33,6 +33,8 @@ import { searchRoutes } from "./routes/search.ts";
 import { searchSchemas } from "./routes/search-schemas.ts";
 import { SearchEngine } from "./search-engine.ts";
 import { createStore } from "./store/factory.ts";
+import { QdrantStore } from "./store/qdrant.ts";
+import { exportClusterState } from "./store/qdrant-cluster.ts";
 import { StoreError, type VectorStore } from "./store/types.ts";
 
 export interface SearchDeps {
@@ -129,7 +131,11 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     internal: true,
     notReady: () =>
       deps.view.hasSynced("SearchKey", "KnowledgeBase") ? undefined : "resource view has not synced yet",
+    // A Qdrant cluster's shards and their replicas' states (not a readiness condition: with two
+    // copies of each shard a lost peer leaves search answering).
+    readyDetails: () => (store instanceof QdrantStore ? { qdrant: store.cluster.last } : {}),
   });
+  if (store instanceof QdrantStore) exportClusterState(store.cluster, metrics);
 
   const internal = internalApp(app);
   installErrors(app, metrics);

@@ -42,7 +42,16 @@ export const searchConfigSchema = z.object({
   dataDir: z.string().optional(),
   qdrant: z
     .object({
-      url: z.string().url().optional(),
+      /**
+       * The Qdrant to use; a comma-separated list of the peers of a Qdrant cluster lets search go
+       * on to the next peer when one does not answer (behind one Service, one URL is enough).
+       */
+      url: z
+        .string()
+        .refine((v) => v.split(",").every((u) => URL.canParse(u.trim())), {
+          message: "must be a URL (or a comma-separated list of URLs)",
+        })
+        .optional(),
       /** Sent as header api-key; never logged. apiKeyFile (a mounted Secret) is read at start. */
       apiKey: z.string().optional(),
       apiKeyFile: z.string().min(1).optional(),
@@ -57,12 +66,25 @@ export const searchConfigSchema = z.object({
         .object({ m: z.int().min(4).default(16), efConstruct: z.int().min(8).default(128) })
         .default({ m: 16, efConstruct: 128 }),
       searchEf: z.int().min(8).default(128),
+      /**
+       * How new collections are laid out on a Qdrant cluster (store/qdrant-cluster.ts). Absent:
+       * from the peers the server reports (one: Qdrant's defaults; n: n shards up to 12,
+       * replication 2, write consistency 1, so one lost peer loses neither reads nor writes).
+       */
+      collection: z
+        .object({
+          shardNumber: z.int().min(1).max(1024).optional(),
+          replicationFactor: z.int().min(1).max(16).optional(),
+          writeConsistencyFactor: z.int().min(1).max(16).optional(),
+        })
+        .default({}),
     })
     .default({
       collectionPrefix: "capstan_chunks",
       timeoutMs: 10_000,
       hnsw: { m: 16, efConstruct: 128 },
       searchEf: 128,
+      collection: {},
     }),
   embedding: z
     .object({
@@ -162,6 +184,9 @@ export const searchEnvMap: EnvMap = {
   QDRANT_CA_FILE: "qdrant.caFile",
   QDRANT_TIMEOUT_MS: { path: "qdrant.timeoutMs", parse: envParsers.int },
   CAPSTAN_QDRANT_COLLECTION_PREFIX: "qdrant.collectionPrefix",
+  CAPSTAN_QDRANT_SHARD_NUMBER: { path: "qdrant.collection.shardNumber", parse: envParsers.int },
+  CAPSTAN_QDRANT_REPLICATION_FACTOR: { path: "qdrant.collection.replicationFactor", parse: envParsers.int },
+  CAPSTAN_QDRANT_WRITE_CONSISTENCY_FACTOR: { path: "qdrant.collection.writeConsistencyFactor", parse: envParsers.int },
   CAPSTAN_EMBEDDING_MODEL_DIR: "embedding.modelDir",
   CAPSTAN_EMBEDDING_THREADS: { path: "embedding.threads", parse: envParsers.int },
   CAPSTAN_EMBEDDING_QUERY_THREADS: { path: "embedding.queryThreads", parse: envParsers.int },
