@@ -78,6 +78,8 @@ export const searchConfigSchema = z.object({
           writeConsistencyFactor: z.int().min(1).max(16).optional(),
         })
         .default({}),
+      /** How often the shards' state on a Qdrant cluster is read for /readyz and the gauges. */
+      statusIntervalMs: z.int().min(1000).max(3_600_000).default(15_000),
     })
     .default({
       collectionPrefix: "capstan_chunks",
@@ -85,6 +87,7 @@ export const searchConfigSchema = z.object({
       hnsw: { m: 16, efConstruct: 128 },
       searchEf: 128,
       collection: {},
+      statusIntervalMs: 15_000,
     }),
   embedding: z
     .object({
@@ -184,6 +187,7 @@ export const searchEnvMap: EnvMap = {
   QDRANT_CA_FILE: "qdrant.caFile",
   QDRANT_TIMEOUT_MS: { path: "qdrant.timeoutMs", parse: envParsers.int },
   CAPSTAN_QDRANT_COLLECTION_PREFIX: "qdrant.collectionPrefix",
+  CAPSTAN_QDRANT_STATUS_INTERVAL_MS: { path: "qdrant.statusIntervalMs", parse: envParsers.int },
   CAPSTAN_QDRANT_SHARD_NUMBER: { path: "qdrant.collection.shardNumber", parse: envParsers.int },
   CAPSTAN_QDRANT_REPLICATION_FACTOR: { path: "qdrant.collection.replicationFactor", parse: envParsers.int },
   CAPSTAN_QDRANT_WRITE_CONSISTENCY_FACTOR: { path: "qdrant.collection.writeConsistencyFactor", parse: envParsers.int },

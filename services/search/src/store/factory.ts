@@ -35,7 +35,7 @@ export async function createStore(config: SearchConfig, logger: Logger, metrics?
       hnsw: q.hnsw,
       searchEf: q.searchEf,
       collection: q.collection,
-      clusterStatusMs: 15_000,
+      clusterStatusMs: q.statusIntervalMs,
       ...(metrics ? { metrics: metrics.outbound } : {}),
     });
   }
