@@ -12,7 +12,7 @@ import { generateKey, hashKey } from "@capstan/shared";
 import { Redis } from "ioredis";
 import { Pool } from "undici";
 import { startRedis } from "../../test/ground/redis.ts";
-import { expectCount, sized, workChecked } from "../work.ts";
+import { expectCount, expectWork, sized, workChecked } from "../work.ts";
 import { CHAT_BODY, cleanup, startGatewayProcess } from "./harness.ts";
 
 const total = Number(process.env.BENCH_REQUESTS ?? sized(5000, 100));
@@ -111,6 +111,22 @@ ${kept.yaml}`,
       `  Redis CPU per request: ${cpuUs.toFixed(1)} µs -> one Redis core: ~${Math.round(1e6 / cpuUs)} requests/s`,
     );
   }
+  // Memory per admitted request (the sliding log) and per stored exchange (the history stream).
+  const memory: Array<[string, string, (k: string) => Promise<number>]> = [
+    ["sliding-log entry", "capstan:rl:bench/kept", (k) => redis.zcard(k)],
+    ["history exchange", "capstan:history:bench/kept", (k) => redis.xlen(k)],
+  ];
+  for (const [what, key, count] of memory) {
+    const bytes = Number(await redis.memory("USAGE", key, "SAMPLES", "0"));
+    const n = await count(key);
+    expectWork(n > 0, `${key} holds entries`);
+    console.log(`  memory per ${what}: ${(bytes / n).toFixed(0)} bytes (${n} in ${key})`);
+  }
+  // Each kept exchange also leaves a write marker (idempotent appends) for an hour.
+  const [, markers] = await redis.scan("0", "MATCH", "{capstan:history:bench/kept}:written:*", "COUNT", 1000);
+  expectWork(markers.length > 0, "history write markers exist");
+  const markerBytes = Number(await redis.memory("USAGE", markers[0] as string, "SAMPLES", "0"));
+  console.log(`  memory per history write marker (kept 1 h): ${markerBytes} bytes`);
   await pool.close();
   workChecked(`${total} requests per channel, every one answered 200 and counted in Redis`);
 } finally {
