@@ -32,10 +32,9 @@ import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { tryRoutes } from "./routes/try.ts";
 import { usageRoutes } from "./routes/usage.ts";
-import { SessionStore } from "./sessions.ts";
+import { sessionStore } from "./session-store.ts";
 import { clusterSignIn, localSignIn } from "./sign-in.ts";
 import { usageSource } from "./usage-source.ts";
-import type { ConsoleApi } from "./user-api.ts";
 
 export interface ConsoleDeps {
   /**
@@ -64,14 +63,10 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     internal: true,
   });
-  const sessions = new SessionStore<ConsoleApi>({
-    idleMs: config.idleTimeoutSeconds * 1000,
-    maxMs: config.maxSessionSeconds * 1000,
-  });
-  app.addHook("onClose", async () => sessions.close());
   const local = standaloneOf(config);
   if (!local && !deps.cluster) throw new Error("the console needs a cluster (KUBECONFIG) or standalone mode");
   const signIn = local ? localSignIn(local, local.adminTokenFile) : clusterSignIn(deps.cluster as KubeConfig);
+  const sessions = sessionStore(config, deps, app);
   const ctx: ConsoleContext = { config, sessions, signIn };
 
   await app.register(fastifyCookie);

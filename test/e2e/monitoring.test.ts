@@ -69,10 +69,9 @@ let searchKeyValue: string | undefined;
 /** When the Redis test brought Redis back, for the last test (the limiter's recovery window). */
 let limiterRecovery: { repair: number; firedAfter: number } | undefined;
 
-/** The chart's values for this file: the platform's, plus monitoring, the console and dev Qdrant. */
+/** The chart's values for this file: the platform's (the console included), plus monitoring and dev Qdrant. */
 function monitoredValues(): string[] {
   const [qRepo, qTag] = repoAndTag(images.qdrant as string);
-  const [cRepo, cTag] = repoAndTag(images.console as string);
   const labelKey = Object.keys(SELECTOR)[0] as string;
   return installValues(images, [
     "monitoring.serviceMonitor.enabled=true",
@@ -86,10 +85,6 @@ function monitoredValues(): string[] {
     // Scraping is allowed to this Prometheus only (its namespace and the operator's pod label).
     `networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=${MONITORING_NS}`,
     "networkPolicy.metricsFrom[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus",
-    "console.enabled=true",
-    `console.image.repository=${cRepo}`,
-    `console.image.tag=${cTag}`,
-    "console.image.pullPolicy=Never",
     "qdrant.deploy.enabled=true",
     `qdrant.deploy.image.repository=${qRepo}`,
     `qdrant.deploy.image.tag=${qTag}`,
@@ -187,7 +182,7 @@ describe("monitoring through the chart's own objects", () => {
       "capstan-operator": 1,
       "capstan-gateway": 2,
       "capstan-search": 1,
-      "capstan-console": 1,
+      "capstan-console": 2,
       "capstan-scraper": 2,
       "capstan-scraper-render": 2,
     };

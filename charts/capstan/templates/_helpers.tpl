@@ -277,3 +277,42 @@ common characters: %, space, comma, equals sign). */}}
 app.kubernetes.io/name: {{ include "capstan.name" . }}-console
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+{{/*
+The data plane's Redis as the services read it (services/shared/src/redis/topology.ts): REDIS_URL
+(standalone) or REDIS_MODE with the addresses, and the passwords from their Secrets. The console
+keeps its sessions there; the operator gives the gateway and search the same variables.
+*/}}
+{{- define "capstan.redisEnv" -}}
+{{- $r := .Values.redis -}}
+{{- if $r.passwordSecret.name }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $r.passwordSecret.name | quote }}, key: {{ $r.passwordSecret.key | quote }}}
+{{- end }}
+{{- if eq $r.mode "standalone" }}
+- name: REDIS_URL
+  value: {{ include "capstan.redisUrl" . | quote }}
+{{- else }}
+- name: REDIS_MODE
+  value: {{ $r.mode | quote }}
+{{- if eq $r.mode "sentinel" }}
+- name: REDIS_SENTINELS
+  value: {{ join "," $r.sentinel.addresses | quote }}
+- name: REDIS_SENTINEL_MASTER
+  value: {{ $r.sentinel.masterName | quote }}
+{{- if $r.sentinel.passwordSecret.name }}
+- name: REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $r.sentinel.passwordSecret.name | quote }}, key: {{ $r.sentinel.passwordSecret.key | quote }}}
+{{- end }}
+{{- else }}
+- name: REDIS_CLUSTER_NODES
+  value: {{ join "," $r.cluster.nodes | quote }}
+{{- end }}
+{{- if $r.tls }}
+- name: REDIS_TLS
+  value: "true"
+{{- end }}
+{{- end }}
+{{- end -}}

@@ -8,7 +8,7 @@ import type { UsageSource } from "../usage.ts";
 
 export function usageRoutes(app: FastifyInstance, ctx: ConsoleContext, usage: UsageSource | undefined): void {
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/usage", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     if (!usage) {
       throw errors.notConfigured(

@@ -106,7 +106,7 @@ export function ingressDispatcher(ca: string): Agent {
 /** The values a local install uses: locally built images (never pulled), dev Redis, ingress with TLS. */
 export function installValues(images: Record<string, string>, extra: string[] = []): string[] {
   const set: string[] = [];
-  for (const name of ["operator", "gateway", "search", "scraper"]) {
+  for (const name of ["operator", "gateway", "search", "scraper", "console"]) {
     const ref = images[name];
     if (!ref) throw new Error(`no ${name} image in tags.env`);
     const [repo, tag] = repoAndTag(ref);
