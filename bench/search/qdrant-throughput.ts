@@ -4,8 +4,9 @@
 // knowledgeId, HNSW per tenant: m 0, payload_m 16, ef_construct 128; queries hnsw_ef 128, top 10,
 // filtered on the tenant). Closed loops of 1, 4 and 16 concurrent queries for a few seconds each:
 // queries/s, p50/p99, and the servers' CPU (user + sys from /proc) per query.
-// Vectors: clustered synthetic 384-dimension unit vectors (no model run), so the figures are the
-// store's alone; recall@10 against brute force on 20 queries proves the index answers.
+// Vectors: synthetic 384-dimension unit vectors in groups of 10 around random centres (no model
+// run), so the figures are the store's alone; recall@10 against brute force on 20 queries proves
+// the index answers.
 // Run: node bench/search/qdrant-throughput.ts [--chunks 100000] [--setups single,cluster]
 //   knobs: SECONDS=8 (per concurrency level) LEVELS=1,4,16 INDEX_TIMEOUT_S=1200
 //   --smoke: 2,000 chunks, 1 s per level (bench/work.ts)
@@ -27,35 +28,51 @@ const INDEX_TIMEOUT_S = Number(process.env.INDEX_TIMEOUT_S ?? 1200);
 const DIMS = 384;
 const NAME = "bench_throughput";
 
-/** Deterministic clustered unit vectors: 200 random centroids, each point one of them plus noise. */
-function vectors(n: number, seed: number): number[][] {
-  let s = seed;
-  const rnd = () => {
-    s = (s * 1103515245 + 12345) % 2147483648;
-    return s / 2147483648 - 0.5;
+/** A seeded uniform generator in [-0.5, 0.5). */
+function generator(seed: number): () => number {
+  let s = seed % 2147483647 || 1;
+  return () => {
+    s = (s * 16807) % 2147483647;
+    return s / 2147483647 - 0.5;
   };
-  const centroids = Array.from({ length: 200 }, () => Array.from({ length: DIMS }, rnd));
-  return Array.from({ length: n }, (_, i) => {
-    const c = centroids[i % centroids.length] as number[];
-    const v = c.map((x) => x + rnd() * 0.3);
-    const norm = Math.hypot(...v);
-    return v.map((x) => x / norm);
-  });
+}
+
+const unit = (v: number[]) => {
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+};
+
+/** The centre of group g: points come in groups of 10 around one centre, as passages of a topic. */
+const centre = (g: number) => {
+  const rnd = generator(g + 1);
+  return Array.from({ length: DIMS }, rnd);
+};
+
+/** Deterministic clustered unit vectors: point i is its group's centre plus a little noise. */
+function vectors(n: number, seed: number, groupOf: (i: number) => number): number[][] {
+  const noise = generator(seed);
+  return Array.from({ length: n }, (_, i) => unit(centre(groupOf(i)).map((x) => x + noise() * 0.1)));
 }
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${url}/${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(120_000),
-  });
+  const send = () =>
+    fetch(`${url}/${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(120_000),
+    });
+  // Every call here is idempotent: one more attempt when a kept-alive socket the server had just
+  // closed was reused (undici reports EPIPE or "other side closed").
+  const res = await send().catch(() => send());
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
   return (JSON.parse(text) as { result: unknown }).result;
 }
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))] ?? 0;
+
+const points = vectors(CHUNKS, 7, (i) => Math.floor(i / 10));
 
 async function measure(setup: string, url: string, servers: QdrantServer[], params: Record<string, number>) {
   await api(url, "PUT", `collections/${NAME}`, {
@@ -67,7 +84,6 @@ async function measure(setup: string, url: string, servers: QdrantServer[], para
     field_name: "knowledgeId",
     field_schema: { type: "keyword", is_tenant: true },
   });
-  const points = vectors(CHUNKS, 7);
   const t0 = Date.now();
   for (let i = 0; i < CHUNKS; i += 1000) {
     const batch = points
@@ -89,7 +105,8 @@ async function measure(setup: string, url: string, servers: QdrantServer[], para
   console.log(
     `${setup}: ${CHUNKS} chunks stored in ${ingestS.toFixed(1)} s, indexed after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
   );
-  const queries = vectors(200, 99);
+  // Queries near a group of the data (a question about a topic the knowledge base holds).
+  const queries = vectors(200, 99, (q) => (q * 7919) % Math.floor(CHUNKS / 10));
   const query = (v: number[], limit = 10) =>
     api(url, "POST", `collections/${NAME}/points/query`, {
       query: v,
