@@ -100,6 +100,7 @@ describe.each(grounds)("Redis %s failover under load", (topology, start) => {
       qpm: QPM,
       overshoot: Math.max(0, admitted - QPM),
       breakerOpenMs: fallbackMs,
+      slowestMs: Math.max(...samples.map((x) => x.end - x.start)),
     };
     console.log(`[redis failover] ${JSON.stringify(figures)}`);
     expect(samples.length).toBeGreaterThan(200);

@@ -16,6 +16,7 @@ import {
   startRedisSentinel,
 } from "../ground/redis-topologies.ts";
 import { post, quietLogger } from "./helpers.ts";
+import { startGatewayProcess } from "./process.ts";
 
 const PASSWORD = `pw-${Math.random().toString(36).slice(2)}-secret`;
 const extractive = { name: "offline", spec: { description: "no provider, no knowledge" } };
@@ -32,6 +33,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled([cluster?.stop(), sentinel?.stop()]);
 });
+
+/** The variables the operator renders for each topology (password from a Secret). */
+const envOf: Record<string, () => Record<string, string>> = {
+  cluster: () => ({ REDIS_MODE: "cluster", REDIS_CLUSTER_NODES: cluster.nodes.join(","), REDIS_PASSWORD: PASSWORD }),
+  sentinel: () => ({
+    REDIS_MODE: "sentinel",
+    REDIS_SENTINELS: sentinel.sentinels.join(","),
+    REDIS_SENTINEL_MASTER: sentinel.masterName,
+    REDIS_PASSWORD: PASSWORD,
+  }),
+};
 
 const topologies: Array<[string, () => RedisTopology]> = [
   ["cluster", () => redisTopologySchema.parse({ mode: "cluster", nodes: cluster.nodes, password: PASSWORD })],
@@ -107,6 +119,27 @@ describe.each(topologies)("Redis %s", (mode, topology) => {
       expect(logs).toContain(mode === "cluster" ? "cluster via 127.0.0.1:" : "sentinel master");
       expect(logs).not.toContain(PASSWORD);
       expect(logs).not.toContain("CROSSSLOT");
+    }
+  });
+
+  it("the gateway process takes the topology from its environment, and never prints the password", async () => {
+    const gw = await startGatewayProcess({ ...(envOf[mode]?.() ?? {}), LOG_LEVEL: "info" }, `env-${mode}`, 2);
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await post(gw.url, gw.key);
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+      const ready = (await (await fetch(`${gw.internalUrl}/readyz`)).json()) as {
+        conditions: Array<{ type: string; status: string }>;
+      };
+      expect(ready.conditions.find((c) => c.type === "LimiterShared")?.status).toBe("True");
+      expect(gw.proc.output()).toContain(mode === "cluster" ? "cluster via 127.0.0.1:" : "sentinel master");
+      expect(gw.proc.output()).not.toContain(PASSWORD);
+    } finally {
+      await gw.stop();
     }
   });
 
