@@ -3,7 +3,7 @@
 // controller, wired with For/Owns/Watches event sources, and leader election deciding which
 // instance runs the controllers. Caches run on every instance so a standby takes over warm.
 import { createLogger, createRegistry, type Logger, outboundMetrics, type Registry } from "@capstan/shared";
-import { knowledgeIdOf } from "@capstan/shared/api";
+import { agentUpstreams, knowledgeIdOf } from "@capstan/shared/api";
 import type { KubeConfig } from "@capstan/shared/kube";
 import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
@@ -199,7 +199,9 @@ export class Operator {
       (o.spec.knowledge?.knowledgeIds ?? []).map((id) => kbIndexKey(o.metadata.namespace, id)),
     );
     i.agents.addIndex("secret", (o) =>
-      o.spec.provider?.apiKeySecretRef ? [nsName(o.metadata.namespace, o.spec.provider.apiKeySecretRef.name)] : [],
+      agentUpstreams(o.spec).flatMap((u) =>
+        u.apiKeySecretRef ? [nsName(o.metadata.namespace, u.apiKeySecretRef.name)] : [],
+      ),
     );
     i.knowledgeBases.addIndex(KB_BY_ID, (o) => [kbIndexKey(o.metadata.namespace, knowledgeIdOf(o))]);
     i.scrapers.addIndex("secret", (o) => scraperSecretRefs(o).map((r) => nsName(o.metadata.namespace, r.name)));

@@ -1,5 +1,5 @@
-// Agent: validates the provider key reference and the knowledge references; Ready when usable.
-import type { Agent } from "@capstan/shared/api";
+// Agent: validates every upstream's key reference and the knowledge references; Ready when usable.
+import { type Agent, agentUpstreams } from "@capstan/shared/api";
 import { type KubeObject, SECRET } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
@@ -27,12 +27,27 @@ export async function secretKeyCheck(
   return { ok: true };
 }
 
+/** Every upstream's key Secret checked; the first missing one is the answer (undefined: no keys). */
+async function upstreamKeysCheck(
+  ctx: OperatorContext,
+  namespace: string,
+  agent: Agent,
+): Promise<SecretCheck | undefined> {
+  let out: SecretCheck | undefined;
+  for (const u of agentUpstreams(agent.spec)) {
+    if (!u.apiKeySecretRef) continue;
+    const check = await secretKeyCheck(ctx, namespace, u.apiKeySecretRef);
+    if (!check.ok) return agent.spec.upstreams ? { ...check, message: `upstream ${u.name}: ${check.message}` } : check;
+    out = check;
+  }
+  return out;
+}
+
 export function agentReconciler(ctx: OperatorContext): Reconcile {
   return async ({ namespace, name }) => {
     const agent = ctx.informers.agents.get(namespace, name) as (Agent & KubeObject) | undefined;
     if (!agent || agent.metadata.deletionTimestamp) return undefined;
-    const ref = agent.spec.provider?.apiKeySecretRef;
-    const providerKey = ref ? await secretKeyCheck(ctx, namespace, ref) : undefined;
+    const providerKey = await upstreamKeysCheck(ctx, namespace, agent);
     const out = agentStatus({
       agent,
       providerKey,

@@ -1,12 +1,12 @@
 // Pure status of an Agent: which mode it answers in, whether its provider key and knowledge bases
 // exist, and Ready when it can answer.
-import type { Agent, AgentStatus } from "@capstan/shared/api";
+import { type Agent, type AgentStatus, agentUpstreams } from "@capstan/shared/api";
 import { type ConditionInput, compact, setConditions } from "../controller/conditions.ts";
 
 export type SecretCheck = { ok: true } | { ok: false; reason: string; message: string };
 
 export function agentMode(agent: Agent): "llm" | "rag" | "extractive" {
-  if (!agent.spec.provider) return "extractive";
+  if (!agent.spec.provider && !agent.spec.upstreams) return "extractive";
   return agent.spec.knowledge ? "rag" : "llm";
 }
 
@@ -18,7 +18,8 @@ export function agentStatus(f: {
 }): { status: AgentStatus; ready: boolean } {
   const { agent } = f;
   const mode = agentMode(agent);
-  const provider = agent.spec.provider;
+  const upstreams = agentUpstreams(agent.spec);
+  const provider = upstreams[0];
   const providerCondition: ConditionInput = !provider
     ? {
         type: "ProviderReady",
@@ -32,7 +33,10 @@ export function agentStatus(f: {
           type: "ProviderReady",
           status: "True",
           reason: "ProviderConfigured",
-          message: `${provider.model} at ${provider.baseURL}${provider.apiKeySecretRef ? "" : " (no API key)"}`,
+          message:
+            upstreams.length > 1
+              ? `${upstreams.length} upstreams: ${upstreams.map((u) => `${u.name} (${u.kind} ${u.model})`).join(", ")}`
+              : `${provider.model} at ${provider.baseURL}${provider.apiKeySecretRef ? "" : " (no API key)"}`,
         };
   const ids = agent.spec.knowledge?.knowledgeIds ?? [];
   const missing = f.missingKnowledgeIds;

@@ -20,6 +20,7 @@ import type { Redis } from "ioredis";
 import { ExtractiveAgent } from "./agents/extractive-agent.ts";
 import { LlmAgent } from "./agents/llm-agent.ts";
 import { type Retriever, SearchServiceClient } from "./agents/retrieval.ts";
+import { UpstreamRouter } from "./agents/router.ts";
 import { loadTokenizer } from "./agents/tokens.ts";
 import { type AgentMode, type ChatAgent, modeOf } from "./agents/types.ts";
 import { UpstreamClient } from "./agents/upstream.ts";
@@ -34,6 +35,7 @@ import { QpmLimiter } from "./limiter/limiter.ts";
 import { gatewayMetrics } from "./metrics.ts";
 import { RedisBreaker } from "./redis/breaker.ts";
 import { apiV1 } from "./routes/api-v1.ts";
+import { internalRoutes } from "./routes/internal.ts";
 import { ChainSecretResolver, EnvSecretResolver, FileSecretResolver, type SecretResolver } from "./secrets.ts";
 
 export interface GatewayDeps {
@@ -114,9 +116,10 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     metrics,
     onBlocked: (target, reason) => logger.warn({ target, reason }, "egress policy refused a provider address"),
   });
+  const router = new UpstreamRouter({ upstream, secrets, metrics });
   const agents: Record<AgentMode, ChatAgent> = {
-    llm: new LlmAgent("llm", { upstream, retriever, secrets }),
-    rag: new LlmAgent("rag", { upstream, retriever, secrets }),
+    llm: new LlmAgent("llm", { router, retriever }),
+    rag: new LlmAgent("rag", { router, retriever }),
     extractive: new ExtractiveAgent(retriever),
   };
   const channels = new ChannelDirectory(deps.view, config.keyVerifier);
@@ -193,6 +196,8 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     now: deps.now ?? Date.now,
     agentFor: (agent) => agents[modeOf(agent)],
   });
+
+  internalApp(app).register(internalRoutes, { prefix: "/internal/v1", router });
 
   // Runs after the server has closed and every request has ended (Fastify closes the server in
   // the onClose hook it adds last, and runs onClose hooks last-added first).

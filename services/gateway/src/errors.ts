@@ -100,6 +100,13 @@ export const ERRORS = defineErrors({
     message: "The model provider is rate limiting requests: {detail}",
     retry: true,
   },
+  upstreams_unavailable: {
+    status: 503,
+    type: "server_error",
+    message:
+      "Every upstream of this agent is failing and its circuit breaker is open; the next trial call is within {seconds}s.",
+    retry: true,
+  },
   upstream_bad_request: { status: 400, type: "invalid_request_error", message: "{detail}", retry: false },
   upstream_error: { status: 502, type: "server_error", message: "The model provider failed: {detail}", retry: true },
   upstream_refused: {

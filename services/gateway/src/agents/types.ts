@@ -66,8 +66,8 @@ export interface ChatAgent {
   stream(ctx: AgentContext): AsyncIterable<StreamPiece>;
 }
 
-/** Which agent runs for an Agent resource: no provider → extractive; a provider with knowledge → rag. */
+/** Which agent runs for an Agent resource: no provider nor upstreams → extractive; with knowledge → rag. */
 export function modeOf(agent: Agent): AgentMode {
-  if (!agent.spec.provider) return "extractive";
+  if (!agent.spec.provider && !agent.spec.upstreams) return "extractive";
   return agent.spec.knowledge ? "rag" : "llm";
 }
