@@ -159,7 +159,7 @@ describe("the chart's reference policy (ValidatingAdmissionPolicy)", () => {
             { kind: "anthropic", baseURL: "https://llm2.example/v1", model: "c", apiKeySecretRef: ref("db-password") },
           ],
         }),
-        "spec.upstreams[].apiKeySecretRef",
+        "spec.upstreams[1].apiKeySecretRef",
       ],
       [
         res("Scraper", "r3", {
