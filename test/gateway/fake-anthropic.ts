@@ -77,12 +77,12 @@ export async function startFakeAnthropic(opts: { apiKey: string }): Promise<Fake
   const calls: AnthropicCall[] = [];
   let n = 0;
 
-  function fail(res: ServerResponse, status: number, message: string): void {
+  function fail(res: ServerResponse, status: number, message: string): undefined {
     res.writeHead(status, { "content-type": "application/json", ...(status === 429 ? { "retry-after": "0" } : {}) });
     res.end(JSON.stringify({ type: "error", error: { type: ERROR_TYPES[status] ?? "api_error", message } }));
   }
 
-  function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
+  function handle(req: IncomingMessage, res: ServerResponse, raw: string): undefined {
     if (req.method !== "POST" || req.url !== "/v1/messages") return fail(res, 404, "Not found");
     if (req.headers["x-api-key"] !== opts.apiKey) return fail(res, 401, "invalid x-api-key");
     if (!req.headers["anthropic-version"]) return fail(res, 400, "anthropic-version: header is required");
