@@ -32,6 +32,8 @@ import { Drain } from "./http/drain.ts";
 import { installErrorHandling } from "./http/error-handler.ts";
 import { gatewaySchemas } from "./http/schemas.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
+import { TokenAccounts } from "./limiter/token-limiter.ts";
+import { UsageReader } from "./limiter/usage-reader.ts";
 import { gatewayMetrics } from "./metrics.ts";
 import { RedisBreaker } from "./redis/breaker.ts";
 import { apiV1 } from "./routes/api-v1.ts";
@@ -79,6 +81,16 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     policy: config.limiter.redisDownPolicy,
     replicas: config.limiter.replicas,
     startWaitMs: config.limiter.redisTimeoutMs,
+    metrics,
+    logger,
+  });
+  const tokens = new TokenAccounts({
+    redis: redis && breaker ? { client: redis, breaker } : undefined,
+    windowMs: config.limiter.windowMs,
+    policy: config.limiter.redisDownPolicy,
+    replicas: config.limiter.replicas,
+    keyPrefix: config.usage.keyPrefix,
+    usageRetentionHours: config.usage.retentionHours,
     metrics,
     logger,
   });
@@ -189,6 +201,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     prefix: "/api/v1",
     channels,
     limiter,
+    tokens,
     history,
     breaker,
     drain,
@@ -197,7 +210,12 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     agentFor: (agent) => agents[modeOf(agent)],
   });
 
-  internalApp(app).register(internalRoutes, { prefix: "/internal/v1", router });
+  internalApp(app).register(internalRoutes, {
+    prefix: "/internal/v1",
+    router,
+    view: deps.view,
+    usage: redis && breaker ? new UsageReader({ redis, breaker, keyPrefix: config.usage.keyPrefix }) : undefined,
+  });
 
   // Runs after the server has closed and every request has ended (Fastify closes the server in
   // the onClose hook it adds last, and runs onClose hooks last-added first).

@@ -122,6 +122,18 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       help: "Exchanges dropped because the history buffer was full (the oldest go first)",
       registers,
     }),
+    tokenRejections: new Counter({
+      name: "capstan_gateway_token_rejections_total",
+      help: "Requests refused by a channel's token limits, by channel and reason (tpm, budget)",
+      labelNames: ["channel", "reason"] as const,
+      registers,
+    }),
+    usageWrites: new Counter({
+      name: "capstan_gateway_usage_writes_total",
+      help: "Token accounting writes to Redis at the end of requests (ok, dropped: Redis could not take it)",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
     // Several upstreams per Agent (agents/router.ts): the agent label is bounded like the channel's.
     agentLabel: new BoundedLabel(opts.channelLabelLimit ?? CHANNEL_LABEL_LIMIT),
     upstreamCircuit: new Gauge({

@@ -81,6 +81,7 @@ export class LlmAgent implements ChatAgent {
   async complete(ctx: AgentContext): Promise<Completion> {
     const { call, citations, citeMode } = await this.prepare(ctx, false);
     const res = await this.deps.router.call(call);
+    ctx.served = { upstream: res.upstream.name, model: res.upstream.target.model };
     const json = res.json ?? {};
     const rawChoices = Array.isArray(json.choices) ? (json.choices as Record<string, unknown>[]) : [];
     if (rawChoices.length === 0) throw new GatewayError("upstream_error", { detail: "the response has no choices" });
@@ -107,6 +108,7 @@ export class LlmAgent implements ChatAgent {
   async *stream(ctx: AgentContext): AsyncGenerator<StreamPiece> {
     const { call, citations, citeMode } = await this.prepare(ctx, true);
     const res = await this.deps.router.call(call);
+    ctx.served = { upstream: res.upstream.name, model: res.upstream.target.model };
     if (citeMode === "field") yield { kind: "citations", citations };
     let usage: Usage | undefined;
     let text = "";

@@ -58,6 +58,8 @@ export interface AgentContext {
   agent: Agent;
   /** Aborted when the client goes away or the request ends. */
   signal: AbortSignal;
+  /** Set by the agent: the upstream that answered and its model (usage accounting). */
+  served?: { upstream: string; model: string };
 }
 
 export interface ChatAgent {

@@ -138,6 +138,26 @@ export const agentSpec = z
           "falls to the next; a stream that has sent bytes is never switched. Instead of provider",
       ),
     routing: agentRouting.optional(),
+    prices: z
+      .array(
+        z.object({
+          model: z
+            .string()
+            .min(1)
+            .max(256)
+            .describe("an upstream model name, as in provider.model / upstreams[].model"),
+          promptPerMillion: z.number().min(0).max(1e6).describe("price of one million prompt tokens"),
+          completionPerMillion: z.number().min(0).max(1e6).describe("price of one million completion tokens"),
+          currency: z
+            .string()
+            .regex(/^[A-Z]{3}$/)
+            .default("USD")
+            .describe("ISO 4217 code, for display"),
+        }),
+      )
+      .max(32)
+      .optional()
+      .describe("prices per model: the gateway's usage API and the console show a cost beside the tokens"),
     systemPrompt: z.string().max(100_000).optional(),
     parameters: agentParameters.optional(),
     knowledge: agentKnowledge.optional(),
