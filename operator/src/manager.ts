@@ -7,10 +7,11 @@ import { agentUpstreams, knowledgeIdOf } from "@capstan/shared/api";
 import type { KubeConfig } from "@capstan/shared/kube";
 import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
-import { searchInternalUrl, watchedNamespaces } from "./config.ts";
+import { gatewayInternalUrl, searchInternalUrl, watchedNamespaces } from "./config.ts";
 import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
 import { operatorMetrics } from "./fleet-metrics.ts";
+import { type GatewayUsage, HttpGatewayUsage } from "./ingest/gateway-usage.ts";
 import { ClientScrape, type Scrape } from "./ingest/scrape.ts";
 import { type SearchDocuments, TokenSearchDocuments } from "./ingest/search-documents.ts";
 import { ObjectClient } from "./kube/client.ts";
@@ -43,6 +44,7 @@ export interface OperatorDeps {
   logger?: Logger;
   search?: SearchDocuments;
   scrape?: Scrape;
+  gatewayUsage?: GatewayUsage;
   now?: () => Date;
   /** Called when leadership is lost (the process should exit so it restarts clean). */
   onLostLeadership?: () => void;
@@ -137,6 +139,7 @@ export class Operator {
       now: deps.now ?? (() => new Date()),
       search,
       scrape: deps.scrape ?? new ClientScrape(outbound),
+      gatewayUsage: deps.gatewayUsage ?? new HttpGatewayUsage(() => gatewayInternalUrl(config), outbound),
       metrics: operatorMetrics(this.registry, this.informers, deps.now),
     };
     const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };

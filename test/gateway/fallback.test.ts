@@ -5,6 +5,7 @@
 // breakerFailures failed calls (the upstream is then skipped, no request made), lets one trial
 // call through after breakerOpenSeconds and closes when it succeeds, with its state in metrics and
 // on the internal API; weights spread first attempts within 5 % over 1,000 requests.
+import { HttpGatewayUsage } from "@capstan/operator";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "./fake-openai.ts";
@@ -146,6 +147,10 @@ describe("circuit breaker per upstream", () => {
     expect(await metricValue(gw.url, "capstan_gateway_upstream_circuit_state", { ...labels, state: "open" })).toBe(1);
     expect(await internalStates(`${ns}/breaker`)).toContainEqual(
       expect.objectContaining({ upstream: "primary", circuit: "open", model: primary }),
+    );
+    // The operator's client reads the same (it writes it to the Agent's status.upstreams).
+    expect(await new HttpGatewayUsage(() => gw.internalUrl).upstreams(`${ns}/breaker`)).toContainEqual(
+      expect.objectContaining({ upstream: "primary", circuit: "open" }),
     );
     // Open: the primary is not called at all.
     for (let i = 0; i < 5; i++) await ask("breaker");

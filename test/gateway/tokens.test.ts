@@ -3,6 +3,7 @@
 // documented error (429 budget_exhausted, Retry-After to the next period) and its spend on the
 // internal API, and the hourly usage per agent, upstream and model with its cost, read back from
 // Redis by a replica that did not serve the requests.
+import { HttpGatewayUsage } from "@capstan/operator";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "./fake-openai.ts";
 import { addResources, emptyView, type RunningGateway, startGateway, uniqueNamespace } from "./helpers.ts";
@@ -141,6 +142,8 @@ describe("budget", () => {
     const total = sum(answered.map((r) => (r.usage?.prompt_tokens ?? 0) + (r.usage?.completion_tokens ?? 0)));
     expect(spend).toMatchObject({ spent: total, tokens: BUDGET, resetsAt: nextMidnight.toISOString() });
     expect(spend.spent).toBeGreaterThanOrEqual(BUDGET);
+    // What the operator puts in the channel's status: the same reading, through its client.
+    expect(await new HttpGatewayUsage(() => a.internalUrl).budget(`${ns}/budget`)).toEqual(spend);
   });
 });
 

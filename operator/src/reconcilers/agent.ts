@@ -4,6 +4,7 @@ import { type KubeObject, SECRET } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { agentStatus, type SecretCheck } from "../translate/agent.ts";
+import { USAGE_REQUEUE_MS, upstreamsStatus } from "../translate/usage.ts";
 import { AGENT, type OperatorContext } from "./context.ts";
 import { withSecretRetry } from "./key-secret.ts";
 import { missingKnowledgeIds } from "./search-key.ts";
@@ -48,8 +49,10 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
     const agent = ctx.informers.agents.get(namespace, name) as (Agent & KubeObject) | undefined;
     if (!agent || agent.metadata.deletionTimestamp) return undefined;
     const providerKey = await upstreamKeysCheck(ctx, namespace, agent);
+    const breakers = agent.spec.upstreams ? await ctx.gatewayUsage.upstreams(`${namespace}/${name}`) : undefined;
     const out = agentStatus({
       agent,
+      upstreams: upstreamsStatus(agent, breakers),
       providerKey,
       missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, agent.spec.knowledge?.knowledgeIds ?? []),
       now: ctx.now(),
@@ -67,7 +70,8 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
         after.message,
       );
     }
-    const requeueMs = withSecretRetry(undefined, providerKey?.ok === false);
+    // Breakers are followed every USAGE_REQUEUE_MS while the Agent has several upstreams.
+    const requeueMs = withSecretRetry(agent.spec.upstreams ? USAGE_REQUEUE_MS : undefined, providerKey?.ok === false);
     return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }

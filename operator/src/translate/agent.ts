@@ -15,6 +15,8 @@ export function agentStatus(f: {
   providerKey: SecretCheck | undefined;
   missingKnowledgeIds: string[];
   now: Date;
+  /** Each upstream's breaker (translate/usage.ts), for an Agent with spec.upstreams. */
+  upstreams?: AgentStatus["upstreams"];
 }): { status: AgentStatus; ready: boolean } {
   const { agent } = f;
   const mode = agentMode(agent);
@@ -79,7 +81,7 @@ export function agentStatus(f: {
     f.now,
   );
   return {
-    status: compact({ observedGeneration: agent.metadata.generation, conditions, mode }),
+    status: compact({ observedGeneration: agent.metadata.generation, conditions, mode, upstreams: f.upstreams }),
     ready: ready.status === "True",
   };
 }

@@ -53,7 +53,6 @@ export const accessChannelStatus = z.object({
       spent: z.int().min(0).describe("tokens spent in the current period, as the gateway counted them"),
       tokens: z.int().min(1).describe("the period's budget"),
       resetsAt: timestamp.describe("when the next period starts"),
-      observedAt: timestamp.describe("when the spend was read from the gateway"),
     })
     .optional()
     .describe("spend of spec.budget in the current period"),

@@ -171,9 +171,10 @@ export const agentSpec = z
 export const upstreamStatus = z.object({
   name: z.string().describe("the upstream's name (u0, u1, ... when unnamed)"),
   model: z.string(),
-  circuit: z.enum(["closed", "open", "half_open"]).describe("its circuit breaker, as the gateway replicas report it"),
+  circuit: z
+    .enum(["closed", "open", "half_open"])
+    .describe("its circuit breaker, as the gateway replica the operator asked reports it (each replica has its own)"),
   since: timestamp.optional().describe("when the breaker last changed"),
-  replicas: z.int().min(0).optional().describe("gateway replicas that report this state"),
 });
 
 export const agentStatus = z.object({
