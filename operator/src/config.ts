@@ -94,6 +94,8 @@ export const operatorConfigSchema = z.object({
       internalPort: z.int().min(1).max(65535).default(8090),
       /** Where the operator reads budget spend and upstream breakers; default the Service's internal port. */
       internalUrl: httpUrl.optional(),
+      /** How often status follows budget spend and upstream breakers (channels with a budget, Agents with upstreams). */
+      usageRefreshMs: z.int().min(100).max(3_600_000).default(60_000),
       /** Where Agents' provider-key Secrets are mounted in the gateway pod. */
       secretsDir: z.string().min(1).default("/var/run/capstan/secrets"),
     })

@@ -7,7 +7,7 @@ import { gatewayUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
-import { budgetStatus, USAGE_REQUEUE_MS } from "../translate/usage.ts";
+import { budgetStatus } from "../translate/usage.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
 import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
@@ -60,10 +60,11 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     if (after && after.status !== before?.status && (before || after.status !== "True")) {
       ctx.events.record(ch, after.status === "True" ? "Normal" : "Warning", after.reason, "Reconcile", after.message);
     }
-    // A budget's spend is followed every USAGE_REQUEUE_MS (or sooner, at the key's expiry).
+    // A budget's spend is followed every gateway.usageRefreshMs (or sooner, at the key's expiry).
+    const refreshMs = ctx.config.gateway.usageRefreshMs;
     const expiryMs = out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined;
     const requeueMs = withSecretRetry(
-      ch.spec.budget ? Math.min(expiryMs ?? USAGE_REQUEUE_MS, USAGE_REQUEUE_MS) : expiryMs,
+      ch.spec.budget ? Math.min(expiryMs ?? refreshMs, refreshMs) : expiryMs,
       // No verifier in status (a Secret missing, or the verifier key not there yet): look again soon.
       !out.status.keyHash,
     );

@@ -4,7 +4,7 @@ import { type KubeObject, SECRET } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { agentStatus, type SecretCheck } from "../translate/agent.ts";
-import { USAGE_REQUEUE_MS, upstreamsStatus } from "../translate/usage.ts";
+import { upstreamsStatus } from "../translate/usage.ts";
 import { AGENT, type OperatorContext } from "./context.ts";
 import { withSecretRetry } from "./key-secret.ts";
 import { missingKnowledgeIds } from "./search-key.ts";
@@ -70,8 +70,11 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
         after.message,
       );
     }
-    // Breakers are followed every USAGE_REQUEUE_MS while the Agent has several upstreams.
-    const requeueMs = withSecretRetry(agent.spec.upstreams ? USAGE_REQUEUE_MS : undefined, providerKey?.ok === false);
+    // Breakers are followed every gateway.usageRefreshMs while the Agent has several upstreams.
+    const requeueMs = withSecretRetry(
+      agent.spec.upstreams ? ctx.config.gateway.usageRefreshMs : undefined,
+      providerKey?.ok === false,
+    );
     return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }

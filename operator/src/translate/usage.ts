@@ -8,9 +8,6 @@ import type { ConditionInput } from "../controller/conditions.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { BudgetReading, UpstreamReading } from "../ingest/gateway-usage.ts";
 
-/** How often status follows the gateway's numbers while a channel has a budget / an Agent upstreams. */
-export const USAGE_REQUEUE_MS = 60_000;
-
 export function budgetStatus(
   channel: AccessChannel,
   reading: BudgetReading | undefined,
