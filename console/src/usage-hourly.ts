@@ -3,20 +3,11 @@
 // (/internal/v1/usage, with a cost where the Agent prices the model). Every replica answers for
 // all (Redis is shared), so the first replica that answers is enough; the replicas are the ones
 // the usage page already reads (usage-source.ts). Through the shared outbound policy.
+import type { UsageRow } from "@capstan/shared/api";
 import type { OutboundPolicy } from "@capstan/shared/resilience";
 import { HttpStatusError } from "./usage.ts";
 
-export interface HourlyRow {
-  channel: string;
-  hour: string;
-  agent: string;
-  upstream: string;
-  model: string;
-  prompt: number;
-  completion: number;
-  requests: number;
-  cost?: { amount: number; currency: string };
-}
+export type HourlyRow = UsageRow;
 
 export class HourlyUsage {
   private readonly metricsUrls: () => Promise<string[]>;

@@ -2,6 +2,7 @@
 // from the gateway's own metrics (read by the console); a table gives the totals in words. Below,
 // the tokens the gateway keeps in Redis (they survive restarts): per channel, agent, upstream and
 // model over the last 24 hours, with the cost where the Agent prices the model.
+import type { UsageRow } from "@capstan/shared/api";
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -19,17 +20,7 @@ interface Usage {
   points: { at: number; latencySum: number; latencyCount: number; channels: Record<string, ChannelPoint> }[];
 }
 
-interface HourlyRow {
-  channel: string;
-  hour: string;
-  agent: string;
-  upstream: string;
-  model: string;
-  prompt: number;
-  completion: number;
-  requests: number;
-  cost?: { amount: number; currency: string };
-}
+type HourlyRow = UsageRow;
 
 /** The rows of the last hours summed per channel, agent, upstream and model. */
 function totals(rows: HourlyRow[]): HourlyRow[] {

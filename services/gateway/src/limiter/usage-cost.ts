@@ -1,14 +1,10 @@
 // The cost of usage rows from the prices their Agent declares (spec.prices, per million tokens),
 // as it is now: a price changed today re-prices earlier hours too (the rows keep tokens, not money).
+
+import type { UsageRow } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
-import type { UsageRow } from "./usage-reader.ts";
 
-export interface PricedRow extends UsageRow {
-  /** Absent when the Agent has no price for the model. */
-  cost?: { amount: number; currency: string };
-}
-
-export function withCost(rows: readonly UsageRow[], view: ResourceView, namespace: string): PricedRow[] {
+export function withCost(rows: readonly UsageRow[], view: ResourceView, namespace: string): UsageRow[] {
   return rows.map((row) => {
     const price = view.get("Agent", namespace, row.agent)?.spec.prices?.find((p) => p.model === row.model);
     if (!price) return row;

@@ -1,11 +1,14 @@
 // Reading what token-limiter.ts wrote: a channel's budget spend in the current period and its
 // hourly usage (per agent, upstream and model), for the internal API (routes/internal.ts). One
 // pipeline per read; every key of one channel shares its hash tag.
+import type { UsageRow } from "@capstan/shared/api";
 import type { Redis } from "ioredis";
 import type { RedisBreaker } from "../redis/breaker.ts";
 import { periodOf } from "./budget-period.ts";
 import { hourOf, type TokenLimits } from "./token-limiter.ts";
 import { channelKeys } from "./token-scripts.ts";
+
+export type { UsageRow };
 
 export interface BudgetSpend {
   channel: string;
@@ -13,18 +16,6 @@ export interface BudgetSpend {
   spent: number;
   tokens: number;
   resetsAt: string;
-}
-
-export interface UsageRow {
-  channel: string;
-  /** The UTC hour, e.g. 2027-03-31T13. */
-  hour: string;
-  agent: string;
-  upstream: string;
-  model: string;
-  prompt: number;
-  completion: number;
-  requests: number;
 }
 
 export class UsageReader {
