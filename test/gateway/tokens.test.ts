@@ -35,6 +35,7 @@ beforeAll(async () => {
     [
       { name: "tpm", agent: "counted", qpm: 100_000 },
       { name: "budget", agent: "counted", qpm: 100_000 },
+      { name: "plain", agent: "counted", qpm: 100_000 },
     ],
     [agent],
   );
@@ -110,7 +111,7 @@ const budgetOf = async (gw: RunningGateway) =>
 
 async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
   let v = await read();
-  for (let i = 0; i < 50 && !ok(v); i++) {
+  for (let i = 0; i < 80 && !ok(v); i++) {
     await new Promise((r) => setTimeout(r, 50));
     v = await read();
   }
@@ -148,6 +149,20 @@ describe("budget", () => {
 });
 
 describe("usage", () => {
+  it("of a channel without limits is written within a second or two, counted by a replica that did not serve it", async () => {
+    const answers = [await post(a.url, keys.plain as string, "one"), await post(a.url, keys.plain as string, "two")];
+    const tokens = sum(answers.map((r) => (r.usage?.prompt_tokens ?? 0) + (r.usage?.completion_tokens ?? 0)));
+    const read = async () =>
+      (
+        (await (await fetch(`${b.internalUrl}/internal/v1/usage?namespace=${ns}&channel=plain&hours=1`)).json()) as {
+          usage: Array<{ prompt: number; completion: number; requests: number }>;
+        }
+      ).usage;
+    const rows = await eventually(read, (r) => sum(r.map((x) => x.requests)) === 2);
+    expect(sum(rows.map((x) => x.requests))).toBe(2);
+    expect(sum(rows.map((x) => x.prompt + x.completion))).toBe(tokens);
+  });
+
   it("is kept per hour, channel, agent, upstream and model in Redis, with the cost of the Agent's prices", async () => {
     const res = (await (await fetch(`${b.internalUrl}/internal/v1/usage?namespace=${ns}&hours=2`)).json()) as {
       usage: Array<{

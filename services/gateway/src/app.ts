@@ -222,7 +222,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
   app.addHook("onClose", async () => {
     channels.close();
     limiter.close();
-    await Promise.allSettled([upstream.close(), searchClient?.close(), buffered?.flush()]);
+    await Promise.allSettled([upstream.close(), searchClient?.close(), buffered?.flush(), tokens.close()]);
     if (buffered && buffered.buffered > 0) {
       logger.warn({ lost: buffered.buffered }, "history buffer not written before exit (Redis unavailable)");
     }

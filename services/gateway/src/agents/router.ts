@@ -2,7 +2,7 @@
 // one): the order (the declared one; with weights, the first attempt drawn by weight among the
 // weighted upstreams, the others following in declared order), a circuit breaker per upstream
 // (cockatiel: breakerFailures consecutive failed calls open it; after breakerOpenSeconds one trial
-// call goes through; its success closes it), and the fallback: a call that fails with a 429, a
+// call goes through; its success closes it; a single spec.provider has none, as before), and the fallback: a call that fails with a 429, a
 // 5xx, a timeout or a connection error before the first byte goes to the next upstream, as does a
 // call whose breaker is open (skipped at once, no request made). A 400 from a provider is the
 // client's and is answered as is. A stream counts as started at its first event: until then a
@@ -48,6 +48,8 @@ interface Route {
   agent: string;
   upstreams: RouteUpstream[];
   weighted: boolean;
+  /** spec.provider: one upstream, no breaker (the behaviour before spec.upstreams). */
+  single: boolean;
   failures: number;
   openMs: number;
 }
@@ -129,6 +131,7 @@ function routeOf(agent: Agent): Route {
     agent: id,
     upstreams,
     weighted: upstreams.some((u) => u.weight !== undefined),
+    single: !agent.spec.upstreams,
     failures: r?.breakerFailures ?? 5,
     openMs: (r?.breakerOpenSeconds ?? 30) * 1000,
   };
@@ -206,7 +209,10 @@ export class UpstreamRouter {
     let last: unknown;
     for (const up of order) {
       try {
-        const res = await this.breaker(route, up).policy.execute(() => this.attempt(call, route, up));
+        // A single spec.provider has no breaker and nothing to fall to: it behaves as it always did.
+        const res = route.single
+          ? await this.attempt(call, route, up)
+          : await this.breaker(route, up).policy.execute(() => this.attempt(call, route, up));
         metrics.upstreamServed.inc({ agent: metrics.agentLabel.value(route.agent), upstream: up.name });
         return { ...res, upstream: up };
       } catch (err) {

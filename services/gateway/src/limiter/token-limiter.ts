@@ -6,7 +6,8 @@
 //   settle when the answer ends (a stream: at its end), for every request: the window gets the
 //          difference between the provider's usage and what admit took (the completion, and the
 //          provider's own prompt count), the budget its total, the usage hash its counts. A
-//          request that failed before answering gives its prompt tokens back.
+//          request that failed before answering gives its prompt tokens back. A channel without
+//          limits only has usage to count: that goes through usage-buffer.ts (once a second).
 // Completions are only known at their end, so a window can end above the TPM by the completions
 // of the requests in flight when it filled (each at most its max_tokens); docs/gateway.md.
 // Redis down (the breaker in front of it open): the QPM limiter's policy. local: each replica
@@ -23,6 +24,7 @@ import { type RedisBreaker, RedisUnavailable } from "../redis/breaker.ts";
 import { periodOf } from "./budget-period.ts";
 import type { RedisDownPolicy } from "./limiter.ts";
 import { ADMIT_SCRIPT, channelKeys, SETTLE_SCRIPT } from "./token-scripts.ts";
+import { UsageBuffer } from "./usage-buffer.ts";
 
 export interface TokenLimits {
   id: string;
@@ -69,6 +71,8 @@ export class TokenAccounts {
   private seq = 0;
   /** Per-replica windows while Redis is down (policy local): [time, tokens] per channel. */
   private readonly local = new Map<string, Array<[number, number]>>();
+  /** Usage of channels without limits, written once a second (usage-buffer.ts). */
+  private readonly buffer: UsageBuffer | undefined;
   private readonly admitScript: Runner | undefined;
   private readonly settleScript: Runner | undefined;
 
@@ -82,12 +86,24 @@ export class TokenAccounts {
       if (!redis.capstanTokenSettle) r.defineCommand("capstanTokenSettle", { numberOfKeys: 4, lua: SETTLE_SCRIPT });
       this.admitScript = (...a) => (redis.capstanTokenAdmit as Runner)(...a);
       this.settleScript = (...a) => (redis.capstanTokenSettle as Runner)(...a);
+      this.buffer = new UsageBuffer({
+        redis: r,
+        breaker: opts.redis?.breaker as RedisBreaker,
+        retentionSeconds: opts.usageRetentionHours * 3600,
+        metrics: opts.metrics,
+        logger: opts.logger,
+      });
     }
   }
 
   private member(): string {
     this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER;
     return `${this.instance}:${this.seq}`;
+  }
+
+  /** Writes what is buffered (graceful stop). */
+  close(): Promise<void> {
+    return this.buffer?.close() ?? Promise.resolve();
   }
 
   /** Takes the prompt's tokens from the channel's TPM window, or throws the 429 that says why not. */
@@ -193,10 +209,14 @@ export class TokenAccounts {
     if (!redis || !this.settleScript) return;
     const keys = channelKeys(this.opts.keyPrefix, limits.id);
     const now = this.now();
+    const field = `${labels.agent}\t${labels.upstream}\t${labels.model}`;
+    if (!limits.tpm && !limits.budget && this.buffer) {
+      this.buffer.add(keys.usage(hourOf(now)), field, prompt, completion);
+      return;
+    }
     const period = limits.budget ? periodOf(limits.budget.period, now) : undefined;
     const delta = reservation?.shared ? total - reservation.prompt : 0;
     const retention = this.opts.usageRetentionHours * 3600;
-    const field = `${labels.agent}\t${labels.upstream}\t${labels.model}`;
     const run = this.settleScript;
     redis.breaker
       .run(() =>
