@@ -73,109 +73,110 @@ export const chatRoutes: FastifyPluginAsync<ChatRouteOptions> = async (app, gate
       },
       validatorCompiler: chatBodyValidator,
     },
-    (req, reply) => inRequestContext(req, () => handle(req, reply)),
+    (req, reply) => inRequestContext(req, () => handle(gateway, req, reply)),
   );
-
-  // The client went away before the answer: the upstream call was aborted; nobody reads this reply
-  // (499 is the de-facto "client closed request" status, so metrics tell it apart from errors).
-  function clientGone(req: FastifyRequest, reply: FastifyReply, channel: string) {
-    metrics.clientAborts.inc({ channel: metrics.channelLabel.value(channel) });
-    req.log.info({ channel }, "client disconnected before the answer; upstream call aborted");
-    return reply.code(499).send();
-  }
-
-  async function handle(req: FastifyRequest, reply: FastifyReply) {
-    const turn = await startTurn(gateway, req, reply, performance.now());
-    const open = gateway.drain.track();
-    reply.raw.once("close", open.done);
-    return turn.parsed.stream === true ? streamAnswer(turn, open) : wholeAnswer(turn, open);
-  }
-
-  /** The agent failed before the first byte: end the span, record the error, answer it. */
-  function failed(turn: Turn, err: unknown) {
-    if (turn.span)
-      endAgentSpan(turn.span, {
-        id: turn.id,
-        finishReasons: [],
-        usage: null,
-        error: { type: errorTypeOf(err), message: (err as Error).message },
-      });
-    if (err instanceof ClientGone) {
-      // Nothing was answered: the prompt tokens taken from the TPM window are given back.
-      gateway.tokens.settle(turn.limits, turn.reservation, undefined, {
-        agent: turn.channel.agentName,
-        upstream: "-",
-        model: "-",
-      });
-      return clientGone(turn.req, turn.reply, turn.channel.id);
-    }
-    if (err instanceof GatewayError)
-      recordTurn(gateway, turn, { status: err.status, error: { code: err.code, message: err.message } });
-    throw err;
-  }
-
-  async function wholeAnswer(turn: Turn, open: DrainSlot) {
-    let completion: Completion;
-    try {
-      const answer = turn.inSpan(() => turn.impl.complete(turn.ctx));
-      const first = await Promise.race([answer, open.cut]);
-      if (first === "cut") {
-        // The drain window is over and the answer is not: a 503 the SDKs retry elsewhere.
-        turn.abort.abort();
-        answer.catch(() => {});
-        throw new GatewayError("server_shutting_down");
-      }
-      completion = first;
-    } catch (err) {
-      return failed(turn, err);
-    }
-    firstToken(gateway, turn);
-    if (turn.span)
-      endAgentSpan(turn.span, {
-        id: turn.id,
-        finishReasons: completion.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : [])),
-        usage: completion.usage,
-      });
-    const first = completion.choices[0];
-    recordTurn(gateway, turn, {
-      answer: first?.message.content ?? null,
-      finishReason: first?.finish_reason ?? null,
-      usage: completion.usage,
-      ...(completion.citations ? { citations: completion.citations } : {}),
-    });
-    return turn.reply.send({
-      id: turn.id,
-      object: "chat.completion",
-      created: turn.created,
-      model: turn.model,
-      choices: completion.choices,
-      usage: completion.usage,
-      system_fingerprint: null,
-      ...(completion.citations ? { citations: completion.citations } : {}),
-    });
-  }
-
-  async function streamAnswer(turn: Turn, open: DrainSlot) {
-    const iterator = turn.impl.stream(turn.ctx)[Symbol.asyncIterator]();
-    const next = (): Promise<IteratorResult<StreamPiece> | "cut"> =>
-      Promise.race([turn.inSpan(() => iterator.next()), open.cut]);
-    let first: IteratorResult<StreamPiece>;
-    try {
-      const step = await next();
-      if (step === "cut") {
-        turn.abort.abort();
-        throw new GatewayError("server_shutting_down");
-      }
-      first = step;
-    } catch (err) {
-      return failed(turn, err);
-    }
-    turn.reply.headers({
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      "x-accel-buffering": "no",
-    });
-    const frames = streamFrames(gateway, turn, iterator, first, next, open.done);
-    return turn.reply.send(Readable.from(frames, { objectMode: false }));
-  }
 };
+
+// The client went away before the answer: the upstream call was aborted; nobody reads this reply
+// (499 is the de-facto "client closed request" status, so metrics tell it apart from errors).
+function clientGone(gateway: ChatRouteOptions, req: FastifyRequest, reply: FastifyReply, channel: string) {
+  const { metrics } = gateway;
+  metrics.clientAborts.inc({ channel: metrics.channelLabel.value(channel) });
+  req.log.info({ channel }, "client disconnected before the answer; upstream call aborted");
+  return reply.code(499).send();
+}
+
+async function handle(gateway: ChatRouteOptions, req: FastifyRequest, reply: FastifyReply) {
+  const turn = await startTurn(gateway, req, reply, performance.now());
+  const open = gateway.drain.track();
+  reply.raw.once("close", open.done);
+  return turn.parsed.stream === true ? streamAnswer(gateway, turn, open) : wholeAnswer(gateway, turn, open);
+}
+
+/** The agent failed before the first byte: end the span, record the error, answer it. */
+function failed(gateway: ChatRouteOptions, turn: Turn, err: unknown) {
+  if (turn.span)
+    endAgentSpan(turn.span, {
+      id: turn.id,
+      finishReasons: [],
+      usage: null,
+      error: { type: errorTypeOf(err), message: (err as Error).message },
+    });
+  if (err instanceof ClientGone) {
+    // Nothing was answered: the prompt tokens taken from the TPM window are given back.
+    gateway.tokens.settle(turn.limits, turn.reservation, undefined, {
+      agent: turn.channel.agentName,
+      upstream: "-",
+      model: "-",
+    });
+    return clientGone(gateway, turn.req, turn.reply, turn.channel.id);
+  }
+  if (err instanceof GatewayError)
+    recordTurn(gateway, turn, { status: err.status, error: { code: err.code, message: err.message } });
+  throw err;
+}
+
+async function wholeAnswer(gateway: ChatRouteOptions, turn: Turn, open: DrainSlot) {
+  let completion: Completion;
+  try {
+    const answer = turn.inSpan(() => turn.impl.complete(turn.ctx));
+    const first = await Promise.race([answer, open.cut]);
+    if (first === "cut") {
+      // The drain window is over and the answer is not: a 503 the SDKs retry elsewhere.
+      turn.abort.abort();
+      answer.catch(() => {});
+      throw new GatewayError("server_shutting_down");
+    }
+    completion = first;
+  } catch (err) {
+    return failed(gateway, turn, err);
+  }
+  firstToken(gateway, turn);
+  if (turn.span)
+    endAgentSpan(turn.span, {
+      id: turn.id,
+      finishReasons: completion.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : [])),
+      usage: completion.usage,
+    });
+  const first = completion.choices[0];
+  recordTurn(gateway, turn, {
+    answer: first?.message.content ?? null,
+    finishReason: first?.finish_reason ?? null,
+    usage: completion.usage,
+    ...(completion.citations ? { citations: completion.citations } : {}),
+  });
+  return turn.reply.send({
+    id: turn.id,
+    object: "chat.completion",
+    created: turn.created,
+    model: turn.model,
+    choices: completion.choices,
+    usage: completion.usage,
+    system_fingerprint: null,
+    ...(completion.citations ? { citations: completion.citations } : {}),
+  });
+}
+
+async function streamAnswer(gateway: ChatRouteOptions, turn: Turn, open: DrainSlot) {
+  const iterator = turn.impl.stream(turn.ctx)[Symbol.asyncIterator]();
+  const next = (): Promise<IteratorResult<StreamPiece> | "cut"> =>
+    Promise.race([turn.inSpan(() => iterator.next()), open.cut]);
+  let first: IteratorResult<StreamPiece>;
+  try {
+    const step = await next();
+    if (step === "cut") {
+      turn.abort.abort();
+      throw new GatewayError("server_shutting_down");
+    }
+    first = step;
+  } catch (err) {
+    return failed(gateway, turn, err);
+  }
+  turn.reply.headers({
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+  });
+  const frames = streamFrames(gateway, turn, iterator, first, next, open.done);
+  return turn.reply.send(Readable.from(frames, { objectMode: false }));
+}
