@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
 import { client, type RunningGateway, startGateway, uniqueNamespace } from "../gateway/helpers.ts";
+import { launchChromium } from "../ground/chromium.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { CAP, create, eventually, get, startOperatorFor, whenCondition } from "../operator/helpers.ts";
-import { type RunningConsole, startConsole, tokenWithRoles } from "./helpers.ts";
+import { type RunningConsole, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
 
 const ns = uniqueNamespace("kept");
 let admin: TestKube;
@@ -68,7 +69,10 @@ beforeAll(async () => {
     const r = await fetch(`${gateway.url}/api/v1/models`, { headers: { authorization: `Bearer ${chatKey}` } });
     return r.status === 200 ? true : undefined;
   });
-  consoleApp = await startConsole(inject("kubeconfig"), { gatewayMetricsUrls: [`${gateway.internalUrl}/metrics`] });
+  consoleApp = await startConsole(inject("kubeconfig"), {
+    defaultNamespace: ns,
+    gatewayMetricsUrls: [`${gateway.internalUrl}/metrics`],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -143,5 +147,20 @@ describe("status and usage from the gateway", () => {
     expect(row).toMatchObject({ channel: "metered", agent: "pair", upstream: "up", model: "echo" });
     expect(row.prompt + row.completion).toBe(budget?.spent);
     expect(row.cost).toEqual({ amount: Math.round(row.prompt * 3 + row.completion * 15) / 1e6, currency: "EUR" });
+
+    // The usage page, as the viewer sees it in a browser.
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await signIn(page, consoleApp.url, viewer);
+      await page.goto(`${consoleApp.url}/#/usage`);
+      const cells = page.getByTestId("kept-metered-up").locator("td");
+      await cells.first().waitFor();
+      const texts = await cells.allTextContents();
+      expect(texts.slice(0, 5)).toEqual(["pair", "up", "echo", String(row.requests), String(row.prompt)]);
+      expect(texts[6]).toBe(`${row.cost?.amount.toFixed(4)} EUR`);
+    } finally {
+      await browser.close();
+    }
   });
 });
