@@ -47,17 +47,20 @@ export class UsageBuffer {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    const pipeline = this.opts.redis.pipeline();
+    // One pipeline per key: a Redis Cluster takes a pipeline only when its keys share a slot.
+    const pipelines: ReturnType<Redis["pipeline"]>[] = [];
     let requests = 0;
     for (const [key, fields] of batch) {
+      const pipeline = this.opts.redis.pipeline();
       for (const [field, n] of fields) {
         pipeline.hincrby(key, field, n);
         if (field.endsWith("\trequests")) requests += n;
       }
       pipeline.expire(key, this.opts.retentionSeconds);
+      pipelines.push(pipeline);
     }
     try {
-      await this.opts.breaker.run(() => pipeline.exec());
+      await this.opts.breaker.run(() => Promise.all(pipelines.map((p) => p.exec())));
       this.opts.metrics.usageWrites.inc({ outcome: "ok" }, requests);
     } catch (err) {
       this.opts.metrics.usageWrites.inc({ outcome: "dropped" }, requests);

@@ -1,6 +1,6 @@
 // Reading what token-limiter.ts wrote: a channel's budget spend in the current period and its
 // hourly usage (per agent, upstream and model), for the internal API (routes/internal.ts). One
-// pipeline per read; every key of one channel shares its hash tag.
+// pipeline per channel; every key of one channel shares its hash tag.
 import type { UsageRow } from "@capstan/shared/api";
 import type { Redis } from "ioredis";
 import type { RedisBreaker } from "../redis/breaker.ts";
@@ -47,16 +47,18 @@ export class UsageReader {
   /** The last `hours` hours of usage of each channel, oldest first. */
   async usage(channels: readonly string[], hours: number, now = Date.now()): Promise<UsageRow[]> {
     const slots = Array.from({ length: hours }, (_, i) => hourOf(now - (hours - 1 - i) * 3_600_000));
-    const pipeline = this.redis.pipeline();
-    for (const channel of channels) {
+    // One pipeline per channel: its keys share the channel's hash tag (a Redis Cluster slot).
+    const pipelines = channels.map((channel) => {
       const keys = channelKeys(this.keyPrefix, channel);
+      const pipeline = this.redis.pipeline();
       for (const hour of slots) pipeline.hgetall(keys.usage(hour));
-    }
-    const results = channels.length === 0 ? [] : ((await this.breaker.run(() => pipeline.exec())) ?? []);
+      return pipeline;
+    });
+    const results = await this.breaker.run(() => Promise.all(pipelines.map((p) => p.exec())));
     const rows: UsageRow[] = [];
     channels.forEach((channel, c) => {
       slots.forEach((hour, h) => {
-        const [err, hash] = results[c * slots.length + h] ?? [];
+        const [err, hash] = results[c]?.[h] ?? [];
         if (err || !hash) return;
         rows.push(...rowsOf(channel, hour, hash as Record<string, string>));
       });
