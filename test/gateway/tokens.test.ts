@@ -57,6 +57,7 @@ afterAll(async () => {
 
 interface Outcome {
   status: number;
+  remainingTokens: string | null;
   usage?: { prompt_tokens: number; completion_tokens: number };
   error?: { code: string; type: string };
   retryAfter: string | null;
@@ -69,7 +70,12 @@ async function post(url: string, key: string, content = prompt): Promise<Outcome
     body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
   });
   const json = (await r.json()) as Omit<Outcome, "status" | "retryAfter">;
-  return { status: r.status, ...json, retryAfter: r.headers.get("retry-after") };
+  return {
+    status: r.status,
+    ...json,
+    retryAfter: r.headers.get("retry-after"),
+    remainingTokens: r.headers.get("x-ratelimit-remaining-tokens"),
+  };
 }
 
 const sum = (xs: number[]) => xs.reduce((n, x) => n + x, 0);
@@ -95,6 +101,8 @@ describe("tokens per minute", () => {
     console.log(
       `TPM ${TPM}: ${ok.length} admitted, ${prompts} prompt + ${completions} completion tokens, overshoot ${overshoot}`,
     );
+    // Answers carry what is left of the TPM after their prompt, as OpenAI's headers do.
+    for (const r of ok) expect(Number(r.remainingTokens)).toBeLessThanOrEqual(TPM - each);
     expect(refused[0]?.error?.code).toBe("token_rate_limit_exceeded");
     expect(refused[0]?.error?.type).toBe("tokens");
     expect(Number(refused[0]?.retryAfter)).toBeGreaterThanOrEqual(1);

@@ -37,6 +37,8 @@ export interface Reservation {
   prompt: number;
   /** Whether the prompt went into the shared window (Redis), to be corrected at the end. */
   shared: boolean;
+  /** The TPM and what is left of it after this prompt (OpenAI's x-ratelimit-*-tokens headers). */
+  tpm?: { limit: number; remaining: number };
 }
 
 /** Which agent, upstream and model answered: the usage hash's field. */
@@ -131,7 +133,12 @@ export class TokenAccounts {
       return this.fallback(limits, prompt);
     }
     const [allowed, reason, counted, retrySeconds] = answer;
-    if (allowed === 1) return { prompt, shared: (limits.tpm ?? 0) > 0 };
+    if (allowed === 1) {
+      const tpm = limits.tpm ?? 0;
+      return tpm > 0
+        ? { prompt, shared: true, tpm: { limit: tpm, remaining: Math.max(0, tpm - counted) } }
+        : { prompt, shared: false };
+    }
     this.opts.metrics.tokenRejections.inc({ channel: this.opts.metrics.channelLabel.value(limits.id), reason });
     if (reason === "budget" && limits.budget && period) {
       const seconds = Math.max(1, Math.ceil((period.endMs - this.now()) / 1000));

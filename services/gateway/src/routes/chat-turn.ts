@@ -77,6 +77,10 @@ export async function startTurn(
     limits.tpm || limits.budget
       ? await gateway.tokens.admit(limits, await countPromptTokens(parsed.messages))
       : undefined;
+  if (reservation?.tpm) {
+    reply.header("x-ratelimit-limit-tokens", String(reservation.tpm.limit));
+    reply.header("x-ratelimit-remaining-tokens", String(reservation.tpm.remaining));
+  }
   const impl = gateway.agentFor(agent);
   const abort = new AbortController();
   reply.raw.on("close", () => {
