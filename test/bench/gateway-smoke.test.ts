@@ -26,6 +26,12 @@ describe("gateway benchmarks, smoke mode", () => {
     expect(await smoke("bench/gateway/tracing.ts", [], { timeoutMs: 180_000 })).toMatch(/OTLP sink: [1-9]\d* export/);
   });
 
+  it("redis-ops: Redis commands and CPU per request, every request answered and counted in Redis", async () => {
+    expect(await smoke("bench/gateway/redis-ops.ts", [], { timeoutMs: 120_000 })).toMatch(
+      /round trips to Redis per request: 1\.00/,
+    );
+  });
+
   it("profile: the gateway's own code is in the profile of answered requests", async () => {
     expect(await smoke("bench/gateway/profile.ts", [], { timeoutMs: 120_000 })).toMatch(/self time by package/);
   });

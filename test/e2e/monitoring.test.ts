@@ -34,7 +34,6 @@ import {
   DEMO_NS,
   ensurePlatform,
   helmInstall,
-  hostPathClaim,
   ingressBase,
   ingressDispatcher,
   installValues,
@@ -56,7 +55,8 @@ const TESTED = [
 ];
 /** From the fault to firing: the `for`, plus scrapes (2 s), evaluations (2 s) and the fault's own onset. */
 const FIRE_WITHIN_MS = (FOR_SECONDS + 50) * 1000;
-const QDRANT_CLAIM = "capstan-e2e-qdrant-data";
+/** The dev Qdrant's claim, made by the chart and bound by the node's provisioner (kept on uninstall). */
+const QDRANT_CLAIM = "capstan-qdrant-data";
 const LEASE = "capstan-operator";
 const at = (ns: string) => ({ namespace: ns });
 let kube: TestKube;
@@ -64,7 +64,6 @@ let home: string;
 let images: Record<string, string>;
 let dispatcher: Agent;
 let stack: MonitoringStack;
-let qdrantDir: string;
 /** The key of the SearchKey this file creates. */
 let searchKeyValue: string | undefined;
 /** When the Redis test brought Redis back, for the last test (the limiter's recovery window). */
@@ -95,15 +94,7 @@ function monitoredValues(): string[] {
     `qdrant.deploy.image.repository=${qRepo}`,
     `qdrant.deploy.image.tag=${qTag}`,
     "qdrant.deploy.image.pullPolicy=Never",
-    `qdrant.deploy.persistence.existingClaim=${QDRANT_CLAIM}`,
   ]);
-}
-
-/** A fresh hostPath volume bound to the dev Qdrant's claim. */
-async function qdrantVolume(): Promise<void> {
-  qdrantDir = join(tmpdir(), "capstan-e2e-qdrant-data");
-  rmSync(qdrantDir, { recursive: true, force: true });
-  await hostPathClaim(kube, QDRANT_CLAIM, qdrantDir);
 }
 
 /** Search's Deployment as the operator renders it, once it names (or no longer names) Qdrant. */
@@ -155,7 +146,6 @@ beforeAll(async () => {
   images = installed.images;
   dispatcher = ingressDispatcher(installed.tls.ca);
   stack = monitoring;
-  await qdrantVolume();
   // A search key of this file's own, with a limit the store test's load cannot reach, issued now:
   // the operator does not reconcile while its Lease is held elsewhere.
   await apply(kube, {
@@ -184,10 +174,9 @@ afterAll(async () => {
   if (images) {
     await helmInstall(home, installValues(images));
     await searchOnQdrant(false);
+    // The provisioner deletes its volume with the claim (StorageClass reclaimPolicy Delete).
     await remove(kube, "PersistentVolumeClaim", "v1", QDRANT_CLAIM, SYSTEM_NS);
-    await remove(kube, "PersistentVolume", "v1", `${QDRANT_CLAIM}-pv`);
   }
-  if (qdrantDir) rmSync(qdrantDir, { recursive: true, force: true });
   if (home) rmSync(home, { recursive: true, force: true });
   console.log(`[e2e] monitoring: platform restored in ${Date.now() - started} ms`);
 }, 600_000);

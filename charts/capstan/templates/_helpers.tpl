@@ -108,11 +108,23 @@ schema checks types; these are the rules between values).
 */}}
 {{- define "capstan.validate" -}}
 {{- $v := .Values -}}
+{{- if ne $v.redis.mode "standalone" -}}
+{{- if or $v.redis.url $v.redis.deploy.enabled -}}
+{{- fail (printf "redis: mode %s takes its addresses from redis.%s; unset redis.url and redis.deploy.enabled (standalone only)" $v.redis.mode $v.redis.mode) -}}
+{{- end -}}
+{{- if and (eq $v.redis.mode "sentinel") (not $v.redis.sentinel.addresses) -}}
+{{- fail "redis: mode sentinel needs redis.sentinel.addresses (host:port of each sentinel) and redis.sentinel.masterName" -}}
+{{- end -}}
+{{- if and (eq $v.redis.mode "cluster") (not $v.redis.cluster.nodes) -}}
+{{- fail "redis: mode cluster needs redis.cluster.nodes (host:port of one or more seed nodes)" -}}
+{{- end -}}
+{{- else -}}
 {{- if and $v.redis.url $v.redis.deploy.enabled -}}
 {{- fail "redis: set either redis.url (your Redis) or redis.deploy.enabled=true (a development Redis), not both" -}}
 {{- end -}}
 {{- if not (include "capstan.redisUrl" .) -}}
-{{- fail "redis: the gateway needs Redis for QPM limits shared by its replicas and for conversation history. Set redis.url=redis://<host>:6379 (password: redis.passwordSecret.name), or redis.deploy.enabled=true for a development Redis (no persistence, not for production)" -}}
+{{- fail "redis: the gateway needs Redis for QPM limits shared by its replicas and for conversation history. Set redis.url=redis://<host>:6379 (password: redis.passwordSecret.name), redis.mode=sentinel or cluster with their addresses, or redis.deploy.enabled=true for a development Redis (no persistence, not for production)" -}}
+{{- end -}}
 {{- end -}}
 {{- if and $v.qdrant.url $v.qdrant.deploy.enabled -}}
 {{- fail "qdrant: set either qdrant.url (your Qdrant) or qdrant.deploy.enabled=true (a development Qdrant), not both" -}}

@@ -13,10 +13,10 @@ import {
   openApi,
   type Registry,
 } from "@capstan/shared";
-import { createRedis, RedisLimiter } from "@capstan/shared/limiter";
+import { RedisLimiter } from "@capstan/shared/limiter";
+import { createRedisClient, type RedisClient, redisTarget } from "@capstan/shared/redis";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
 import { ExtractiveAgent } from "./agents/extractive-agent.ts";
 import { LlmAgent } from "./agents/llm-agent.ts";
 import { type Retriever, SearchServiceClient } from "./agents/retrieval.ts";
@@ -43,8 +43,8 @@ import { ChainSecretResolver, EnvSecretResolver, FileSecretResolver, type Secret
 export interface GatewayDeps {
   /** The read-only view of AccessChannels and Agents (FileSource or KubeSource feeds it). */
   view: ResourceView;
-  /** A Redis client to use (not closed by the app); otherwise one is made from config.redisUrl. */
-  redis?: Redis;
+  /** A Redis client to use (not closed by the app); otherwise one is made from config.redis(Url). */
+  redis?: RedisClient;
   secrets?: SecretResolver;
   retriever?: Retriever;
   logger?: Logger;
@@ -59,9 +59,10 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
   const logger = deps.logger ?? createLogger({ name: "gateway", level: config.logLevel });
   const registry = deps.registry ?? createRegistry();
   const metrics = gatewayMetrics(registry);
+  const target = redisTarget(config.redisUrl, config.redis);
   const ownRedis =
-    !deps.redis && config.redisUrl
-      ? createRedis(config.redisUrl, logger, Math.max(5_000, config.limiter.redisTimeoutMs + 1_000))
+    !deps.redis && target
+      ? createRedisClient(target, logger, { commandTimeoutMs: Math.max(5_000, config.limiter.redisTimeoutMs + 1_000) })
       : undefined;
   const redis = deps.redis ?? ownRedis;
 
