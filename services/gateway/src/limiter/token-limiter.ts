@@ -16,7 +16,7 @@
 // are counted (capstan_gateway_usage_writes_total{outcome="dropped"}) and lost.
 import type { Logger } from "@capstan/shared";
 import type { AccessChannelSpec } from "@capstan/shared/api";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@capstan/shared/redis";
 import type { Usage } from "../agents/types.ts";
 import { GatewayError } from "../errors.ts";
 import type { GatewayMetrics } from "../metrics.ts";
@@ -49,7 +49,7 @@ export interface UsageLabels {
 }
 
 export interface TokenAccountsOptions {
-  redis: { client: Redis; breaker: RedisBreaker } | undefined;
+  redis: { client: RedisClient; breaker: RedisBreaker } | undefined;
   windowMs: number;
   policy: RedisDownPolicy;
   replicas: number;
@@ -83,7 +83,7 @@ export class TokenAccounts {
     this.now = opts.now ?? Date.now;
     const redis = opts.redis?.client as unknown as Record<string, unknown> | undefined;
     if (redis) {
-      const r = opts.redis?.client as Redis;
+      const r = opts.redis?.client as RedisClient;
       if (!redis.capstanTokenAdmit) r.defineCommand("capstanTokenAdmit", { numberOfKeys: 3, lua: ADMIT_SCRIPT });
       if (!redis.capstanTokenSettle) r.defineCommand("capstanTokenSettle", { numberOfKeys: 4, lua: SETTLE_SCRIPT });
       this.admitScript = (...a) => (redis.capstanTokenAdmit as Runner)(...a);

@@ -10,6 +10,8 @@
 // Like the QPM log, the scripts read Redis' own clock (TIME) and Redis runs them one at a time,
 // so replicas with skewed clocks agree and two replicas cannot both take the last tokens.
 
+import { subjectKey } from "@capstan/shared/redis";
+
 /** Tokens of a log member "<id>:<tokens>" (tokens may be negative: a correction). */
 const MEMBER_TOKENS = "tonumber(string.match(m, ':(-?%d+)$'))";
 
@@ -86,7 +88,7 @@ return 1
 
 /** The keys of one channel, all under its hash tag. */
 export function channelKeys(prefix: string, channelId: string) {
-  const tag = `${prefix}{${channelId}}`;
+  const tag = subjectKey(prefix, channelId);
   return {
     tpm: `${tag}:tpm`,
     tpmSum: `${tag}:tpm:sum`,

@@ -5,7 +5,7 @@
 // that dies loses at most the last second of its counts; a graceful stop writes them (flush).
 // Counts Redis cannot take are counted (capstan_gateway_usage_writes_total{outcome="dropped"}).
 import type { Logger } from "@capstan/shared";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@capstan/shared/redis";
 import type { GatewayMetrics } from "../metrics.ts";
 import { type RedisBreaker, RedisUnavailable } from "../redis/breaker.ts";
 
@@ -13,7 +13,7 @@ export class UsageBuffer {
   private pending = new Map<string, Map<string, number>>();
   private readonly timer: NodeJS.Timeout;
   private readonly opts: {
-    redis: Redis;
+    redis: RedisClient;
     breaker: RedisBreaker;
     retentionSeconds: number;
     metrics: GatewayMetrics;
@@ -48,7 +48,7 @@ export class UsageBuffer {
     const batch = this.pending;
     this.pending = new Map();
     // One pipeline per key: a Redis Cluster takes a pipeline only when its keys share a slot.
-    const pipelines: ReturnType<Redis["pipeline"]>[] = [];
+    const pipelines: ReturnType<RedisClient["pipeline"]>[] = [];
     let requests = 0;
     for (const [key, fields] of batch) {
       const pipeline = this.opts.redis.pipeline();

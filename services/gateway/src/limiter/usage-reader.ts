@@ -2,7 +2,7 @@
 // hourly usage (per agent, upstream and model), for the internal API (routes/internal.ts). One
 // pipeline per channel; every key of one channel shares its hash tag.
 import type { UsageRow } from "@capstan/shared/api";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@capstan/shared/redis";
 import type { RedisBreaker } from "../redis/breaker.ts";
 import { periodOf } from "./budget-period.ts";
 import { hourOf, type TokenLimits } from "./token-limiter.ts";
@@ -19,11 +19,11 @@ export interface BudgetSpend {
 }
 
 export class UsageReader {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly breaker: RedisBreaker;
   private readonly keyPrefix: string;
 
-  constructor(opts: { redis: Redis; breaker: RedisBreaker; keyPrefix: string }) {
+  constructor(opts: { redis: RedisClient; breaker: RedisBreaker; keyPrefix: string }) {
     this.redis = opts.redis;
     this.breaker = opts.breaker;
     this.keyPrefix = opts.keyPrefix;
