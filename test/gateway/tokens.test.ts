@@ -22,6 +22,10 @@ beforeAll(async () => {
   fake = await startFakeOpenAI();
   // "no-usage": the provider reports no usage, so the gateway counts it with the tokenizer it
   // admits with, and the answers' usage is exactly what the limiter counted.
+  const dropping = {
+    name: "dropping",
+    spec: { provider: { baseURL: fake.baseURL, model: "disconnect:2", maxRetries: 0 } },
+  };
   const agent = {
     name: "counted",
     spec: {
@@ -36,13 +40,15 @@ beforeAll(async () => {
       { name: "tpm", agent: "counted", qpm: 100_000 },
       { name: "budget", agent: "counted", qpm: 100_000 },
       { name: "plain", agent: "counted", qpm: 100_000 },
+      { name: "cut", agent: "dropping", qpm: 100_000 },
     ],
-    [agent],
+    [agent, dropping],
   );
   // addResources knows qpm only: the token fields are set on the parsed channels.
   for (const c of view.list("AccessChannel").filter((c) => c.metadata.namespace === ns)) {
     if (c.metadata.name === "tpm") c.spec.tpm = TPM;
     if (c.metadata.name === "budget") c.spec.budget = { tokens: BUDGET, period: "day", warnPercent: 80 };
+    if (c.metadata.name === "cut") c.spec.budget = { tokens: 1_000_000, period: "day", warnPercent: 80 };
     view.upsert(c);
   }
   const redisUrl = inject("redisUrl");
@@ -153,6 +159,34 @@ describe("budget", () => {
     expect(spend.spent).toBeGreaterThanOrEqual(BUDGET);
     // What the operator puts in the channel's status: the same reading, through its client.
     expect(await new HttpGatewayUsage(() => a.internalUrl).budget(`${ns}/budget`)).toEqual(spend);
+  });
+});
+
+describe("a stream cut short", () => {
+  it("still counts: its prompt and what was sent go to the budget, with the gateway's tokenizer", async () => {
+    const r = await fetch(`${a.url}/api/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${keys.cut}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "m",
+        stream: true,
+        messages: [{ role: "user", content: "one two three four five" }],
+      }),
+    });
+    const text = await r.text();
+    expect(text).toContain("echo: ");
+    expect(text).not.toContain("[DONE]");
+    const spend = await eventually(
+      async () =>
+        (
+          (await (await fetch(`${a.internalUrl}/internal/v1/budget?channel=${ns}/cut`)).json()) as {
+            budget: { spent: number };
+          }
+        ).budget,
+      (s) => s.spent > 0,
+    );
+    // More than the prompt alone (its user message counts 3 + 1 + 5 tokens, and 3 to prime the reply).
+    expect(spend.spent).toBeGreaterThan(12);
   });
 });
 

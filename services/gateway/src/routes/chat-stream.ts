@@ -2,6 +2,7 @@
 // role, the last carries finish_reason, then the usage chunk when stream_options.include_usage,
 // then [DONE]. An error after the first byte is sent as an OpenAI error event and the stream
 // ends without [DONE]; a client that goes away ends it quietly (the upstream call is aborted).
+import { usageOf } from "../agents/tokens.ts";
 import type { Citation, StreamPiece, Usage } from "../agents/types.ts";
 import { ClientGone } from "../agents/upstream.ts";
 import { GatewayError } from "../errors.ts";
@@ -64,6 +65,18 @@ function frameOf(
   return undefined;
 }
 
+/** Text longer than this is not tokenized at the stream's end (CPU): ~4 characters a token. */
+const TOKENIZE_MAX_CHARS = 200_000;
+
+/** The usage of a stream that sent no usage chunk, counted from what was sent. */
+async function countedUsage(turn: Turn, answer: string): Promise<Usage | undefined> {
+  const head = answer.length > TOKENIZE_MAX_CHARS ? answer.slice(0, TOKENIZE_MAX_CHARS) : answer;
+  const usage = await usageOf(turn.parsed.messages, head).catch(() => undefined);
+  if (!usage || head.length === answer.length) return usage;
+  const rest = Math.ceil((answer.length - head.length) / 4);
+  return { ...usage, completion_tokens: usage.completion_tokens + rest, total_tokens: usage.total_tokens + rest };
+}
+
 /** The stream's end, however it ended: the span, the agent's iterator, the drain slot, the record. */
 async function endStream(
   gateway: ChatRouteOptions,
@@ -86,13 +99,21 @@ async function endStream(
   if (failure?.code === "server_shutting_down") closing?.catch(() => {});
   else await closing;
   done();
-  recordTurn(gateway, turn, {
-    answer: state.answer,
-    finishReason: state.finishReason,
-    usage: state.usage ?? null,
-    ...(state.citations ? { citations: state.citations } : {}),
-    ...(failure ? { error: { code: failure.code, message: failure.message } } : {}),
-  });
+  // A stream cut short has no usage chunk: what was sent is counted with the gateway's tokenizer,
+  // so a broken or abandoned stream still counts against the channel's TPM, budget and usage.
+  const counted = state.usage ? undefined : await countedUsage(turn, state.answer);
+  recordTurn(
+    gateway,
+    turn,
+    {
+      answer: state.answer,
+      finishReason: state.finishReason,
+      usage: state.usage ?? null,
+      ...(state.citations ? { citations: state.citations } : {}),
+      ...(failure ? { error: { code: failure.code, message: failure.message } } : {}),
+    },
+    counted,
+  );
 }
 
 /** The events of a stream whose first piece is already there. */

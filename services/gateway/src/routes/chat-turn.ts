@@ -7,7 +7,7 @@ import type { Agent } from "@capstan/shared/api";
 import { context, type Span, trace } from "@opentelemetry/api";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { countPromptTokens } from "../agents/tokens.ts";
-import type { AgentContext, ChatAgent } from "../agents/types.ts";
+import type { AgentContext, ChatAgent, Usage } from "../agents/types.ts";
 import type { ResolvedChannel } from "../channels.ts";
 import type { ChatRequest } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
@@ -117,8 +117,16 @@ export function firstToken(gateway: ChatRouteOptions, turn: Turn): void {
   gateway.metrics.genai.server.firstToken(seconds);
 }
 
-/** Records a turn that ended: metrics, token accounting, history (when the channel keeps it). */
-export function recordTurn(gateway: ChatRouteOptions, turn: Turn, outcome: Partial<ExchangeRecord>): void {
+/**
+ * Records a turn that ended: metrics, token accounting, history (when the channel keeps it).
+ * `counted`: the tokens to account when the answer carries no usage (a stream cut short).
+ */
+export function recordTurn(
+  gateway: ChatRouteOptions,
+  turn: Turn,
+  outcome: Partial<ExchangeRecord>,
+  counted?: Usage,
+): void {
   const { metrics } = gateway;
   const { channel, req } = turn;
   const end = performance.now();
@@ -132,7 +140,7 @@ export function recordTurn(gateway: ChatRouteOptions, turn: Turn, outcome: Parti
     metrics.tokensPerRequest.observe({ mode: turn.labels.mode }, usage.completion_tokens);
   }
   const served = turn.ctx.served;
-  gateway.tokens.settle(turn.limits, turn.reservation, usage, {
+  gateway.tokens.settle(turn.limits, turn.reservation, usage ?? counted, {
     agent: channel.agentName,
     upstream: served?.upstream ?? "-",
     model: served?.model ?? turn.labels.mode,
