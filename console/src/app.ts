@@ -34,7 +34,7 @@ import { tryRoutes } from "./routes/try.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { sessionStore } from "./session-store.ts";
 import { clusterSignIn, localSignIn } from "./sign-in.ts";
-import { usageSource } from "./usage-source.ts";
+import { usageSources } from "./usage-source.ts";
 
 export interface ConsoleDeps {
   /**
@@ -121,9 +121,9 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   // capstan_console_outbound_*: the gateway and scraper calls of "try", the usage page's reads.
   const outbound = outboundMetrics(deps.registry, metricsPrefix("console"));
   tryRoutes(app, ctx, outbound);
-  const usage = usageSource(config, { cluster: deps.cluster, registry: deps.registry, metrics: outbound });
+  const { usage, hourly } = usageSources(config, { cluster: deps.cluster, registry: deps.registry, metrics: outbound });
   if (usage) app.addHook("onClose", async () => usage.close());
-  usageRoutes(app, ctx, usage);
+  usageRoutes(app, ctx, usage, hourly);
 
   const assets = config.assetsDir ?? DEFAULT_ASSETS_DIR;
   if (existsSync(assets)) {

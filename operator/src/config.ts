@@ -92,6 +92,10 @@ export const operatorConfigSchema = z.object({
       ...workloadFields("gateway", 8080, 2, 80),
       /** Metrics and health: the Service exposes it under the same number, inside the cluster. */
       internalPort: z.int().min(1).max(65535).default(8090),
+      /** Where the operator reads budget spend and upstream breakers; default the Service's internal port. */
+      internalUrl: httpUrl.optional(),
+      /** How often status follows budget spend and upstream breakers (channels with a budget, Agents with upstreams). */
+      usageRefreshMs: z.int().min(100).max(3_600_000).default(60_000),
       /** Where Agents' provider-key Secrets are mounted in the gateway pod. */
       secretsDir: z.string().min(1).default("/var/run/capstan/secrets"),
     })
@@ -274,6 +278,11 @@ export const SEARCH_NAME = "capstan-search";
 
 export function gatewayUrl(c: OperatorConfig): string {
   return c.gateway.publicUrl ?? serviceUrl(GATEWAY_NAME, c.namespace, c.gateway.servicePort);
+}
+
+/** The gateway's internal API (budget spend, upstream breakers), as the operator reads it. */
+export function gatewayInternalUrl(c: OperatorConfig): string {
+  return c.gateway.internalUrl ?? serviceUrl(GATEWAY_NAME, c.namespace, c.gateway.internalPort);
 }
 
 export function searchUrl(c: OperatorConfig): string {

@@ -10,6 +10,10 @@ describe("gateway benchmarks, smoke mode", () => {
     expect(await smoke("bench/gateway/latency.ts", [], { timeoutMs: 120_000 })).toMatch(/ratio +\d/);
   });
 
+  it("fallback: three upstreams, the first's breaker open: every probe answered, one breaker skip each", async () => {
+    expect(await smoke("bench/gateway/fallback.ts", [], { timeoutMs: 120_000 })).toMatch(/three, first open +p50/);
+  });
+
   it("limiter-accuracy: exactly QPM accepted across the replicas", async () => {
     expect(await smoke("bench/gateway/limiter-accuracy.ts", [], { timeoutMs: 120_000 })).toMatch(/^ {2}EXACT: /m);
   });

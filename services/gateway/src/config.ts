@@ -55,6 +55,18 @@ export const gatewayConfigSchema = z.object({
       keyPrefix: z.string().default("capstan:rl:"),
     })
     .prefault({}),
+  usage: z
+    .object({
+      /** Hours of hourly token usage kept in Redis per channel (default 90 days). */
+      retentionHours: z
+        .int()
+        .min(1)
+        .max(24 * 400)
+        .default(24 * 90),
+      /** Prefix of the TPM, budget and usage keys (each channel's under its own hash tag). */
+      keyPrefix: z.string().default("capstan:tok:"),
+    })
+    .prefault({}),
   history: z
     .object({
       /** Exchanges older than this are trimmed. Default 30 days. */
@@ -132,6 +144,7 @@ export const gatewayEnvMap: EnvMap = {
   CAPSTAN_NAMESPACE: "namespace",
   CAPSTAN_RESOURCES_DIR: { path: "resourcesDirs", parse: envParsers.list },
   CAPSTAN_LIMITER_WINDOW_MS: { path: "limiter.windowMs", parse: envParsers.int },
+  CAPSTAN_USAGE_RETENTION_HOURS: { path: "usage.retentionHours", parse: envParsers.int },
   CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",
   CAPSTAN_LIMITER_REPLICAS: { path: "limiter.replicas", parse: envParsers.int },
   CAPSTAN_LIMITER_REDIS_TIMEOUT_MS: { path: "limiter.redisTimeoutMs", parse: envParsers.int },
