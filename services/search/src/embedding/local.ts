@@ -24,7 +24,9 @@ export interface LocalEmbedderOptions extends ModelFiles {
   onBatch?: (size: number, seconds: number) => void;
 }
 
-const WORKER = new URL("./embed-worker.ts", import.meta.url);
+// The workers' script: beside this module in the sources, beside the bundle's modules in an image
+// (scripts/images/bundle.mjs writes it as embed-worker.mjs next to the process's main.mjs).
+const WORKER = new URL(import.meta.url.endsWith(".ts") ? "./embed-worker.ts" : "./embed-worker.mjs", import.meta.url);
 
 export class LocalEmbedder implements Embedder {
   readonly name: string;
