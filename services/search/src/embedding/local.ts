@@ -69,7 +69,9 @@ export class LocalEmbedder implements Embedder {
         ...(opts.onBatch ? { onBatch: opts.onBatch } : {}),
       });
     const queries = lane("queries", { ...model, threads: opts.queryThreads ?? 1 });
-    const documents = lane("documents", model);
+    // Document batches are large and rare: their activations are freed after each run (no arena).
+    // Queries are small and constant: the arena's reuse keeps their latency.
+    const documents = lane("documents", { ...model, memArena: false });
     try {
       const [q, d] = await Promise.all([queries.start(), documents.start()]);
       return new LocalEmbedder(
