@@ -37,6 +37,8 @@ interface Arm {
   label: string;
   /** The process's entry point for `node`. */
   entry: (service: string) => string;
+  /** The environment its image gives it (the Dockerfile's runtime stage). */
+  env: Record<string, string>;
 }
 
 /** This tree's bundles, made once per service into the scratch folder. */
@@ -47,12 +49,13 @@ function bundled(service: string): string {
   return join(out, dir as string, "src/main.mjs");
 }
 
-const arms: Arm[] = [{ label: "this tree (bundle)", entry: bundled }];
+const arms: Arm[] = [{ label: "this tree (bundle)", entry: bundled, env: { MALLOC_ARENA_MAX: "2" } }];
 if (BEFORE) {
   const src = { gateway: "services/gateway", search: "services/search", console: "console" };
   arms.push({
     label: `before (${BEFORE}, sources)`,
     entry: (s) => join(BEFORE, src[s as keyof typeof src], "src/main.ts"),
+    env: {},
   });
 }
 
@@ -101,8 +104,10 @@ async function drive(
   expectCount(`answers as expected${first ? ` (first other: ${first})` : ""}`, good, total);
 }
 
-const services: Record<string, (entry: string) => Promise<ManagedProcess>> = {
-  async gateway(entry) {
+type Service = (entry: string, armEnv: Record<string, string>) => Promise<ManagedProcess>;
+
+const services: Record<string, Service> = {
+  async gateway(entry, armEnv) {
     const upstream = await startFakeUpstream();
     const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
     const [port, internal] = [await freePort(), await freePort()];
@@ -114,6 +119,7 @@ const services: Record<string, (entry: string) => Promise<ManagedProcess>> = {
         CAPSTAN_INTERNAL_PORT: String(internal),
         CAPSTAN_RESOURCES_DIR: dir,
         CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
+        ...armEnv,
       },
       `http://127.0.0.1:${internal}/readyz`,
     );
@@ -131,7 +137,7 @@ const services: Record<string, (entry: string) => Promise<ManagedProcess>> = {
     return proc;
   },
 
-  async console(entry) {
+  async console(entry, armEnv) {
     const dir = mkdtempSync(join(scratch, "console-"));
     mkdirSync(join(dir, "resources"));
     mkdirSync(join(dir, "state"));
@@ -153,6 +159,7 @@ const services: Record<string, (entry: string) => Promise<ManagedProcess>> = {
         CAPSTAN_CONSOLE_SIGN_IN_PER_MINUTE: "1000",
         // The page's assets: this tree's console/dist when built, else none (the API is what runs).
         CAPSTAN_CONSOLE_ASSETS_DIR: join(ROOT, "console/dist"),
+        ...armEnv,
       },
       `http://127.0.0.1:${internal}/readyz`,
     );
@@ -172,7 +179,7 @@ const services: Record<string, (entry: string) => Promise<ManagedProcess>> = {
     return proc;
   },
 
-  async search(entry) {
+  async search(entry, armEnv) {
     const dir = mkdtempSync(join(scratch, "search-"));
     mkdirSync(join(dir, "resources"));
     writeFileSync(
@@ -190,6 +197,7 @@ const services: Record<string, (entry: string) => Promise<ManagedProcess>> = {
         CAPSTAN_RESOURCES_DIR: join(dir, "resources"),
         CAPSTAN_INTERNAL_TOKEN: token,
         CAPSTAN_DATA_DIR: join(dir, "vectors"),
+        ...armEnv,
       },
       `http://127.0.0.1:${internal}/readyz`,
     );
@@ -235,7 +243,7 @@ try {
     if (!run) throw new Error(`unknown service ${service} (gateway, console, search)`);
     const figures: { label: string; rss: number; pss: number }[] = [];
     for (const arm of arms) {
-      const proc = await run(arm.entry(service));
+      const proc = await run(arm.entry(service), arm.env);
       await new Promise((r) => setTimeout(r, IDLE_MS));
       const m = memoryOf(proc.child.pid as number);
       figures.push({ label: arm.label, ...m });
