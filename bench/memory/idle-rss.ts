@@ -1,5 +1,6 @@
 // Idle resident memory of Capstan's processes after 1,000 requests, each run as its image runs
-// it: the bundle scripts/images/bundle.mjs writes, started with `node <bundle>/main.mjs`. With
+// it: the bundle scripts/images/bundle.mjs writes, started with `node <bundle>/main.mjs` and the
+// environment its image sets (IMAGE_ENV below, kept equal to the Dockerfile's). With
 // BENCH_BEFORE=<checkout> the previous tree's process (its sources, `node src/main.ts`, as its
 // image ran them) is measured in the same run, one after the other, for the ratio.
 //
@@ -37,9 +38,16 @@ interface Arm {
   label: string;
   /** The process's entry point for `node`. */
   entry: (service: string) => string;
-  /** The environment its image gives it (the Dockerfile's runtime stage). */
-  env: Record<string, string>;
+  /** The environment its image gives each process (the Dockerfile's runtime stages). */
+  env: (service: string) => Record<string, string>;
 }
+
+/** What this tree's Dockerfile sets in each image. */
+const IMAGE_ENV: Record<string, Record<string, string>> = {
+  gateway: { MALLOC_ARENA_MAX: "2" },
+  console: { MALLOC_ARENA_MAX: "2", NODE_OPTIONS: "--max-semi-space-size=1" },
+  search: { MALLOC_ARENA_MAX: "2" },
+};
 
 /** This tree's bundles, made once per service into the scratch folder. */
 function bundled(service: string): string {
@@ -49,13 +57,13 @@ function bundled(service: string): string {
   return join(out, dir as string, "src/main.mjs");
 }
 
-const arms: Arm[] = [{ label: "this tree (bundle)", entry: bundled, env: { MALLOC_ARENA_MAX: "2" } }];
+const arms: Arm[] = [{ label: "this tree (bundle)", entry: bundled, env: (s) => IMAGE_ENV[s] ?? {} }];
 if (BEFORE) {
   const src = { gateway: "services/gateway", search: "services/search", console: "console" };
   arms.push({
     label: `before (${BEFORE}, sources)`,
     entry: (s) => join(BEFORE, src[s as keyof typeof src], "src/main.ts"),
-    env: {},
+    env: () => ({}),
   });
 }
 
@@ -243,7 +251,7 @@ try {
     if (!run) throw new Error(`unknown service ${service} (gateway, console, search)`);
     const figures: { label: string; rss: number; pss: number }[] = [];
     for (const arm of arms) {
-      const proc = await run(arm.entry(service), arm.env);
+      const proc = await run(arm.entry(service), arm.env(service));
       await new Promise((r) => setTimeout(r, IDLE_MS));
       const m = memoryOf(proc.child.pid as number);
       figures.push({ label: arm.label, ...m });

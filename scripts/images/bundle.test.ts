@@ -1,7 +1,7 @@
 // scripts/images/bundle.mjs: what an image gets is a bundle that starts and serves, with only the
 // packages it cannot bundle (and their dependencies) beside it.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -83,6 +83,14 @@ describe("bundle.mjs", () => {
       `http://127.0.0.1:${internal}/readyz`,
     );
     expect(status).toBe(200);
+  }, 120_000);
+
+  it("writes only ASCII, so V8 keeps each module's source as a one-byte string", async () => {
+    // The scraper's permalink pattern holds 🔗 and ⚓, the PDF layout's bullets •, ●, ▪...
+    const out = join(scratch, "scraper");
+    await bundle("scraper", out, root);
+    const dir = join(out, "services/scraper/src");
+    for (const f of readdirSync(dir)) expect(readFileSync(join(dir, f), "utf8")).toMatch(/^[\x00-\x7f]*$/);
   }, 120_000);
 
   it("writes the search's embedding worker beside its main module", async () => {
