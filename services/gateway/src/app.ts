@@ -21,7 +21,6 @@ import { ExtractiveAgent } from "./agents/extractive-agent.ts";
 import { LlmAgent } from "./agents/llm-agent.ts";
 import { type Retriever, SearchServiceClient } from "./agents/retrieval.ts";
 import { UpstreamRouter } from "./agents/router.ts";
-import { loadTokenizer } from "./agents/tokens.ts";
 import { type AgentMode, type ChatAgent, modeOf } from "./agents/types.ts";
 import { UpstreamClient } from "./agents/upstream.ts";
 import { ChannelDirectory } from "./channels.ts";
@@ -136,8 +135,6 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     extractive: new ExtractiveAgent(retriever),
   };
   const channels = new ChannelDirectory(deps.view, config.keyVerifier);
-  // The tokenizer's ranks take a moment to load: start now so the first local answer does not wait.
-  loadTokenizer().catch((err: Error) => logger.error({ err: err.message }, "tokenizer failed to load"));
 
   const app = buildBaseApp({
     service: "gateway",
