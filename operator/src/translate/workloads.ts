@@ -162,7 +162,7 @@ function deployment(d: DeploymentInput): KubeObject {
  * REDIS_URL, with the password (when a Secret holds one) put in by Kubernetes' $(VAR) expansion
  * of the REDIS_PASSWORD variable listed before it: the password never passes through the operator.
  */
-function redisEnv(c: OperatorConfig): EnvVar[] {
+export function redisEnv(c: OperatorConfig): EnvVar[] {
   const ref = c.redis.passwordSecretRef;
   if (!ref) return [env("REDIS_URL", c.redis.url)];
   const url = c.redis.url.replace(/^(rediss?:\/\/)(?:[^@/]*@)?/, "$1:$(REDIS_PASSWORD)@");

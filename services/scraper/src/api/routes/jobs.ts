@@ -3,9 +3,9 @@
 // plugin (routes/api.ts), so the key check covers them. The jobs themselves are in src/crawl/.
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { runBatch } from "../../crawl/batch.ts";
-import { type JobDeps, runCrawl } from "../../crawl/crawler.ts";
-import type { Job, JobKind, JobStore } from "../../crawl/jobs.ts";
+import type { JobBackend, JobView } from "../../crawl/backend.ts";
+import type { JobDeps } from "../../crawl/crawler.ts";
+import type { JobKind } from "../../crawl/jobs.ts";
 import { mapSite } from "../../crawl/map.ts";
 import {
   batchBodySchema,
@@ -26,7 +26,7 @@ import { errorResponses } from "../response-schemas.ts";
 import { abortOnClose, bodyValidator } from "./scrape.ts";
 
 export interface JobRoutesOptions {
-  store: JobStore;
+  jobs: JobBackend;
   jobDeps: JobDeps;
   limiter: Limiter;
 }
@@ -41,16 +41,13 @@ function baseUrl(req: FastifyRequest): string {
   return `${req.protocol}://${req.host}`;
 }
 
-function statusOf(job: Job, req: FastifyRequest, skip: number, asked: number | undefined, pageSize: number) {
-  const size = Math.min(asked ?? pageSize, pageSize);
-  const data: Job["pages"] = [];
-  let bytes = 0;
-  for (let i = skip; i < job.pages.length && data.length < size; i++) {
-    const page = job.pages[i] as Job["pages"][number];
-    bytes += Buffer.byteLength(JSON.stringify(page));
-    if (data.length > 0 && bytes > PAGE_MAX_BYTES) break;
-    data.push(page);
-  }
+/** A page of results' size: the `limit` asked, at most SCRAPER_JOB_PAGE_SIZE, about PAGE_MAX_BYTES. */
+export function pageSlice(skip: number, asked: number | undefined, pageSize: number) {
+  return { skip, size: Math.min(asked ?? pageSize, pageSize), maxBytes: PAGE_MAX_BYTES };
+}
+
+function statusOf(job: JobView, req: FastifyRequest, skip: number) {
+  const data = job.pages;
   const end = skip + data.length;
   return {
     success: true as const,
@@ -60,14 +57,14 @@ function statusOf(job: Job, req: FastifyRequest, skip: number, asked: number | u
     failed: job.failed,
     creditsUsed: job.completed,
     expiresAt: new Date(job.expiresAt).toISOString(),
-    next: end < job.pages.length ? `${baseUrl(req)}${PATHS[job.kind]}/${job.id}?skip=${end}` : null,
+    next: end < job.pageCount ? `${baseUrl(req)}${PATHS[job.kind]}/${job.id}?skip=${end}` : null,
     ...(job.warning ? { warning: job.warning } : {}),
     data,
   };
 }
 
 export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, options) => {
-  const { store, jobDeps, limiter } = options;
+  const { jobs, jobDeps, limiter } = options;
   const { config, service } = jobDeps;
   const app = plain.withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(bodyValidator);
@@ -89,8 +86,10 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
           response: { 200: jobStatusSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (req) =>
-        statusOf(store.get(kind, req.params.id), req, req.query.skip, req.query.limit, config.jobs.pageSize),
+      async (req) => {
+        const slice = pageSlice(req.query.skip, req.query.limit, config.jobs.pageSize);
+        return statusOf(await jobs.view(kind, req.params.id, slice), req, req.query.skip);
+      },
     );
     app.delete(
       `${path}/:id`,
@@ -105,7 +104,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
         },
       },
       async (req) => {
-        await store.cancel(kind, req.params.id);
+        await jobs.cancel(kind, req.params.id);
         return { success: true as const, status: "cancelled" as const };
       },
     );
@@ -121,10 +120,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
           response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404) },
         },
       },
-      async (req) => {
-        const job = store.get(kind, req.params.id);
-        return { success: true as const, errors: job.errors, robotsBlocked: job.robotsBlocked };
-      },
+      async (req) => ({ success: true as const, ...(await jobs.errors(kind, req.params.id)) }),
     );
   }
 
@@ -148,8 +144,8 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
       const body = req.body;
       // A bad pattern or a refused start URL is answered now, not found later in the job's errors.
       new CrawlScope(new URL((await service.precheck({ url: body.url })).href), body);
-      const job = store.start("crawl", (j) => runCrawl(j, body, jobDeps));
-      return { success: true as const, id: job.id, url: `${baseUrl(req)}/crawl/${job.id}` };
+      const id = await jobs.startCrawl(body);
+      return { success: true as const, id, url: `${baseUrl(req)}/crawl/${id}` };
     },
   );
   jobReadRoutes("crawl", "crawl", "Crawl");
@@ -184,11 +180,11 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
         }
       }
       if (urls.length === 0) throw new ScraperError("BAD_REQUEST", ["no valid URL in urls"]);
-      const job = store.start("batch", (j) => runBatch(j, body, urls, jobDeps));
+      const id = await jobs.startBatch(body, urls);
       return {
         success: true as const,
-        id: job.id,
-        url: `${baseUrl(req)}/batch/scrape/${job.id}`,
+        id,
+        url: `${baseUrl(req)}/batch/scrape/${id}`,
         ...(body.ignoreInvalidURLs ? { invalidURLs } : {}),
       };
     },
