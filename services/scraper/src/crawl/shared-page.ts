@@ -159,7 +159,16 @@ export class PageRunner {
       byKey.set(key, f);
       args.push(key, f.blocked ? f.url : "q");
     }
-    const keys = await this.d.redis.enqueuePages(k.meta, k.seen, k.pending, k.blocked, limit, retry ? 1 : 0, ...args);
+    const [blocked, ...keys] = await this.d.redis.enqueuePages(
+      k.meta,
+      k.seen,
+      k.pending,
+      k.blocked,
+      limit,
+      retry ? 1 : 0,
+      ...args,
+    );
+    for (let i = 0; i < Number(blocked); i++) this.d.onPage?.(task.kind, "robots_blocked");
     if (keys.length === 0) return;
     await this.d.queue.addBulk(
       keys.map((key) => {

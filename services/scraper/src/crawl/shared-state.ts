@@ -74,15 +74,16 @@ redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
 return 1`;
 
 // KEYS: meta, seen, pending, blocked; ARGV: limit, retry (1: a page run again), then pairs of
-// (page key, "q" to queue | the URL robots.txt disallows). Returns the keys to add as BullMQ jobs:
-// new ones, and on a retry those still pending (their job may never have been added).
+// (page key, "q" to queue | the URL robots.txt disallows). Returns the number of URLs newly listed
+// as disallowed, then the keys to add as BullMQ jobs: new ones, and on a retry those still pending
+// (their job may never have been added).
 const ENQUEUE = `${EXPIRE_ALL}
-if redis.call('HGET', KEYS[1], 'status') ~= 'scraping' or redis.call('HGET', KEYS[1], 'stopped') then return {} end
+if redis.call('HGET', KEYS[1], 'status') ~= 'scraping' or redis.call('HGET', KEYS[1], 'stopped') then return {0} end
 local limit = tonumber(ARGV[1])
 local retry = ARGV[2] == '1'
 local queued = tonumber(redis.call('HGET', KEYS[1], 'queued'))
 local seen = redis.call('SCARD', KEYS[2])
-local out = {}
+local out = {0}
 for i = 3, #ARGV, 2 do
   local key, what = ARGV[i], ARGV[i + 1]
   if redis.call('SISMEMBER', KEYS[2], key) == 0 then
@@ -90,6 +91,7 @@ for i = 3, #ARGV, 2 do
       redis.call('SADD', KEYS[2], key)
       seen = seen + 1
       if what ~= 'q' then
+        out[1] = out[1] + 1
         if redis.call('LLEN', KEYS[4]) < ${MAX_ERRORS} then redis.call('RPUSH', KEYS[4], what) end
       elseif queued < limit then
         queued = queued + 1
@@ -159,7 +161,7 @@ export interface JobScripts {
     pending: string,
     blocked: string,
     ...args: (string | number)[]
-  ): Promise<string[]>;
+  ): Promise<[number, ...string[]]>;
   finishPage(
     meta: string,
     pending: string,
