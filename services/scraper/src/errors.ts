@@ -11,6 +11,11 @@ export const ERRORS = defineErrors({
   UNAUTHORIZED: { status: 401, message: "missing or invalid API key" },
   BLOCKED_TARGET: { status: 403, message: "target blocked by SSRF policy: {detail}" },
   NOT_FOUND: { status: 404, message: "route not found: {route}" },
+  // A Firecrawl route the SDKs know (extract, search, deep research, …) that this scraper does not serve.
+  FIRECRAWL_UNSUPPORTED: {
+    status: 404,
+    message: "{route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility)",
+  },
   JOB_NOT_FOUND: { status: 404, message: "{kind} job {id} not found (unknown, or expired)" },
   JOB_FINISHED: { status: 409, message: "{kind} job {id} already {status}: nothing to cancel" },
   METHOD_NOT_ALLOWED: { status: 405, message: "method {method} not allowed on {url}; use {allow}" },

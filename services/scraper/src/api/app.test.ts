@@ -93,6 +93,19 @@ describe("the scraper API's plugins", () => {
       "/scrape",
       "/scrape/bulk",
       "/search",
+      // Firecrawl's v1 and v2 routes (firecrawl/dialects.ts), for its SDKs.
+      ...["v1", "v2"].flatMap((v) =>
+        [
+          "/batch/scrape",
+          "/batch/scrape/{id}",
+          "/batch/scrape/{id}/errors",
+          "/crawl",
+          "/crawl/{id}",
+          "/crawl/{id}/errors",
+          "/map",
+          "/scrape",
+        ].map((p) => `/${v}${p}`),
+      ),
     ]);
     expect(doc.paths["/crawl/{id}"].delete.responses["409"].description).toContain("JOB_FINISHED");
     expect(doc.paths["/crawl/{id}"].get.responses["404"].description).toContain("JOB_NOT_FOUND");
