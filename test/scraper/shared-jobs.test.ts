@@ -122,10 +122,36 @@ async function allResults(base: string, id: string): Promise<{ status: Json; url
   return { status: first, urls };
 }
 
+/** When each page request of `slow` arrived and its answer was sent (performance.now). */
+const slowVisits: { path: string; arrived: number; answered: number }[] = [];
+
+/** `slow`: robots.txt asks for 1 s between requests; /a/ and /b/ each link to three pages. */
+function buildSlowSite(s: Site) {
+  for (const section of ["a", "b"]) {
+    const pages = [0, 1, 2].map((i) => `/${section}/${i}`);
+    for (const path of [`/${section}/`, ...pages]) {
+      s.route(path, (_req, res) => {
+        const arrived = performance.now();
+        setTimeout(() => {
+          res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+          res.end(html(path, path.endsWith("/") ? pages : []), () =>
+            slowVisits.push({ path, arrived, answered: performance.now() }),
+          );
+        }, 50);
+      });
+    }
+  }
+  s.route("/robots.txt", (_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end("User-agent: *\nCrawl-delay: 1\n");
+  });
+}
+
 beforeAll(async () => {
   redis = await startRedis();
   [site, slow] = await Promise.all([startSite(), startSite()]);
   buildSite(site);
+  buildSlowSite(slow);
   const logger = createLogger({ name: "render", level: "silent" });
   const allowedHosts = [`127.0.0.1:${site.port}`, `127.0.0.1:${slow.port}`];
   render = buildRenderService(scraperConfig({ workerConcurrency: 4, allowedHosts }), { logger });
@@ -173,4 +199,35 @@ describe("crawl jobs shared through Redis", () => {
     expect(again.urls).toEqual(done.urls);
     expect(again.status.completed).toBe(paths.length);
   }, 360_000);
+
+  it("space a host's pages by its Crawl-delay across crawls and replicas", async () => {
+    const [d, e] = await Promise.all([startReplica("scraper-d"), startReplica("scraper-e")]);
+    // One crawl of each section of the same host, each started on another replica, each asking
+    // for four pages at once: the host still gets one page at a time, a second apart.
+    const started = await Promise.all([
+      post(d.url, "/crawl", { url: `${slow.origin}/a/`, ignoreSitemap: true, maxConcurrency: 4 }),
+      post(e.url, "/crawl", { url: `${slow.origin}/b/`, ignoreSitemap: true, maxConcurrency: 4 }),
+    ]);
+    for (const s of started) expect(s.status, JSON.stringify(s.body)).toBe(200);
+    const ids = started.map((s) => s.body.id as string);
+    await until(
+      "both crawls end",
+      async () => (await Promise.all(ids.map((id) => statusOf(d.url, id)))).every((st) => st.status !== "scraping"),
+      120_000,
+    );
+    for (const [i, id] of ids.entries()) {
+      const done = await allResults(e.url, id);
+      expect(done.status.status).toBe("completed");
+      const section = i === 0 ? "a" : "b";
+      expect([...done.urls].sort()).toEqual([`/${section}/`, `/${section}/0`, `/${section}/1`, `/${section}/2`]);
+    }
+    const visits = [...slowVisits].sort((x, y) => x.arrived - y.arrived);
+    expect(visits).toHaveLength(8);
+    // Each request arrives at least the delay after the previous answer was sent (timers may run
+    // a few ms early by the site's clock; never a whole delay).
+    for (let i = 1; i < visits.length; i++) {
+      const gap = (visits[i]?.arrived ?? 0) - (visits[i - 1]?.answered ?? 0);
+      expect(gap, `${visits[i - 1]?.path} → ${visits[i]?.path}`).toBeGreaterThanOrEqual(950);
+    }
+  }, 180_000);
 });
