@@ -514,7 +514,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadataInput: {
@@ -573,7 +573,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -648,7 +648,7 @@ export interface components {
                 url: string;
                 error: string;
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             }[];
             robotsBlocked: string[];
         };
@@ -695,7 +695,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadata: {
@@ -754,7 +754,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -829,7 +829,7 @@ export interface components {
                 url: string;
                 error: string;
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             }[];
             robotsBlocked: string[];
         };
@@ -1030,7 +1030,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1146,7 +1146,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1266,7 +1266,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1419,7 +1419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1473,6 +1473,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1538,6 +1547,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
         };
     };
     getCrawlErrors: {
@@ -1580,6 +1598,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1703,7 +1730,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1757,6 +1784,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1822,6 +1858,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
         };
     };
     getBatchScrapeErrors: {
@@ -1864,6 +1909,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1969,7 +2023,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2129,7 +2183,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2183,6 +2237,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2248,6 +2311,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
         };
     };
     v1GetCrawlErrors: {
@@ -2290,6 +2362,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2419,7 +2500,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2473,6 +2554,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2538,6 +2628,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
         };
     };
     v1GetBatchScrapeErrors: {
@@ -2580,6 +2679,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2685,7 +2793,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2854,7 +2962,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2908,6 +3016,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2973,6 +3090,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
         };
     };
     v2GetCrawlErrors: {
@@ -3015,6 +3141,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3150,7 +3285,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3204,6 +3339,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3269,6 +3413,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
         };
     };
     v2GetBatchScrapeErrors: {
@@ -3311,6 +3464,15 @@ export interface operations {
             };
             /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3418,7 +3580,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3545,7 +3707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3678,7 +3840,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;

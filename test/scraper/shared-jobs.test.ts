@@ -230,4 +230,21 @@ describe("crawl jobs shared through Redis", () => {
       expect(gap, `${visits[i - 1]?.path} → ${visits[i]?.path}`).toBeGreaterThanOrEqual(950);
     }
   }, 180_000);
+
+  it("answer 503 JOBS_UNAVAILABLE, not a hang, while Redis does not answer", async () => {
+    const f = await startReplica("scraper-f");
+    const unknown = "00000000-0000-4000-8000-000000000000";
+    redis.freeze();
+    try {
+      const started = Date.now();
+      const res = await fetch(`${f.url}/crawl/${unknown}`);
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("5");
+      expect(await res.json()).toMatchObject({ success: false, code: "JOBS_UNAVAILABLE" });
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      redis.thaw();
+    }
+    await until("Redis answers again", async () => (await fetch(`${f.url}/crawl/${unknown}`)).status === 404, 30_000);
+  }, 60_000);
 });

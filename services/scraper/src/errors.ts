@@ -32,6 +32,8 @@ export const ERRORS = defineErrors({
   // problem (429, as Firecrawl answers a concurrency limit), not the service's health (503).
   JOBS_FULL: { status: 429, message: "{max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later" },
   JOBS_KEPT_FULL: { status: 429, message: "{max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later" },
+  // The shared jobs' Redis did not answer (REDIS_URL): the service's health, not the client's input.
+  JOBS_UNAVAILABLE: { status: 503, message: "job store unavailable: {detail}" },
   FEATURE_DISABLED: { status: 501, message: "{feature} is not configured" },
   UPSTREAM_ERROR: { status: 502, message: "{detail}" },
   TIMEOUT: { status: 504, message: "timed out after {ms} ms ({what})" },

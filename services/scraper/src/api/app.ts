@@ -102,6 +102,7 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
           jobDeps,
           logger,
           onPage,
+          onStoreError: (operation) => metrics.jobStoreErrors.inc({ operation }),
           ...(deps.now ? { now: deps.now } : {}),
         })
       : new MemoryJobs(store, jobDeps);

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "@capstan/shared";
 import { Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { ScraperError } from "../errors.ts";
+import { isScraperError, ScraperError } from "../errors.ts";
 import type { JobBackend, JobView, PageSlice } from "./backend.ts";
 import { sliceOf } from "./backend.ts";
 import type { JobDeps } from "./crawler.ts";
@@ -35,6 +35,8 @@ export interface SharedJobsOptions {
   logger: Logger;
   now?: () => number;
   onPage?: (kind: JobKind, outcome: PageOutcome) => void;
+  /** A call to Redis failed (the caller is answered 503 JOBS_UNAVAILABLE). */
+  onStoreError?: (operation: string) => void;
 }
 
 export class SharedJobs implements JobBackend {
@@ -157,7 +159,39 @@ export class SharedJobs implements JobBackend {
     }
   }
 
+  /** Runs a call on Redis: its own errors stay; Redis's become 503 JOBS_UNAVAILABLE (Retry-After 5). */
+  private async store<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (isScraperError(err)) throw err;
+      this.o.onStoreError?.(operation);
+      this.o.logger.warn({ err: (err as Error).message, operation }, "shared jobs: Redis call failed");
+      throw new ScraperError("JOBS_UNAVAILABLE", [(err as Error).message.slice(0, 200)], { retryAfter: 5 });
+    }
+  }
+
   async startCrawl(body: CrawlBody): Promise<string> {
+    return this.store("start", () => this.startCrawlIn(body));
+  }
+
+  async startBatch(body: BatchBody, urls: string[]): Promise<string> {
+    return this.store("start", () => this.startBatchIn(body, urls));
+  }
+
+  async view(kind: JobKind, id: string, slice: PageSlice): Promise<JobView> {
+    return this.store("view", () => this.viewIn(kind, id, slice));
+  }
+
+  async errors(kind: JobKind, id: string): Promise<{ errors: JobError[]; robotsBlocked: string[] }> {
+    return this.store("errors", () => this.errorsIn(kind, id));
+  }
+
+  async cancel(kind: JobKind, id: string): Promise<void> {
+    return this.store("cancel", () => this.cancelIn(kind, id));
+  }
+
+  private async startCrawlIn(body: CrawlBody): Promise<string> {
     const scope = new CrawlScope(new URL(body.url), body);
     const id = await this.create("crawl", body);
     const limit = Math.min(body.limit ?? this.o.jobDeps.config.jobs.maxPages, this.o.jobDeps.config.jobs.maxPages);
@@ -165,7 +199,7 @@ export class SharedJobs implements JobBackend {
     return id;
   }
 
-  async startBatch(body: BatchBody, urls: string[]): Promise<string> {
+  private async startBatchIn(body: BatchBody, urls: string[]): Promise<string> {
     const id = await this.create("batch", body);
     // Each entry is a page, duplicates included (as the in-memory batch does).
     await this.seed(
@@ -185,7 +219,7 @@ export class SharedJobs implements JobBackend {
     return meta;
   }
 
-  async view(kind: JobKind, id: string, slice: PageSlice): Promise<JobView> {
+  private async viewIn(kind: JobKind, id: string, slice: PageSlice): Promise<JobView> {
     const k = jobKeys(this.prefix, id);
     const meta = await this.meta(kind, id);
     const [warn, raw, count] = await Promise.all([
@@ -211,7 +245,7 @@ export class SharedJobs implements JobBackend {
     };
   }
 
-  async errors(kind: JobKind, id: string): Promise<{ errors: JobError[]; robotsBlocked: string[] }> {
+  private async errorsIn(kind: JobKind, id: string): Promise<{ errors: JobError[]; robotsBlocked: string[] }> {
     const k = jobKeys(this.prefix, id);
     await this.meta(kind, id);
     const [errors, blocked] = await Promise.all([
@@ -221,7 +255,7 @@ export class SharedJobs implements JobBackend {
     return { errors: errors.map((e) => JSON.parse(e) as JobError), robotsBlocked: blocked };
   }
 
-  async cancel(kind: JobKind, id: string): Promise<void> {
+  private async cancelIn(kind: JobKind, id: string): Promise<void> {
     await this.meta(kind, id);
     const before = await this.redis.cancelJob(jobKeys(this.prefix, id).meta, `${this.prefix}:running`, id);
     if (before === "gone") throw new ScraperError("JOB_NOT_FOUND", [KIND_NAMES[kind], id]);

@@ -86,7 +86,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
           security,
           params: jobIdParams,
           querystring: jobPageQuery,
-          response: { 200: dialect.status, ...errorResponses(400, 401, 404) },
+          response: { 200: dialect.status, ...errorResponses(400, 401, 404, 503) },
         },
       },
       async (req) => {
@@ -103,7 +103,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
           tags: [tag],
           security,
           params: jobIdParams,
-          response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409) },
+          response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409, 503) },
         },
       },
       async (req) => {
@@ -120,7 +120,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
           tags: [tag],
           security,
           params: jobIdParams,
-          response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404) },
+          response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404, 503) },
         },
       },
       async (req) => ({ success: true as const, ...(await jobs.errors(kind, req.params.id)) }),
