@@ -66,12 +66,14 @@ const BANNER = [
  * string, an identifier and a regular expression (an astral character becomes its surrogate
  * pair, which a /u expression reads as the one code point).
  */
+// Every UTF-16 unit above 0x7f (a pair's two halves one by one, as \u escapes write them).
+const NON_ASCII = /[\u0080-\uffff]/g;
 function asciiOnly(file) {
   const text = readFileSync(file, "utf8");
-  if (!/[^\x00-\x7f]/.test(text)) return;
+  if (!text.match(NON_ASCII)) return;
   writeFileSync(
     file,
-    text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+    text.replace(NON_ASCII, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
   );
 }
 

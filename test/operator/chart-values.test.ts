@@ -335,6 +335,27 @@ describe("the processes accept the environment the operator renders from the cha
   });
 });
 
+describe("the platform Scraper (scraping.platformScraper)", () => {
+  it("is the Scraper the default scraping URL names, created by a hook, with the platform's key when one is set", async () => {
+    const defaults = await render(["redis.deploy.enabled=true"]);
+    const scraper = one(defaults, "Scraper", "capstan-scraper");
+    expect(scraper.metadata.namespace).toBe(ns);
+    expect(scraper.metadata.annotations?.["helm.sh/hook"]).toBe("post-install,post-upgrade");
+    await run.apply(scraper);
+    // The operator's default scraping URL is that Scraper's Service.
+    expect(operatorConfig(defaults).platformScraper).toBe("capstan-scraper");
+    const keyed = await render(["redis.deploy.enabled=true", "scraping.apiKeySecret.name=scraping-key"]);
+    expect(one(keyed, "Scraper").spec?.auth).toEqual({
+      enabled: true,
+      apiKeySecretRef: { name: "scraping-key", key: "apiKey" },
+    });
+    // With a scraping URL of its own, or create off, the chart creates none.
+    for (const set of ["scraping.url=http://scraper.example:3002", "scraping.platformScraper.create=false"]) {
+      expect((await render(["redis.deploy.enabled=true", set])).filter((o) => o.kind === "Scraper")).toEqual([]);
+    }
+  });
+});
+
 describe("Redis Sentinel and Cluster, a Qdrant cluster's layout", () => {
   it("refuses a topology without its addresses, or with a standalone URL beside it", async () => {
     expect(await refused(["redis.mode=sentinel"])).toContain("redis.sentinel.addresses");

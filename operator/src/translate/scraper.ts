@@ -23,6 +23,7 @@ import {
   shortHash,
   withAppliedHash,
 } from "./common.ts";
+import { redisEnv } from "./workloads.ts";
 
 export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
 export const RENDER_PORT = 3000;
@@ -83,6 +84,19 @@ export function scraperEnv(s: Scraper): EnvVar[] {
   return out;
 }
 
+/**
+ * Shared crawl jobs (REDIS_URL, docs/scraper.md "Jobs"): for Scrapers in the platform's own
+ * namespace only. The platform Redis also holds rate-limit counters and chat histories, and a
+ * tenant who may exec into pods of their namespace would reach it through their Scraper's
+ * variables; tenant Scrapers keep their jobs in memory. Each Scraper gets its own key prefix: one
+ * Scraper never runs another's pages (their allowed hosts and proxies differ).
+ */
+export function scraperJobsEnv(s: Scraper, c: OperatorConfig): EnvVar[] {
+  const namespace = s.metadata.namespace ?? "default";
+  if (namespace !== c.namespace) return [];
+  return [...redisEnv(c), env("SCRAPER_JOBS_REDIS_PREFIX", `{capstan-scraper:${namespace}/${s.metadata.name}}`)];
+}
+
 export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
   const name = s.metadata.name;
   const namespace = s.metadata.namespace ?? "default";
@@ -108,7 +122,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           name: "scraper",
           image: s.spec.image ?? c.scraper.image,
           imagePullPolicy: c.scraper.imagePullPolicy,
-          env: [...k8sEnv(name, "scraper"), env("SCRAPER_ROLE", "api"), ...common],
+          env: [...k8sEnv(name, "scraper"), env("SCRAPER_ROLE", "api"), ...scraperJobsEnv(s, c), ...common],
           ports: [
             { name: "http", containerPort: s.spec.internalPort, protocol: "TCP" },
             { name: "admin", containerPort: ADMIN_PORT, protocol: "TCP" },

@@ -196,6 +196,27 @@ describe("Scraper", () => {
     expect(hash(scraper)).toBe(hash({ ...scraper }));
     expect(hash(changed)).not.toBe(hash(scraper));
   });
+
+  it("shares its jobs through the platform Redis only in the platform's namespace, under its own prefix", () => {
+    const envOf = (s: Scraper) => {
+      const spec = (scraperObjects(s, config)[0] as { spec?: unknown }).spec as {
+        template: { spec: { containers: { name: string; env: { name: string; value?: string }[] }[] } };
+      };
+      const api = spec.template.spec.containers.find((c) => c.name === "scraper");
+      return Object.fromEntries((api?.env ?? []).map((e) => [e.name, e.value]));
+    };
+    const platform = {
+      ...scraper,
+      metadata: { ...scraper.metadata, name: "capstan-scraper", namespace: config.namespace },
+    };
+    expect(envOf(platform)).toMatchObject({
+      REDIS_URL: "redis://:$(REDIS_PASSWORD)@redis.capstan-system:6379", // the password from its Secret
+      SCRAPER_JOBS_REDIS_PREFIX: `{capstan-scraper:${config.namespace}/capstan-scraper}`,
+    });
+    // A tenant's Scraper (team-a): no way to the platform's Redis through its variables.
+    expect(envOf(scraper).REDIS_URL).toBeUndefined();
+    expect(envOf(scraper).SCRAPER_JOBS_REDIS_PREFIX).toBeUndefined();
+  });
 });
 
 describe("the downward API's variables behind the traces' k8s.* attributes", () => {

@@ -166,7 +166,7 @@ function deployment(d: DeploymentInput): KubeObject {
  * sentinels' own in REDIS_SENTINEL_PASSWORD), which the services read. Either way the password
  * never passes through the operator.
  */
-function redisEnv(c: OperatorConfig): EnvVar[] {
+export function redisEnv(c: OperatorConfig): EnvVar[] {
   const r = c.redis;
   const ref = r.passwordSecretRef;
   if (r.mode !== "standalone") {

@@ -132,6 +132,9 @@ export function installValues(images: Record<string, string>, extra: string[] = 
     // and makes search believe its X-Forwarded-For, so search sees the real client's address (the
     // examples allow 127.0.0.1).
     `networkPolicy.ingressController.ipBlocks[0]=${net.hostIp}/32`,
+    // The chart's platform Scraper (KnowledgeBases without scraperRef) scrapes pages served in the
+    // cluster: the platform team allows the cluster's ranges, as for the example Scraper.
+    "scraping.platformScraper.spec.allowedHosts[0]=198.18.0.0/15",
     ...extra,
   );
   return set;
