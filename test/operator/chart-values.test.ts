@@ -20,6 +20,7 @@ import {
   ChartRun,
   type Container,
   chart,
+  containerEnv,
   envOf,
   KUBE_VERSION,
   MINIMAL,
@@ -304,16 +305,6 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
  * A container's environment as the kubelet would give it: literal values, a stand-in for each
  * Secret reference, and $(VAR) expanded from variables listed before (Kubernetes' rule).
  */
-function containerEnv(c: Container): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const e of c.env ?? []) {
-    if (e.value !== undefined) out[e.name] = e.value.replace(/\$\(([A-Z0-9_]+)\)/g, (m, v) => out[v] ?? m);
-    else if ((e.valueFrom as { secretKeyRef?: unknown } | undefined)?.secretKeyRef)
-      out[e.name] = "s3cret-0123456789abcdef";
-  }
-  return out;
-}
-
 describe("the processes accept the environment the operator renders from the chart", () => {
   it("gateway, search and both scraper containers parse their config (nothing exits with status 2)", async () => {
     const objects = await render([...MINIMAL, "redis.passwordSecret.name=redis-auth"]);
@@ -353,44 +344,6 @@ describe("the platform Scraper (scraping.platformScraper)", () => {
     for (const set of ["scraping.url=http://scraper.example:3002", "scraping.platformScraper.create=false"]) {
       expect((await render(["redis.deploy.enabled=true", set])).filter((o) => o.kind === "Scraper")).toEqual([]);
     }
-  });
-});
-
-describe("Redis Sentinel and Cluster, a Qdrant cluster's layout", () => {
-  it("refuses a topology without its addresses, or with a standalone URL beside it", async () => {
-    expect(await refused(["redis.mode=sentinel"])).toContain("redis.sentinel.addresses");
-    expect(await refused(["redis.mode=cluster"])).toContain("redis.cluster.nodes");
-    expect(
-      await refused(["redis.mode=cluster", "redis.cluster.nodes={r0:6379}", "redis.url=redis://r:6379"]),
-    ).toContain("unset redis.url");
-  });
-
-  it("the gateway and search read what the operator renders from each topology", async () => {
-    const sentinel = await render([
-      "redis.mode=sentinel",
-      "redis.sentinel.addresses={s0.redis:26379,s1.redis:26379}",
-      "redis.sentinel.masterName=capstan",
-      "redis.passwordSecret.name=redis-auth",
-      "qdrant.url=http://qdrant:6333",
-      "qdrant.collection.replicationFactor=3",
-    ]);
-    const c = operatorConfig(sentinel);
-    const gw = loadGatewayConfig(containerEnv(pod(gatewayObjects(c, [])[0] as Rendered).containers[0] as Container));
-    expect(gw.redisUrl).toBeUndefined();
-    expect(gw.redis).toMatchObject({
-      mode: "sentinel",
-      sentinels: ["s0.redis:26379", "s1.redis:26379"],
-      masterName: "capstan",
-      password: "s3cret-0123456789abcdef",
-    });
-    const se = loadSearchConfig(containerEnv(pod(searchObjects(c)[0] as Rendered).containers[0] as Container));
-    expect(se.redis.mode).toBe("sentinel");
-    expect(se.qdrant.collection).toEqual({ replicationFactor: 3 });
-    const cluster = operatorConfig(await render(["redis.mode=cluster", "redis.cluster.nodes={r0:6379,r1:6379}"]));
-    const gw2 = loadGatewayConfig(
-      containerEnv(pod(gatewayObjects(cluster, [])[0] as Rendered).containers[0] as Container),
-    );
-    expect(gw2.redis).toMatchObject({ mode: "cluster", nodes: ["r0:6379", "r1:6379"] });
   });
 });
 
