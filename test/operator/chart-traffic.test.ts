@@ -120,7 +120,11 @@ describe("traffic", () => {
     expect(gatewayInternal?.[1]?.podSelector.matchLabels).toMatchObject({
       "app.kubernetes.io/name": "capstan-console",
     });
-    expect(gatewayInternal).toHaveLength(2);
+    // ... and the operator, which reads budget spend and upstream breakers there for status.
+    expect(gatewayInternal?.[2]?.podSelector.matchLabels).toMatchObject({
+      "app.kubernetes.io/name": "capstan-operator",
+    });
+    expect(gatewayInternal).toHaveLength(3);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
     // The public port from anywhere; the internal port (documents API, the internal token's
     // search, metrics, health) from the operator's pods (ingestion), the gateway's (retrieval) and,
@@ -145,8 +149,9 @@ describe("traffic", () => {
     expect(seLabels).toMatchObject(redisFrom[1] ?? { none: "x" });
     // The console keeps its sessions there.
     const consolePod = podLabels(one(objects, "Deployment", `${release}-capstan-console`));
-    expect(consolePod).toMatchObject(redisFrom[2] ?? { none: "x" });
-    expect(redisFrom).toHaveLength(3);
+    expect(redisFrom.some((peer) => Object.entries(peer).every(([k, v]) => consolePod[k] === v))).toBe(true);
+    // ... and the platform Scraper (its shared crawl jobs).
+    expect(redisFrom).toHaveLength(4);
     const qdrantFrom = policy("capstan-qdrant").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
     expect(seLabels).toMatchObject(qdrantFrom);
     expect(gwLabels).not.toMatchObject(qdrantFrom);
