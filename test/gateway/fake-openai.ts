@@ -105,7 +105,10 @@ export async function startFakeOpenAI(opts: { chunkWords?: number } = {}): Promi
     if (mode === "hang") return; // the caller's timeout or abort ends it
     const delay = mode === "slow" ? Number(arg) : 0;
     const lastMessage = body.messages.at(-1);
-    const toolCall = Array.isArray(body.tools) && lastMessage?.role !== "tool" ? firstToolCall(body.tools) : undefined;
+    const toolCall =
+      Array.isArray(body.tools) && body.tools.length > 0 && lastMessage?.role !== "tool"
+        ? firstToolCall(body.tools)
+        : undefined;
     const answer =
       lastMessage?.role === "tool" ? `tool said: ${String(lastMessage.content)}` : `echo: ${lastUser(body.messages)}`;
     const words =

@@ -5,7 +5,7 @@
 // that dies loses at most the last second of its counts; a graceful stop writes them (flush).
 // Counts Redis cannot take are counted (capstan_gateway_usage_writes_total{outcome="dropped"}).
 import type { Logger } from "@capstan/shared";
-import type { RedisClient } from "@capstan/shared/redis";
+import { execPipelines, type RedisClient } from "@capstan/shared/redis";
 import type { GatewayMetrics } from "../metrics.ts";
 import { type RedisBreaker, RedisUnavailable } from "../redis/breaker.ts";
 
@@ -60,7 +60,7 @@ export class UsageBuffer {
       pipelines.push(pipeline);
     }
     try {
-      await this.opts.breaker.run(() => Promise.all(pipelines.map((p) => p.exec())));
+      await this.opts.breaker.run(() => execPipelines(pipelines));
       this.opts.metrics.usageWrites.inc({ outcome: "ok" }, requests);
     } catch (err) {
       this.opts.metrics.usageWrites.inc({ outcome: "dropped" }, requests);

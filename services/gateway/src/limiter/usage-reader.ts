@@ -2,7 +2,7 @@
 // hourly usage (per agent, upstream and model), for the internal API (routes/internal.ts). One
 // pipeline per channel; every key of one channel shares its hash tag.
 import type { UsageRow } from "@capstan/shared/api";
-import type { RedisClient } from "@capstan/shared/redis";
+import { execPipelines, type RedisClient } from "@capstan/shared/redis";
 import type { RedisBreaker } from "../redis/breaker.ts";
 import { periodOf } from "./budget-period.ts";
 import { hourOf, type TokenLimits } from "./token-limiter.ts";
@@ -54,7 +54,7 @@ export class UsageReader {
       for (const hour of slots) pipeline.hgetall(keys.usage(hour));
       return pipeline;
     });
-    const results = await this.breaker.run(() => Promise.all(pipelines.map((p) => p.exec())));
+    const results = await this.breaker.run(() => execPipelines(pipelines));
     const rows: UsageRow[] = [];
     channels.forEach((channel, c) => {
       slots.forEach((hour, h) => {

@@ -96,3 +96,22 @@ export function createRedisClient(target: RedisTarget, logger: Logger, options: 
 export function isCluster(redis: RedisClient): redis is Cluster {
   return redis instanceof Cluster;
 }
+
+type Pipeline = ReturnType<RedisClient["pipeline"]>;
+
+/**
+ * Runs the pipelines and returns their results, or throws the first command's error. ioredis
+ * resolves a pipeline whose commands failed (no connection, a refused command) with the errors
+ * in its results, so a caller that only awaits exec() would take an outage for success; behind a
+ * circuit breaker that resets its count of consecutive failures and keeps it from ever opening.
+ */
+export async function execPipelines(pipelines: Pipeline[]): Promise<[Error | null, unknown][][]> {
+  const results = await Promise.all(pipelines.map((p) => p.exec()));
+  const out: [Error | null, unknown][][] = [];
+  for (const result of results) {
+    if (!result) throw new Error("a Redis pipeline was discarded");
+    for (const [err] of result) if (err) throw err;
+    out.push(result);
+  }
+  return out;
+}
