@@ -182,7 +182,7 @@ describe("monitoring through the chart's own objects", () => {
       "capstan-operator": 1,
       "capstan-gateway": 2,
       "capstan-search": 1,
-      "capstan-console": 2,
+      "capstan-console": 1,
       "capstan-scraper": 2,
       "capstan-scraper-render": 2,
     };

@@ -135,6 +135,12 @@ export function installValues(images: Record<string, string>, extra: string[] = 
     // The chart's platform Scraper (KnowledgeBases without scraperRef) scrapes pages served in the
     // cluster: the platform team allows the cluster's ranges, as for the example Scraper.
     "scraping.platformScraper.spec.allowedHosts[0]=198.18.0.0/15",
+    // One console: the node has 2 CPUs to request, and the platform (two gateways, search, the
+    // operator, the dev Redis, the platform Scraper and the example Scraper's two pods) already
+    // requests 1,650m of them; a second console left no room for the surge pod of the example
+    // Scraper's rolling update (FailedScheduling: Insufficient cpu). Two consoles sharing their
+    // sessions are tested in test/console/redis-sessions.test.ts.
+    "console.replicas=1",
     ...extra,
   );
   return set;
