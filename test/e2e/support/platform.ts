@@ -141,6 +141,11 @@ export function installValues(images: Record<string, string>, extra: string[] = 
     // Scraper's rolling update (FailedScheduling: Insufficient cpu). Two consoles sharing their
     // sessions are tested in test/console/redis-sessions.test.ts.
     "console.replicas=1",
+    // Sized for this node as a platform team sizes for a small one: every Scraper pod (the
+    // example's two, the platform's one, and a rolling update's surge pod) asks for 150m, not
+    // 350m, so rollouts of search and the Scrapers still find CPU to schedule on.
+    "scraper.resources.requests.cpu=50m",
+    "scraper.renderResources.requests.cpu=100m",
     ...extra,
   );
   return set;
