@@ -84,7 +84,10 @@ export function internalUrlOf(url: string): string {
 /** Starts `services/gateway/src/main.ts` of this tree (or of another checkout, `root`, for a before/after). */
 export async function startGatewayProcess(env: Record<string, string>, root = ROOT): Promise<string> {
   const [port, internalPort] = [await freePort(), await freePort()];
-  const proc = startProcess("gateway", process.execPath, [join(root, "services/gateway/src/main.ts")], {
+  // BENCH_GATEWAY_NODE_FLAGS: flags for the gateway's node only (V8's --trace-deopt, say, which
+  // NODE_OPTIONS refuses); its output goes to CAPSTAN_GROUND_LOGS/gateway.log.
+  const flags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  const proc = startProcess("gateway", process.execPath, [...flags, join(root, "services/gateway/src/main.ts")], {
     ...process.env,
     PORT: String(port),
     CAPSTAN_INTERNAL_PORT: String(internalPort),
@@ -201,7 +204,21 @@ export const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
 
 /** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
 export function cpuMs(pid: number): number {
-  const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+  return ticksMs(readFileSync(`/proc/${pid}/stat`, "utf8"));
+}
+
+/** User + system CPU of a /proc stat line, in ms. */
+function ticksMs(stat: string): number {
+  const fields = (stat.split(") ")[1] ?? "").split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
   return ticks * 10; // USER_HZ is 100 on Linux
+}
+
+/**
+ * CPU ms of a process's main thread (the JavaScript, the CPU profile's view) and of its other
+ * threads (V8's garbage collector and compiler helpers, libuv's pool), which no CPU profile shows.
+ */
+export function threadCpuMs(pid: number): { main: number; other: number } {
+  const main = ticksMs(readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8"));
+  return { main, other: cpuMs(pid) - main };
 }

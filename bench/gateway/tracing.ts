@@ -7,7 +7,7 @@
 //   every-request sampling added; the run stops unless every answer is a 2xx the provider was
 //   called for, and the sampled configuration's spans reach the sink)
 //   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
-//        BENCH_CONNECTIONS (default 32), BENCH_CONFIGS (comma-separated names below, default
+//        BENCH_CONNECTIONS (default 32), BENCH_WARMUP (requests per process first, default 20,000), BENCH_CONFIGS (comma-separated names below, default
 //        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-off,
 //        before-none, before-otlp-1pct and before-otlp-100pct, its gateway with the same settings)
 import { createServer } from "node:http";
@@ -24,13 +24,14 @@ import {
   procs,
   startFakeUpstream,
   startGatewayProcess,
+  threadCpuMs,
   upstreamCalls,
   writeResources,
 } from "./harness.ts";
 
 const duration = Number(process.env.BENCH_DURATION ?? sized(10, 1));
 const rounds = Number(process.env.BENCH_ROUNDS ?? sized(6, 1));
-const warmup = sized(2000, 50);
+const warmup = Number(process.env.BENCH_WARMUP ?? sized(20_000, 50));
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 interface Config {
@@ -116,6 +117,8 @@ interface Run {
   seconds: number;
   rps: number;
   cpuPerRequest: number;
+  /** Of cpuPerRequest, the part off the main thread (GC and compiler helpers, libuv's pool). */
+  otherThreadsPerRequest: number;
   p50: number;
   p99: number;
   non2xx: number;
@@ -140,7 +143,10 @@ try {
     authorization: `Bearer ${key}`,
     ...(CONFIGS[name]?.traceparent ? { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" } : {}),
   });
-  // Warm every process (JIT, connection pools, Redis' script cache).
+  // Warm every process (JIT, connection pools, Redis' script cache). 20,000 requests, so that a
+  // 1 % sampler's span path has run ~200 times and is compiled like a long-lived process's: after
+  // 2,000 (20 sampled) the 1 % configuration measured 12–14 µs a request over the 0 % one, after
+  // 30,000 about 6 µs (docs/benchmarks.md).
   for (const g of gateways) {
     const p = await probeLatency(g.url, "/api/v1/chat/completions", headersOf(g.name), {
       total: warmup,
@@ -155,6 +161,7 @@ try {
     const order = gateways.map((_, i) => gateways[(i + round) % gateways.length] as (typeof gateways)[number]);
     for (const g of order) {
       const cpu0 = cpuMs(g.pid);
+      const threads0 = threadCpuMs(g.pid);
       const calls0 = await upstreamCalls(g.url);
       const r = await autocannon({
         url: `${g.url}/api/v1/chat/completions`,
@@ -165,6 +172,7 @@ try {
         duration,
       });
       const cpu = cpuMs(g.pid) - cpu0;
+      const threads1 = threadCpuMs(g.pid);
       // The work: only 2xx answers, each a provider call the gateway made for it.
       expectCount(`${g.name} round ${round + 1}: answers that were not 2xx`, r.non2xx + r.errors, 0);
       expectAtLeast(`${g.name} round ${round + 1}: answers`, r["2xx"], 1);
@@ -178,11 +186,15 @@ try {
         seconds: r.duration,
         rps: r.requests.average,
         cpuPerRequest: cpu / Math.max(1, r.requests.total),
+        otherThreadsPerRequest: (threads1.other - threads0.other) / Math.max(1, r.requests.total),
         p50: r.latency.p50,
         p99: r.latency.p99,
         non2xx: r.non2xx + r.errors,
       });
-      console.error(`[round ${round + 1}] ${g.name}: ${r.requests.average.toFixed(0)} req/s`);
+      const cpuPerRequest = (g.runs.at(-1) as Run).cpuPerRequest;
+      console.error(
+        `[round ${round + 1}] ${g.name}: ${r.requests.average.toFixed(0)} req/s, ${cpuPerRequest.toFixed(3)} ms CPU/req`,
+      );
     }
   }
   const load1 = (await import("node:os")).loadavg()[0] as number;
@@ -205,7 +217,10 @@ try {
   ];
   for (const g of gateways) {
     const rps = g.runs.map((r) => r.rps);
-    const cpu = sum(g.runs.map((r) => r.cpuPerRequest * r.requests)) / sum(g.runs.map((r) => r.requests));
+    const perRequest = (of: (r: Run) => number) =>
+      sum(g.runs.map((r) => of(r) * r.requests)) / sum(g.runs.map((r) => r.requests));
+    const cpu = perRequest((r) => r.cpuPerRequest);
+    const offMain = perRequest((r) => r.otherThreadsPerRequest);
     let vs = "";
     if (base) {
       const ratios = g.runs.map((r) => r.rps / (base.runs.find((b) => b.round === r.round)?.rps ?? Number.NaN));
@@ -220,7 +235,7 @@ try {
         `; CPU-bound ${median(cpuRatios).toFixed(3)} (median of rounds, ${range(cpuRatios, 3)})`;
     }
     lines.push(
-      `  ${g.name.padEnd(18)} ${range(rps)} req/s, overall ${overall(g.runs).toFixed(0)}${vs}  CPU ${cpu.toFixed(3)} ms/req` +
+      `  ${g.name.padEnd(18)} ${range(rps)} req/s, overall ${overall(g.runs).toFixed(0)}${vs}  CPU ${cpu.toFixed(3)} ms/req (${offMain.toFixed(3)} off the main thread)` +
         `  p50 ${range(g.runs.map((r) => r.p50))} ms  p99 ${range(g.runs.map((r) => r.p99))} ms  errors ${sum(g.runs.map((r) => r.non2xx))}`,
     );
     lines.push(`  ${"".padEnd(18)} ${CONFIGS[g.name]?.what}`);

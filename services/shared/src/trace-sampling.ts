@@ -42,7 +42,7 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import type { FastifyInstance } from "fastify";
 
-const { suppressTracing, unsuppressTracing } = core;
+const { suppressTracing } = core;
 
 /** The share of new traces sampled when an exporter is set and OTEL_TRACES_SAMPLER is not. */
 export const DEFAULT_SAMPLE_RATIO = 0.01;
@@ -111,8 +111,12 @@ export function door(configured: Sampler): Door {
 /** The trace context an unsampled request passes on, kept apart from the (suppressed) active span. */
 const PASS_ON = createContextKey("capstan.trace.pass-on");
 
-/** What PASS_ON holds: the span context, and the headers it injects once they were made. */
+/**
+ * What PASS_ON holds: the caller's context (unsuppressed, with its baggage) and the span context
+ * to pass on, then the headers they inject, made on the request's first outgoing call.
+ */
 interface PassOn {
+  caller: Context;
   spanContext: SpanContext;
   headers?: Record<string, string>;
 }
@@ -131,7 +135,7 @@ const SUPPRESSED_ROOT = suppressTracing(ROOT_CONTEXT);
  */
 export function unsampledContext(parent: Context, passOn: SpanContext): Context {
   const base = parent === ROOT_CONTEXT ? SUPPRESSED_ROOT : suppressTracing(trace.deleteSpan(parent));
-  return base.setValue(PASS_ON, { spanContext: passOn } satisfies PassOn);
+  return base.setValue(PASS_ON, { caller: parent, spanContext: passOn } satisfies PassOn);
 }
 
 /** Calls fn with every Fastify instance created from now on; returns the undo. */
@@ -176,10 +180,11 @@ export function injectIntoUndici(): () => void {
       const passOn = active.getValue(PASS_ON) as PassOn | undefined;
       if (!passOn) return;
       // The propagators write nothing for a context whose tracing is suppressed, so the headers
-      // are made from the same context unsuppressed; once per request, however many calls it makes.
+      // are made from the caller's context (its baggage) with the span context to pass on; once
+      // per request, however many calls it makes.
       if (!passOn.headers) {
         passOn.headers = {};
-        propagation.inject(trace.setSpanContext(unsuppressTracing(active), passOn.spanContext), passOn.headers);
+        propagation.inject(trace.setSpanContext(passOn.caller, passOn.spanContext), passOn.headers);
       }
       headers = passOn.headers;
     }

@@ -21,6 +21,8 @@ declare module "fastify" {
 }
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The span of a request outside any trace: setting attributes on it does nothing. */
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** Runs fn inside the request's trace context (so logs and child spans carry its trace id). */
 export function inRequestContext<T>(req: FastifyRequest, fn: () => T): T {
@@ -40,7 +42,7 @@ export function installTracing(app: FastifyInstance): void {
     // The http instrumentation's server span (a non-recording one for an unsampled request, none
     // when nothing exports), kept so the channel can be named on it once known.
     const ctx = activeTraceContext();
-    req.capstan = { span: trace.getSpan(ctx) ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT), ctx };
+    req.capstan = { span: trace.getSpan(ctx) ?? NO_SPAN, ctx };
   });
 }
 
