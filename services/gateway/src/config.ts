@@ -2,6 +2,7 @@
 // fast naming every bad field (loadConfig from @capstan/shared).
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
 import { egressAllowList } from "@capstan/shared/egress";
+import { REDIS_DOWN_POLICIES } from "@capstan/shared/limiter";
 import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 
@@ -38,7 +39,7 @@ export const gatewayConfigSchema = z.object({
        * While Redis cannot answer: local = each replica admits floor(QPM / replicas); deny = 503;
        * fail-open = no limit (explicit opt-in only: the fleet's QPM is then not held).
        */
-      redisDownPolicy: z.enum(["local", "deny", "fail-open"]).default("local"),
+      redisDownPolicy: z.enum(REDIS_DOWN_POLICIES).default("local"),
       /** Gateway replicas sharing each channel's QPM: the local policy's divisor (the operator passes it). */
       replicas: z.int().min(1).max(1000).default(1),
       /**

@@ -12,6 +12,16 @@ describe("loadSearchConfig", () => {
     expect(c.search.batchMaxQueries).toBe(32);
   });
 
+  it("takes the gateway's Redis-down policies, by the same names", () => {
+    for (const policy of ["local", "deny", "fail-open"]) {
+      expect(loadSearchConfig({ CAPSTAN_LIMITER_REDIS_DOWN_POLICY: policy }).limiter.redisDownPolicy).toBe(policy);
+    }
+    // "allow" was search's own name for fail-open: one setting, one set of values across services.
+    expect(() => loadSearchConfig({ CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "allow" })).toThrow(
+      /CAPSTAN_LIMITER_REDIS_DOWN_POLICY/,
+    );
+  });
+
   it("reads the environment", () => {
     const c = loadSearchConfig({
       PORT: "9000",

@@ -2,6 +2,7 @@
 // parse (loadConfig from @capstan/shared) that names every bad field.
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
 import { egressAllowList } from "@capstan/shared/egress";
+import { REDIS_DOWN_POLICIES } from "@capstan/shared/limiter";
 import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 import { isValidCidr } from "./auth/client-ip.ts";
@@ -33,7 +34,7 @@ export const searchConfigSchema = z.object({
   limiter: z
     .object({
       windowMs: z.int().min(1000).max(3_600_000).default(60_000),
-      redisDownPolicy: z.enum(["local", "allow", "deny"]).default("local"),
+      redisDownPolicy: z.enum(REDIS_DOWN_POLICIES).default("local"),
       redisTimeoutMs: z.int().min(1).max(10_000).default(2_000),
       keyPrefix: z.string().default("capstan:search-rl:"),
     })

@@ -8,13 +8,12 @@
 // so what replicas admitted locally is not admitted again. The mode is the capstan_gateway_limiter_mode
 // gauge and a readiness condition; the breaker logs each change of Redis' state once.
 import type { Logger } from "@capstan/shared";
-import { type LimitDecision, MemoryLimiter, type RedisLimiter } from "@capstan/shared/limiter";
+import { type LimitDecision, MemoryLimiter, type RedisDownPolicy, type RedisLimiter } from "@capstan/shared/limiter";
 import { GatewayError } from "../errors.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 import { type RedisBreaker, RedisUnavailable } from "../redis/breaker.ts";
 import { ShareLimiter } from "./share-limiter.ts";
 
-export type RedisDownPolicy = "local" | "deny" | "fail-open";
 export type LimiterMode = "shared" | "fallback" | "recovering" | "in-process";
 
 export interface QpmLimiterOptions {

@@ -16,13 +16,13 @@
 // are counted (capstan_gateway_usage_writes_total{outcome="dropped"}) and lost.
 import type { Logger } from "@capstan/shared";
 import type { AccessChannelSpec } from "@capstan/shared/api";
+import type { RedisDownPolicy } from "@capstan/shared/limiter";
 import type { RedisClient } from "@capstan/shared/redis";
 import type { Usage } from "../agents/types.ts";
 import { GatewayError } from "../errors.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 import { type RedisBreaker, RedisUnavailable } from "../redis/breaker.ts";
 import { periodOf } from "./budget-period.ts";
-import type { RedisDownPolicy } from "./limiter.ts";
 import { ADMIT_SCRIPT, channelKeys, SETTLE_SCRIPT } from "./token-scripts.ts";
 import { UsageBuffer } from "./usage-buffer.ts";
 

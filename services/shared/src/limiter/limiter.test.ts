@@ -65,7 +65,7 @@ describe("rate-limit headers", () => {
     expect(retryAfterSeconds({ ...d, resetMs: 0 })).toBe(1);
   });
 
-  it("sends nothing when no limiter decided (allow policy)", () => {
+  it("sends nothing when no limiter decided (fail-open policy)", () => {
     expect(rateLimitHeaders({ ...d, backend: "none" })).toEqual({});
   });
 

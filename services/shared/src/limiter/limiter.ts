@@ -1,8 +1,10 @@
-// An exact requests-per-window limiter with a Redis-down policy, used by the gateway (per-channel
-// QPM) and search (per-key requests per minute): the Redis sliding log when Redis answers, and
-// the configured policy when it does not (local: in-process sliding log per replica; allow: no
-// limit; deny: the caller's 503). Every fallback is counted in <prefix>_limiter_backend_errors_total,
-// the state is the <prefix>_limiter_degraded gauge, and each change of state is logged once.
+// An exact requests-per-window limiter with a Redis-down policy, used by search (per-key requests
+// per minute): the Redis sliding log when Redis answers, and the configured policy when it does
+// not (local: in-process sliding log per replica; fail-open: no limit; deny: the caller's 503).
+// Every fallback is counted in <prefix>_limiter_backend_errors_total, the state is the
+// <prefix>_limiter_degraded gauge, and each change of state is logged once. The gateway's QPM
+// limiter (services/gateway/src/limiter/) uses the same Redis sliding log and the same policies
+// behind a circuit breaker, with a per-replica share for `local`.
 import type { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "../logger.ts";
 import { Counter as PromCounter, Gauge as PromGauge, Histogram as PromHistogram, type Registry } from "../metrics.ts";
@@ -10,7 +12,13 @@ import type { LimitDecision } from "./decision.ts";
 import { MemoryLimiter } from "./memory-limiter.ts";
 import type { RedisLimiter } from "./redis-limiter.ts";
 
-export type RedisDownPolicy = "local" | "allow" | "deny";
+/**
+ * What a limiter does while Redis cannot answer (CAPSTAN_LIMITER_REDIS_DOWN_POLICY, the same
+ * values in every service): `local` limits in process, per replica; `deny` refuses with the
+ * service's 503; `fail-open` admits everything (an explicit opt-in: the shared limit is not held).
+ */
+export const REDIS_DOWN_POLICIES = ["local", "deny", "fail-open"] as const;
+export type RedisDownPolicy = (typeof REDIS_DOWN_POLICIES)[number];
 
 /** The four metrics a limiter reports; limiterMetrics() makes them with a service's prefix. */
 export interface LimiterMetrics {
@@ -138,7 +146,7 @@ export class WindowLimiter {
     switch (this.opts.policy) {
       case "deny":
         throw this.opts.unavailable();
-      case "allow":
+      case "fail-open":
         return { allowed: true, limit, remaining: limit, resetMs: 0, windowMs: this.opts.windowMs, backend: "none" };
       default:
         return this.local.check(subject, limit);
