@@ -1,5 +1,5 @@
 // The platform-side scraper client against the real scraper: defaults, Bearer key, typed
-// errors without retries on 4xx, retries with backoff on 5xx and timeouts.
+// errors without retries on 4xx (but 408 and 429), retries with backoff on 5xx, 429 and timeouts.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRegistry, outboundMetrics } from "@capstan/shared";
@@ -23,16 +23,17 @@ let scraper: Scraper;
 const servers: Server[] = [];
 const held: ServerResponse[] = [];
 
-/** A loopback front that answers `failures` 503s, then forwards to the scraper. */
-async function flakyFront(failures: number): Promise<{ url: string; attempts: () => number }> {
+/** A loopback front that answers `failures` 503s (or `status`), then forwards to the scraper. */
+async function flakyFront(failures: number, status = 503): Promise<{ url: string; attempts: () => number }> {
   let attempts = 0;
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     attempts++;
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     if (attempts <= failures) {
-      res.writeHead(503, { "content-type": "application/json", "retry-after": "0" });
-      res.end(JSON.stringify({ success: false, error: "too many requests in flight", code: "QUEUE_FULL" }));
+      res.writeHead(status, { "content-type": "application/json", "retry-after": "0" });
+      const code = status === 429 ? "JOBS_FULL" : "QUEUE_FULL";
+      res.end(JSON.stringify({ success: false, error: "too many requests in flight", code }));
       return;
     }
     const upstream = await fetch(`${scraper.url}${req.url}`, {
@@ -107,6 +108,15 @@ describe("ScraperClient", () => {
     const page = await client.scrape(`${site.origin}/doc`);
     expect(page.metadata.title).toBe("Doc");
     expect(front.attempts()).toBe(3);
+    await client.close();
+  });
+
+  it("retries the 429 a full scraper answers (its Retry-After honoured), as every client does", async () => {
+    const front = await flakyFront(1, 429);
+    const client = new ScraperClient({ url: front.url, api_key: KEY, max_retries: 3 }, { backoffBaseMs: 20 });
+    const page = await client.scrape(`${site.origin}/doc`);
+    expect(page.metadata.title).toBe("Doc");
+    expect(front.attempts()).toBe(2);
     await client.close();
   });
 

@@ -1,6 +1,6 @@
 // The client of one LLM upstream (an OpenAI-compatible API, Azure OpenAI or Anthropic; where and
 // in which shape: wire/index.ts): one POST over a pooled undici Agent, with a timeout per attempt, retries before the first byte by the shared
-// resilience policy (connect errors, timeouts, 408/409/429/5xx; bounded, full jitter, Retry-After
+// resilience policy (connect errors, timeouts, isRetryableProviderStatus: 408/409/429/5xx; bounded, full jitter, Retry-After
 // honoured; one longer than retryMaxMs ends the call with the provider's 429 and its Retry-After),
 // a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent) and the GenAI
 // client metrics (gen_ai_client_operation_duration_seconds and gen_ai_client_token_usage for
@@ -17,7 +17,7 @@
 // attempt timeout is this file's own (AttemptTimeout) rather than the policy's, because a stream's
 // must outlive the attempt.
 import { EgressGuard, egressRefusal } from "@capstan/shared/egress";
-import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
+import { type Failure, isRetryableProviderStatus, OutboundPolicy } from "@capstan/shared/resilience";
 import { context, trace } from "@opentelemetry/api";
 import type { Agent as Dispatcher } from "undici";
 import { GatewayError } from "../errors.ts";
@@ -52,8 +52,6 @@ export interface UpstreamOptions {
   onBlocked?: (target: string, reason: string) => void;
 }
 
-// 529: Anthropic's "overloaded".
-const RETRY_STATUSES = new Set([408, 409, 429, 500, 502, 503, 504, 529]);
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
 export class ClientGone extends Error {
@@ -328,7 +326,7 @@ export class UpstreamClient {
     timeout.clear();
     metrics.upstreamLatency.observe({ outcome: "error" }, (performance.now() - started) / 1000);
     throw new AttemptFailure(mapUpstreamStatus(status, resHeaders), {
-      retry: RETRY_STATUSES.has(status),
+      retry: isRetryableProviderStatus(status),
       outcome: `http_${status}`,
       retryAfter: resHeaders["retry-after"],
     });

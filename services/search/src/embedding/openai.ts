@@ -4,7 +4,7 @@
 // the platform's egress guard when the app gives its dispatcher (a refused address is not retried).
 import type { OutboundMetrics } from "@capstan/shared";
 import { egressRefusal } from "@capstan/shared/egress";
-import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
+import { type Failure, isRetryableProviderStatus, OutboundPolicy } from "@capstan/shared/resilience";
 import { type Dispatcher, fetch, type Response } from "undici";
 import { type Embedder, normalize } from "./provider.ts";
 
@@ -23,14 +23,14 @@ export interface OpenAIEmbedderOptions {
 
 export class EmbeddingProviderError extends Error {
   readonly status: number | undefined;
-  /** Worth another attempt: unreachable, timed out, 429 or 5xx (not a malformed answer). */
+  /** Worth another attempt: unreachable, timed out, or isRetryableProviderStatus (not a malformed answer). */
   readonly retryable: boolean;
   readonly retryAfter: string | undefined;
   constructor(message: string, status?: number, opts: { retryable?: boolean; retryAfter?: string } = {}) {
     super(message);
     this.name = "EmbeddingProviderError";
     this.status = status;
-    this.retryable = opts.retryable ?? (status !== undefined && (status === 429 || status >= 500));
+    this.retryable = opts.retryable ?? (status !== undefined && isRetryableProviderStatus(status));
     this.retryAfter = opts.retryAfter;
   }
 }

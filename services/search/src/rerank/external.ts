@@ -7,7 +7,7 @@
 // app gives its dispatcher (a refused address is not retried).
 import type { OutboundMetrics } from "@capstan/shared";
 import { egressRefusal } from "@capstan/shared/egress";
-import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
+import { type Failure, isRetryableStatus, OutboundPolicy } from "@capstan/shared/resilience";
 import { type Dispatcher, fetch, type Response } from "undici";
 import type { RerankCandidate, Reranker } from "./types.ts";
 
@@ -112,7 +112,7 @@ export class ExternalReranker implements Reranker {
       }
       if (!res.ok) {
         await res.body?.cancel();
-        const retryable = res.status === 429 || res.status >= 500;
+        const retryable = isRetryableStatus(res.status);
         const retryAfter = res.headers.get("retry-after");
         throw new RerankerError(`reranker answered ${res.status}`, { status: res.status, retryable, retryAfter });
       }

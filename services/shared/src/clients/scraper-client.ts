@@ -9,6 +9,7 @@ import { Agent, type Dispatcher, fetch } from "undici";
 import { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
 import { type Failure, OutboundPolicy } from "../resilience/policy.ts";
+import { isRetryableNetworkCode, isRetryableStatus } from "../resilience/retryable.ts";
 
 export const scrapingSettingsSchema = z.object({
   enabled: z.boolean().default(true),
@@ -98,15 +99,12 @@ function errorFor(status: number, code: string, message: string): ScraperClientE
   return new ScraperClientError(message, code, status);
 }
 
-const RETRYABLE_NETWORK = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
-
 /** How the resilience policy sees a failed attempt. */
 function classify(err: unknown): Failure {
   if (!(err instanceof ScraperClientError)) return { retry: false, outcome: "error" };
   const retry =
     err instanceof ScraperTimeoutError ||
-    (err.status !== undefined && err.status >= 500) ||
-    (err.status === undefined && RETRYABLE_NETWORK.has(err.code));
+    (err.status !== undefined ? isRetryableStatus(err.status) : isRetryableNetworkCode(err.code));
   return { retry, outcome: err.code.toLowerCase(), retryAfter: err.retryAfter };
 }
 

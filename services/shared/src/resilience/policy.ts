@@ -31,6 +31,7 @@ import {
 } from "cockatiel";
 import type { OutboundMetrics } from "../metrics.ts";
 import { parseRetryAfter } from "./retry-after.ts";
+import { isRetryableStatus } from "./retryable.ts";
 
 /** How the policy sees one failed attempt. */
 export interface Failure {
@@ -103,11 +104,6 @@ export class CircuitOpenError extends Error {
     super(`${target}: circuit open after repeated failures; not called until it recovers`);
     this.name = "CircuitOpenError";
   }
-}
-
-/** Statuses worth another attempt: the server may answer differently in a moment. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
 }
 
 /**

@@ -1,0 +1,37 @@
+// What is worth another attempt: one rule per protocol, used by every client's classification
+// (the resilience policy retries what its client says is retryable). The few deliberate
+// exceptions are here, beside the rule, with their reason.
+
+/**
+ * HTTP statuses another attempt may change: 408 (request timeout), 429 (rate limited; the
+ * policy honours Retry-After) and every 5xx except 501 and 505, which say the server never will.
+ */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
+}
+
+/**
+ * LLM provider APIs (OpenAI, Azure OpenAI, Anthropic): the HTTP rule plus 409, as the providers'
+ * official SDKs do (OpenAI answers 409 when a lock on the request timed out). Anthropic's 529
+ * ("overloaded") is a 5xx already.
+ */
+export function isRetryableProviderStatus(status: number): boolean {
+  return status === 409 || isRetryableStatus(status);
+}
+
+/** Connection failures a new connection may not meet (node:net's and undici's error codes). */
+const RETRYABLE_NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** Whether a failed connection's error code is one another attempt may not meet. */
+export function isRetryableNetworkCode(code: string | undefined): boolean {
+  return code !== undefined && RETRYABLE_NETWORK_CODES.has(code);
+}
