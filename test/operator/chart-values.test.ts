@@ -282,6 +282,19 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
     await run.apply(operator);
   });
 
+  it("the console's Deployment traces like the rest, with the same variables", async () => {
+    const objects = await render(set);
+    const console = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-console"));
+    if (!console) throw new Error("no console Deployment rendered");
+    expect(envOf(console)).toMatchObject({
+      OTEL_SERVICE_NAME: "capstan-console",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector.observability:4318",
+      OTEL_RESOURCE_ATTRIBUTES: envOf(operatorOf(objects)).OTEL_RESOURCE_ATTRIBUTES,
+    });
+    const env = pod(console).containers[0]?.env ?? [];
+    expect(env.filter((e) => e.name.startsWith("K8S_"))).toEqual(k8sEnv(console.metadata.name, "console"));
+  });
+
   it("the data-plane images are plain env values of the operator container, and the operator uses them", async () => {
     const objects = await render([
       ...MINIMAL,
