@@ -10,7 +10,6 @@ export {
   scraperConfig,
   scraperConfigSchema,
 } from "./config.ts";
-export { htmlToMarkdown } from "./content/markdown.ts";
 export { SiteFiles } from "./crawl/site-files.ts";
 export { ERRORS, type ErrorCode, ScraperError } from "./errors.ts";
 export { apiMetrics } from "./metrics.ts";

@@ -5,9 +5,10 @@
 // styles, hidden nodes and, with onlyMainContent, page chrome removed; links absolute);
 // `rawHtml`, the rendered document as it is; `links`, every http(s) link of the page; `screenshot`
 // (`screenshot@fullPage` for the whole page), a PNG as a data: URL.
+
+import { cleanHtml } from "@capstan/shared/documents/html";
 import type { CheerioAPI } from "cheerio";
 import { z } from "zod";
-import { cleanHtml } from "../content/markdown.ts";
 
 export const FORMATS = ["markdown", "html", "rawHtml", "links", "screenshot", "screenshot@fullPage"] as const;
 export type Format = (typeof FORMATS)[number];

@@ -4,10 +4,10 @@
 // each page of a crawl, a batch scrape or a map's start page (src/crawl/).
 import type { Logger } from "@capstan/shared";
 import { tracer, withSpan } from "@capstan/shared";
+import { documentToMarkdown } from "@capstan/shared/documents/html";
 import { load } from "cheerio";
 import type { ScraperConfig } from "../config.ts";
 import { type ExtractedValue, type ExtractorSpec, runExtractors, validateExtractors } from "../content/extractors.ts";
-import { documentToMarkdown } from "../content/markdown.ts";
 import { extractMetadata, type PageMetadata } from "../content/metadata.ts";
 import { isScraperError, ScraperError } from "../errors.ts";
 import type { Limiter } from "../limiter.ts";

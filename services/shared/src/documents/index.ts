@@ -1,9 +1,10 @@
 // Documents to Markdown, for every service that ingests them (the scraper's PDF answers, search's
-// documents API): Markdown and plain text as they are, HTML through turndown, PDF through PDF.js.
-import { htmlTitle, htmlToMarkdown } from "./html.ts";
+// documents API): Markdown and plain text as they are, HTML through the scraper's converter
+// (html/), PDF through PDF.js.
+import { htmlTitle, htmlToMarkdown } from "./html/index.ts";
 import { type ConvertedDocument, DocumentError, type PdfOptions, pdfToMarkdown } from "./pdf.ts";
 
-export { htmlTitle, htmlToMarkdown } from "./html.ts";
+export { htmlTitle, htmlToMarkdown } from "./html/index.ts";
 export { type ConvertedDocument, DocumentError, type DocumentErrorReason, looksLikePdf, pdfToMarkdown } from "./pdf.ts";
 
 /** The formats a document may be given in, by media type (parameters such as charset ignored). */

@@ -88,6 +88,21 @@ describe("toMarkdown", () => {
     expect(html.markdown).not.toContain("x()");
   });
 
+  it("converts uploaded HTML with the scraper's converter: every entity decoded, relative links kept", async () => {
+    const html = await toMarkdown(
+      "html",
+      Buffer.from(
+        "<html><head><title>Caf&eacute; &mdash; r&#233;sum&#xE9;</title></head><body>" +
+          "<p>Tom&nbsp;&amp;&nbsp;Jerry &hellip; <a href='../guide.html#setup'>setup</a> " +
+          "<a href='javascript:alert(1)'>run</a></p></body></html>",
+      ),
+    );
+    expect(html.title).toBe("Café — résumé");
+    expect(html.markdown).toContain("Tom\u00a0&\u00a0Jerry …");
+    expect(html.markdown).toContain("[setup](../guide.html#setup)");
+    expect(html.markdown).not.toContain("javascript:");
+  });
+
   it("refuses text that is not UTF-8", async () => {
     await expect(toMarkdown("text", Buffer.from([0xff, 0xfe, 0x41]))).rejects.toMatchObject({ reason: "invalid" });
   });

@@ -1,5 +1,6 @@
-// @joplin/turndown-plugin-gfm ships no types: the one plugin the shared HTML converter uses (the
-// scraper declares the others it uses in its own src/types).
+// @joplin/turndown-plugin-gfm ships no types: the plugins the HTML converter (documents/html/) uses.
 declare module "@joplin/turndown-plugin-gfm" {
-  export const gfm: (service: import("turndown")) => void;
+  type Plugin = (service: import("turndown")) => void;
+  export const strikethrough: Plugin;
+  export const taskListItems: Plugin;
 }

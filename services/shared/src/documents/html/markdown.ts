@@ -1,10 +1,11 @@
-// HTML → Markdown of the quality expected from Firecrawl, on turndown: the cleaned HTML
+// HTML → Markdown of the quality expected from Firecrawl, on turndown, the one converter of the
+// platform (the scraper's pages, search's uploaded HTML documents): the cleaned HTML
 // (clean.ts), code blocks fenced and verbatim with their language (code-blocks.ts), tables as
 // GFM or clean HTML (tables.ts), <br> as a hard line break, strikethrough and task lists;
 // headings on one line, code holding links and link destinations as inline.ts says.
 // A text or JSON response is its own Markdown, unescaped.
 import { strikethrough, taskListItems } from "@joplin/turndown-plugin-gfm";
-import type { CheerioAPI } from "cheerio";
+import { type CheerioAPI, load } from "cheerio";
 import TurndownService from "turndown";
 import { cleanHtml } from "./clean.ts";
 import { codeBlocks } from "./code-blocks.ts";
@@ -48,11 +49,13 @@ let turndown: TurndownService | undefined;
 
 /**
  * Markdown of a page. `html` may be the document already parsed with cheerio (the API parses
- * each page once for metadata, extractors and markdown); that document is changed.
+ * each page once for metadata, extractors and markdown); that document is changed. `baseUrl` is
+ * the page's URL, which relative links and images are resolved against; without one (an uploaded
+ * file) they stay as written.
  */
 export function htmlToMarkdown(
   html: string | CheerioAPI,
-  baseUrl: string,
+  baseUrl?: string,
   opts: { onlyMainContent?: boolean } = {},
 ): string {
   turndown ??= createTurndown();
@@ -89,4 +92,10 @@ export function documentToMarkdown(
     return (pre.length ? pre.text() : $("body").text()).trim();
   }
   return htmlToMarkdown($, baseUrl, opts);
+}
+
+/** The text of a document's <title> (entities decoded, white space collapsed), if any. */
+export function htmlTitle(html: string): string | undefined {
+  const title = load(html)("head > title, title").first().text().replace(/\s+/g, " ").trim();
+  return title || undefined;
 }

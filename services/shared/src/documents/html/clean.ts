@@ -1,7 +1,8 @@
 // The HTML that becomes Markdown: scripts, styles, hidden nodes and widgets dropped; heading
 // permalinks (¶, #, §, 🔗) and code line numbers removed; with onlyMainContent, page chrome
 // (navigation, header, footer, sidebars, cookie banners) removed and <main>/<article> preferred;
-// links (fragments included) and images made absolute, script links unwrapped, empty links dropped.
+// links (fragments included) and images made absolute against the page's URL (an uploaded file has
+// none: its links stay as written), script links unwrapped, empty links dropped.
 import { type Cheerio, type CheerioAPI, load } from "cheerio";
 import type { AnyNode } from "domhandler";
 
@@ -106,9 +107,10 @@ function removePermalinks($: CheerioAPI): void {
 
 const MAIN = ["main", '[role="main"]', "article", "#content", "#main", ".content", ".main"];
 
-function absolutise($: CheerioAPI, baseUrl: string): void {
+function absolutise($: CheerioAPI, baseUrl: string | undefined): void {
   const resolve = (value: string | undefined): string | undefined => {
     if (!value) return undefined;
+    if (baseUrl === undefined) return value;
     try {
       return new URL(value, baseUrl).href;
     } catch {
@@ -145,7 +147,7 @@ function absolutise($: CheerioAPI, baseUrl: string): void {
  * The HTML that becomes markdown (also useful to callers that want cleaned HTML). Given an
  * already parsed document, it works on that document (and changes it) instead of parsing again.
  */
-export function cleanHtml(html: string | CheerioAPI, baseUrl: string, onlyMainContent: boolean): string {
+export function cleanHtml(html: string | CheerioAPI, baseUrl: string | undefined, onlyMainContent: boolean): string {
   const $ = typeof html === "string" ? load(html) : html;
   $(ALWAYS_REMOVE).remove();
   $(LINE_NUMBERS).remove();
