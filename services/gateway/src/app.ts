@@ -28,7 +28,7 @@ import { type GatewayConfig, type GatewayConfigInput, parseGatewayConfig } from 
 import { BufferedHistoryStore } from "./history/buffered.ts";
 import { type HistoryStore, MemoryHistoryStore, RedisHistoryStore } from "./history/store.ts";
 import { Drain } from "./http/drain.ts";
-import { installErrorHandling } from "./http/error-handler.ts";
+import { installGatewayErrors } from "./http/error-handler.ts";
 import { gatewaySchemas } from "./http/schemas.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
 import { TokenAccounts } from "./limiter/token-limiter.ts";
@@ -175,7 +175,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     }),
   });
   // Both listeners answer errors in the OpenAI shape.
-  for (const a of [app, internalApp(app)]) installErrorHandling(a, config.bodyLimitBytes);
+  for (const a of [app, internalApp(app)]) installGatewayErrors(a, config.bodyLimitBytes);
   // While draining, answers close their connection, so clients reconnect to another replica.
   app.addHook("onSend", async (_req, reply) => {
     if (drain.draining) reply.header("connection", "close");

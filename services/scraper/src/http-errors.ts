@@ -1,8 +1,9 @@
 // Turns any error into the scraper's error shape {success: false, error, code} with the
-// registry's status, for both HTTP services. Unknown errors are logged and answered as 500
-// without their message (it may carry internals).
-import { allowedMethods, lingerOnRefusedBody } from "@capstan/shared";
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+// registry's status, for both HTTP services, through the shared installer (@capstan/shared,
+// http-errors.ts). Unknown errors are logged and answered as 500 without their message (it may
+// carry internals).
+import { type ErrorShape, installErrorHandling, type Refusal } from "@capstan/shared";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { z } from "zod";
 import { isScraperError, ScraperError } from "./errors.ts";
 
@@ -18,36 +19,36 @@ export function zodMessage(error: z.ZodError): string {
     .join("; ");
 }
 
+/** The scraper's error of a Fastify refusal or an unknown route. */
+function refusalError(r: Refusal): ScraperError {
+  switch (r.kind) {
+    case "too_large":
+      return new ScraperError("PAYLOAD_TOO_LARGE");
+    case "media_type":
+      return new ScraperError("MEDIA_TYPE", [r.got]);
+    case "bad_json":
+    case "bad_request":
+      return new ScraperError("BAD_REQUEST", [r.detail]);
+    case "method_not_allowed":
+      return new ScraperError("METHOD_NOT_ALLOWED", [r.method, r.url, r.allow.join(" or ")]);
+    case "not_found":
+      // Firecrawl's paths this scraper does not serve are answered in Firecrawl's terms.
+      return new ScraperError(/^\/v[12]\//.test(r.url) ? "FIRECRAWL_UNSUPPORTED" : "NOT_FOUND", [
+        `${r.method} ${r.url}`,
+      ]);
+  }
+}
+
+const scraperErrorShape: ErrorShape<ScraperError> = {
+  own: (err) => (isScraperError(err) ? err : undefined),
+  refusal: refusalError,
+  internal: () => new ScraperError("INTERNAL"),
+  status: (e) => e.status,
+  send: (reply, e) => sendError(reply, e),
+};
+
 export function installErrorHandlers(app: FastifyInstance): void {
   // JSON bodies only: Fastify would otherwise hand a text/plain body to the schema as a string.
   app.removeContentTypeParser("text/plain");
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (isScraperError(err)) return sendError(reply, err);
-    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      lingerOnRefusedBody(req, reply);
-      return sendError(reply, new ScraperError("PAYLOAD_TOO_LARGE"));
-    }
-    if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      return sendError(
-        reply,
-        new ScraperError("MEDIA_TYPE", [String(req.headers["content-type"] ?? "").slice(0, 100)]),
-      );
-    }
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return sendError(reply, new ScraperError("BAD_REQUEST", [err.message]));
-    }
-    req.log.error({ err }, "unhandled error");
-    return sendError(reply, new ScraperError("INTERNAL"));
-  });
-  app.setNotFoundHandler((req, reply) => {
-    const url = req.url.split("?")[0] ?? "";
-    // Metrics and health are routes of the admin port's instance only: unknown here (404).
-    const allow = allowedMethods(app, url);
-    if (allow.length === 0) {
-      const code = /^\/v[12]\//.test(url) ? "FIRECRAWL_UNSUPPORTED" : "NOT_FOUND";
-      return sendError(reply, new ScraperError(code, [`${req.method} ${url}`]));
-    }
-    reply.header("allow", allow.join(", "));
-    return sendError(reply, new ScraperError("METHOD_NOT_ALLOWED", [req.method, url, allow.join(" or ")]));
-  });
+  installErrorHandling(app, scraperErrorShape);
 }

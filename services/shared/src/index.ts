@@ -3,6 +3,7 @@ export { nearest, unknownKeys } from "./config-keys.ts";
 export { PLATFORM_ENV, type StrictEnv, unknownEnv } from "./env-names.ts";
 export * from "./errors.ts";
 export * from "./http.ts";
+export * from "./http-errors.ts";
 export * from "./keys.ts";
 export * from "./lifecycle.ts";
 export * from "./linger.ts";

@@ -2,8 +2,10 @@
 // GatewayErrors as declared in errors.ts, Fastify's own (body too large → 413, bad JSON → 400,
 // another content type → 415 naming the accepted one), a known path with the wrong method → 405
 // with Allow, unknown routes → 404, and anything unexpected → 500 with no detail (it is logged).
-import { allowedMethods, lingerOnRefusedBody } from "@capstan/shared";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+// The shared installer (@capstan/shared, http-errors.ts) does the common part; this file says what
+// each refusal is in the gateway's registry, and parses JSON bodies with a message that helps.
+import { type ErrorShape, installErrorHandling, notFoundHandler, type Refusal } from "@capstan/shared";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import sjson from "secure-json-parse";
 import { paramOf } from "../chat-request.ts";
@@ -45,7 +47,8 @@ function mediaTypeError(got: string, body?: string): GatewayError {
   return new GatewayError("unsupported_media_type", { got: got.slice(0, 100), hint });
 }
 
-export function toGatewayError(err: unknown, bodyLimit: number): GatewayError | undefined {
+/** The gateway's own error for `err`: a GatewayError, or a route schema's refusal. */
+function ownError(err: unknown): GatewayError | undefined {
   if (err instanceof GatewayError) return err;
   // A route schema refused the request: 400 naming the first bad param (OpenAI's notation).
   if (hasZodFastifySchemaValidationErrors(err)) {
@@ -57,27 +60,37 @@ export function toGatewayError(err: unknown, bodyLimit: number): GatewayError | 
       { param: paramOf(path.map((p) => (/^\d+$/.test(p) ? Number(p) : p))) },
     );
   }
-  const e = err as FastifyError & { statusCode?: number };
-  switch (e?.code) {
-    case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new GatewayError("request_too_large", { limit: bodyLimit });
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new GatewayError("invalid_request", { detail: "The request body is empty; send a JSON object." });
-    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return mediaTypeError(String(e.message.match(/Unsupported Media Type: (.*)$/)?.[1] ?? "unknown"));
-    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-      return new GatewayError("invalid_request", { detail: e.message });
-    default:
-      break;
-  }
-  if (err instanceof SyntaxError || e?.code === "FST_ERR_CTP_INVALID_JSON_BODY") {
-    return new GatewayError("invalid_json", { detail: (err as Error).message });
-  }
-  if (typeof e?.statusCode === "number" && e.statusCode >= 400 && e.statusCode < 500) {
-    if (e.statusCode === 413) return new GatewayError("request_too_large", { limit: bodyLimit });
-    return new GatewayError("invalid_request", { detail: e.message || "bad request" });
-  }
   return undefined;
+}
+
+/** Fastify's refusals and unknown routes as the gateway's errors. */
+function refusalError(r: Refusal): GatewayError {
+  switch (r.kind) {
+    case "too_large":
+      return new GatewayError("request_too_large", { limit: r.limit });
+    case "media_type":
+      return mediaTypeError(r.got);
+    case "bad_json":
+      return new GatewayError("invalid_json", { detail: r.detail });
+    case "bad_request":
+      return new GatewayError("invalid_request", { detail: r.detail });
+    case "method_not_allowed":
+      return new GatewayError("method_not_allowed", { method: r.method, url: r.url, allow: r.allow.join(" or ") });
+    case "not_found":
+      return new GatewayError("not_found", { method: r.method, url: r.url });
+  }
+}
+
+/** The gateway's error shape for the shared installer (@capstan/shared's http-errors.ts). */
+export function gatewayErrorShape(bodyLimit: number): ErrorShape<GatewayError> {
+  return {
+    bodyLimit,
+    own: ownError,
+    refusal: refusalError,
+    internal: () => new GatewayError("internal_error"),
+    status: (e) => e.status,
+    send: (reply, e) => sendError(reply, e),
+  };
 }
 
 export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply {
@@ -87,7 +100,16 @@ export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply 
   return reply.type("application/json; charset=utf-8").send(err.toBody());
 }
 
-export function installErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+/**
+ * The not-found handler of the context `app` (set on the root by installGatewayErrors, and again
+ * inside the /api/v1 plugin, whose hooks, the request id among them, then run for its unknown paths).
+ */
+export function gatewayNotFound(app: FastifyInstance) {
+  return notFoundHandler(app, gatewayErrorShape(0));
+}
+
+/** The gateway's JSON body parsers and every error and unknown route answered in the OpenAI shape. */
+export function installGatewayErrors(app: FastifyInstance, bodyLimit: number): void {
   // JSON only (application/json, any charset). A body with no content type is read as JSON too
   // (the client said nothing else); any other type is a 415 naming the accepted one, and a
   // form-encoded body that is really JSON (curl -d without -H) is told so.
@@ -108,34 +130,5 @@ export function installErrorHandling(app: FastifyInstance, bodyLimit: number): v
     done(mediaTypeError(type, String(body)), undefined);
   });
 
-  app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
-    const mapped = toGatewayError(err, bodyLimit);
-    if (mapped?.status === 413) lingerOnRefusedBody(req, reply);
-    if (mapped) return sendError(reply, mapped);
-    req.log.error({ err }, "unhandled error");
-    return sendError(reply, new GatewayError("internal_error"));
-  });
-
-  app.setNotFoundHandler(notFound(app));
-}
-
-/**
- * The not-found handler of the context `app`: 405 with Allow for a known path and the wrong method,
- * else 404. Set on the root and again inside the /api/v1 plugin, whose hooks (the request id)
- * then run for the paths under its prefix that no route serves.
- */
-export function notFound(app: FastifyInstance): (req: FastifyRequest, reply: FastifyReply) => FastifyReply {
-  return (req, reply) => {
-    const url = req.url.split("?")[0] ?? "";
-    // Metrics and health are routes of the internal instance only: unknown here (404).
-    const allow = allowedMethods(app, url);
-    if (allow.length > 0) {
-      reply.header("allow", allow.join(", "));
-      return sendError(
-        reply,
-        new GatewayError("method_not_allowed", { method: req.method, url, allow: allow.join(" or ") }),
-      );
-    }
-    return sendError(reply, new GatewayError("not_found", { method: req.method, url }));
-  };
+  installErrorHandling(app, gatewayErrorShape(bodyLimit));
 }

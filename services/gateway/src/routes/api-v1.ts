@@ -4,7 +4,7 @@
 // routes and no others (health, metrics and the API reference page stay outside). Its dependencies
 // come in as plugin options, built by app.ts.
 import type { FastifyPluginAsync } from "fastify";
-import { notFound } from "../http/error-handler.ts";
+import { gatewayNotFound } from "../http/error-handler.ts";
 import { type AuthOptions, authenticate, installTracing, limitRate } from "../http/request-context.ts";
 import type { QpmLimiter } from "../limiter/limiter.ts";
 import { type ChatRouteOptions, chatRoutes } from "./chat.ts";
@@ -18,7 +18,7 @@ export const apiV1: FastifyPluginAsync<ApiV1Options> = async (app, options) => {
   installTracing(app);
   // Paths under /api/v1 that no route serves are answered in this context, so they carry the
   // request id too (the root's handler would run without this plugin's hooks).
-  app.setNotFoundHandler(notFound(app));
+  app.setNotFoundHandler(gatewayNotFound(app));
   await app.register(async (authenticated) => {
     authenticated.addHook("onRequest", authenticate(opts));
     await authenticated.register(metaRoutes, opts);
