@@ -7,14 +7,7 @@
 // the internal port (internalApp, listened in main.ts), never on the port users reach.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import {
-  buildBaseApp,
-  type Logger,
-  lingerOnRefusedBody,
-  metricsPrefix,
-  outboundMetrics,
-  type Registry,
-} from "@capstan/shared";
+import { buildBaseApp, type Logger, metricsPrefix, outboundMetrics, type Registry } from "@capstan/shared";
 import type { KubeConfig } from "@capstan/shared/kube";
 import fastifyCookie from "@fastify/cookie";
 import fastifyHelmet from "@fastify/helmet";
@@ -23,7 +16,8 @@ import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
 import { type ConsoleConfig, standaloneOf } from "./config.ts";
 import type { ConsoleContext } from "./context.ts";
-import { ConsoleError, errors, toConsoleError } from "./errors.ts";
+import { errors } from "./errors.ts";
+import { installConsoleErrors } from "./http-errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { channelRoutes } from "./routes/channels.ts";
 import { documentRoutes } from "./routes/documents.ts";
@@ -94,23 +88,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     referrerPolicy: { policy: "no-referrer" },
   });
 
-  app.setErrorHandler((err, req, reply) => {
-    // Fastify's own refusals (unparsable JSON, wrong content type, body too large) keep their status.
-    const fst = err as { statusCode?: number; code?: string; message?: string };
-    if (fst.code === "FST_ERR_CTP_BODY_TOO_LARGE") lingerOnRefusedBody(req, reply);
-    const e =
-      fst.code === "FST_ERR_CTP_BODY_TOO_LARGE"
-        ? errors.tooLarge(req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 0)
-        : typeof fst.code === "string" && fst.code.startsWith("FST_") && fst.statusCode && fst.statusCode < 500
-          ? new ConsoleError(fst.statusCode, "BadRequest", fst.message ?? "bad request")
-          : toConsoleError(err);
-    if (e.status >= 500)
-      req.log.warn({ code: e.code, err: e.message, route: req.routeOptions.url }, "console request failed");
-    reply
-      .code(e.status)
-      .header("cache-control", "no-store")
-      .send({ error: { code: e.code, message: e.message } });
-  });
+  installConsoleErrors(app);
 
   sessionRoutes(app, ctx);
   channelRoutes(app, ctx);
@@ -137,8 +115,5 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
         .send("The console's frontend is not built: run `npm run build -w @capstan/console`."),
     );
   }
-  app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ error: { code: "NotFound", message: `no ${req.method} ${req.url.split("?")[0]} here` } });
-  });
   return app;
 }

@@ -1,13 +1,11 @@
 // buildApp(config, deps): the search service's Fastify app, apart from listen(), so tests drive
 // it with inject() or over loopback and production runs the same app (main.ts).
 import {
-  allowedMethods,
   buildBaseApp,
   createLogger,
   createRegistry,
   internalApp,
   type Logger,
-  lingerOnRefusedBody,
   openApi,
   type Registry,
 } from "@capstan/shared";
@@ -15,15 +13,16 @@ import { EgressGuard } from "@capstan/shared/egress";
 import { limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
 import { createRedisClient, type RedisClient, redisTarget } from "@capstan/shared/redis";
 import type { ResourceView } from "@capstan/shared/resource-view";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { SearchKeyAuthenticator } from "./auth/search-keys.ts";
 import { type SearchConfig, type SearchConfigInput, searchConfigSchema } from "./config.ts";
 import { createEmbedders } from "./embedding/factory.ts";
 import type { Embedder } from "./embedding/provider.ts";
-import { errorEnvelope, SearchError } from "./errors.ts";
+import { SearchError } from "./errors.ts";
+import { installSearchErrors } from "./http-errors.ts";
 import { Ingester } from "./ingest.ts";
 import { KnowledgeBases } from "./knowledge-bases.ts";
-import { type SearchMetrics, searchMetrics } from "./metrics.ts";
+import { searchMetrics } from "./metrics.ts";
 import { ExternalReranker } from "./rerank/external.ts";
 import { HybridReranker } from "./rerank/hybrid.ts";
 import type { Reranker } from "./rerank/types.ts";
@@ -35,7 +34,7 @@ import { SearchEngine } from "./search-engine.ts";
 import { createStore } from "./store/factory.ts";
 import { QdrantStore } from "./store/qdrant.ts";
 import { exportClusterState } from "./store/qdrant-cluster.ts";
-import { StoreError, type VectorStore } from "./store/types.ts";
+import type { VectorStore } from "./store/types.ts";
 
 export interface SearchDeps {
   /** The read-only resource view (SearchKey, KnowledgeBase) fed by a FileSource or KubeSource. */
@@ -138,8 +137,8 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   if (store instanceof QdrantStore) exportClusterState(store.cluster, metrics);
 
   const internal = internalApp(app);
-  installErrors(app, metrics);
-  installErrors(internal, metrics);
+  installSearchErrors(app, metrics);
+  installSearchErrors(internal, metrics);
 
   app.register(openApi, {
     title: "Capstan search",
@@ -178,42 +177,4 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     await egressDispatcher.close();
   });
   return app;
-}
-
-/** The {code, message, data} envelope for every error and unknown route of one listener. */
-function installErrors(app: FastifyInstance, metrics: SearchMetrics): void {
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    let e: SearchError;
-    if (err instanceof SearchError) e = err;
-    // The vector store down, slow or refusing our key (any call, not only the query): 503.
-    else if (err instanceof StoreError) e = new SearchError("SEARCH_ERR_STORE", { detail: err.message });
-    else if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      e = new SearchError("SEARCH_ERR_BODY_TOO_LARGE", { limit: req.routeOptions.bodyLimit ?? 1024 * 1024 });
-      lingerOnRefusedBody(req, reply);
-    } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      e = new SearchError("SEARCH_ERR_MEDIA_TYPE", { got: String(req.headers["content-type"] ?? "").slice(0, 100) });
-    } else if (err.statusCode === 400 || err.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
-      e = new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: not valid JSON" });
-    } else {
-      req.log.error({ err }, "unhandled error");
-      e = new SearchError("SEARCH_ERR_INTERNAL");
-    }
-    metrics.errors.inc({ code: e.code });
-    return reply.code(e.status).headers(e.headers).header("x-capstan-error", e.code).send(errorEnvelope(e));
-  });
-  // JSON only: Fastify would otherwise hand a text/plain body to the schema as a string (a 400).
-  app.removeContentTypeParser("text/plain");
-  app.setNotFoundHandler((req, reply) => {
-    const url = req.url.split("?")[0] ?? "";
-    // Each listener knows its own routes only: the other's paths are unknown there (404).
-    const allow = allowedMethods(app, url);
-    if (allow.length > 0) {
-      const e = new SearchError("SEARCH_ERR_METHOD", { method: req.method, url, allow: allow.join(" or ") });
-      metrics.errors.inc({ code: e.code });
-      return reply.code(405).header("allow", allow.join(", ")).header("x-capstan-error", e.code).send(errorEnvelope(e));
-    }
-    const e = new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `${req.method} ${url}` });
-    metrics.errors.inc({ code: e.code });
-    return reply.code(404).header("x-capstan-error", e.code).send(errorEnvelope(e));
-  });
 }
