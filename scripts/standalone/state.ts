@@ -4,7 +4,7 @@
 // operator's own pure translators. The data-plane services read that folder.
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { accessChannelStatus, agentStatus, searchKeyStatus } from "@capstan/operator/translate";
+import { deriveAccessChannelStatus, deriveAgentStatus, deriveSearchKeyStatus } from "@capstan/operator/translate";
 import { generateKey } from "@capstan/shared";
 import { type AnyResource, knowledgeIdOf } from "@capstan/shared/api";
 import { stringify } from "yaml";
@@ -63,7 +63,7 @@ export function materialize(
         const missing = (r.spec.knowledge?.knowledgeIds ?? []).filter((id) => !knowledgeIds.has(id));
         return {
           ...r,
-          status: agentStatus({ agent: r, providerKey: undefined, missingKnowledgeIds: missing, now }).status,
+          status: deriveAgentStatus({ agent: r, providerKey: undefined, missingKnowledgeIds: missing, now }).status,
         };
       }
       case "AccessChannel": {
@@ -72,9 +72,12 @@ export function materialize(
           (a) => a.metadata.name === r.spec.agentRef.name && (a.metadata.namespace ?? "default") === namespace,
         );
         const withAgentStatus = agent
-          ? { ...agent, status: agentStatus({ agent, providerKey: undefined, missingKnowledgeIds: [], now }).status }
+          ? {
+              ...agent,
+              status: deriveAgentStatus({ agent, providerKey: undefined, missingKnowledgeIds: [], now }).status,
+            }
           : undefined;
-        const status = accessChannelStatus({
+        const status = deriveAccessChannelStatus({
           channel: r,
           agent: withAgentStatus,
           key: {
@@ -92,7 +95,7 @@ export function materialize(
       }
       case "SearchKey": {
         const k = keyFor(r, "search");
-        const status = searchKeyStatus({
+        const status = deriveSearchKeyStatus({
           searchKey: r,
           key: {
             ok: true,

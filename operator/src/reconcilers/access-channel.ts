@@ -6,7 +6,7 @@ import type { KubeObject } from "@capstan/shared/kube";
 import { gatewayUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
+import { deriveAccessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
 import { budgetStatus } from "../translate/usage.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
 import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
@@ -42,7 +42,7 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     }
     const agent = ctx.informers.agents.get(namespace, ch.spec.agentRef.name);
     const spend = ch.spec.budget ? await ctx.gatewayUsage.budget(`${namespace}/${name}`) : undefined;
-    const out = accessChannelStatus({
+    const out = deriveAccessChannelStatus({
       budget: budgetStatus(ch, spend),
       channel: ch,
       agent,

@@ -3,7 +3,7 @@ import { type Agent, agentUpstreams } from "@capstan/shared/api";
 import { type KubeObject, SECRET } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { agentStatus, type SecretCheck } from "../translate/agent.ts";
+import { deriveAgentStatus, type SecretCheck } from "../translate/agent.ts";
 import { upstreamsStatus } from "../translate/usage.ts";
 import { AGENT, type OperatorContext } from "./context.ts";
 import { withSecretRetry } from "./key-secret.ts";
@@ -50,7 +50,7 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
     if (!agent || agent.metadata.deletionTimestamp) return undefined;
     const providerKey = await upstreamKeysCheck(ctx, namespace, agent);
     const breakers = agent.spec.upstreams ? await ctx.gatewayUsage.upstreams(`${namespace}/${name}`) : undefined;
-    const out = agentStatus({
+    const out = deriveAgentStatus({
       agent,
       upstreams: upstreamsStatus(agent, breakers),
       providerKey,

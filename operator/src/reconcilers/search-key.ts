@@ -7,7 +7,7 @@ import type { KubeObject } from "@capstan/shared/kube";
 import { searchUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { type KeyMaterial, rotationDue, searchKeyStatus } from "../translate/keys.ts";
+import { deriveSearchKeyStatus, type KeyMaterial, rotationDue } from "../translate/keys.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { type OperatorContext, SEARCH_KEY } from "./context.ts";
 import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
@@ -54,7 +54,7 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
       key = r.key;
       issued = r.issued;
     }
-    const out = searchKeyStatus({
+    const out = deriveSearchKeyStatus({
       searchKey: sk,
       key,
       missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, sk.spec.knowledgeIds),

@@ -1,6 +1,6 @@
 import type { Agent } from "@capstan/shared/api";
 import { describe, expect, it } from "vitest";
-import { agentStatus } from "./agent.ts";
+import { deriveAgentStatus } from "./agent.ts";
 
 const now = new Date("2026-06-01T00:00:00Z");
 const agent = (spec: Agent["spec"]): Agent => ({
@@ -18,29 +18,30 @@ const provider = {
 };
 const knowledge = { knowledgeIds: ["kb_a"], maxResults: 5, minSimilarity: 0.6, citations: "field" as const };
 
-describe("agentStatus", () => {
+describe("deriveAgentStatus", () => {
   it("modes: llm, rag, extractive", () => {
     expect(
-      agentStatus({ agent: agent({ provider }), providerKey: undefined, missingKnowledgeIds: [], now }).status.mode,
+      deriveAgentStatus({ agent: agent({ provider }), providerKey: undefined, missingKnowledgeIds: [], now }).status
+        .mode,
     ).toBe("llm");
     expect(
-      agentStatus({ agent: agent({ provider, knowledge }), providerKey: undefined, missingKnowledgeIds: [], now })
+      deriveAgentStatus({ agent: agent({ provider, knowledge }), providerKey: undefined, missingKnowledgeIds: [], now })
         .status.mode,
     ).toBe("rag");
-    const ex = agentStatus({ agent: agent({ knowledge }), providerKey: undefined, missingKnowledgeIds: [], now });
+    const ex = deriveAgentStatus({ agent: agent({ knowledge }), providerKey: undefined, missingKnowledgeIds: [], now });
     expect(ex.status.mode).toBe("extractive");
     expect(ex.ready).toBe(true);
   });
 
   it("not Ready with a missing provider key, a missing knowledge base, or nothing to answer from", () => {
-    const noKey = agentStatus({
+    const noKey = deriveAgentStatus({
       agent: agent({ provider }),
       providerKey: { ok: false, reason: "SecretNotFound", message: "Secret s does not exist" },
       missingKnowledgeIds: [],
       now,
     });
     expect(noKey.status.conditions?.[0]).toMatchObject({ type: "Ready", status: "False", reason: "SecretNotFound" });
-    const noKb = agentStatus({
+    const noKb = deriveAgentStatus({
       agent: agent({ knowledge }),
       providerKey: undefined,
       missingKnowledgeIds: ["kb_a"],
@@ -51,7 +52,7 @@ describe("agentStatus", () => {
       reason: "KnowledgeBaseNotFound",
       message: "no KnowledgeBase with id kb_a",
     });
-    const empty = agentStatus({ agent: agent({}), providerKey: undefined, missingKnowledgeIds: [], now });
+    const empty = deriveAgentStatus({ agent: agent({}), providerKey: undefined, missingKnowledgeIds: [], now });
     expect(empty.status.conditions?.[0]).toMatchObject({ status: "False", reason: "NothingToAnswerFrom" });
     expect(empty.status.observedGeneration).toBe(2);
   });

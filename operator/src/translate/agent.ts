@@ -10,7 +10,7 @@ export function agentMode(agent: Agent): "llm" | "rag" | "extractive" {
   return agent.spec.knowledge ? "rag" : "llm";
 }
 
-export function agentStatus(f: {
+export function deriveAgentStatus(f: {
   agent: Agent;
   providerKey: SecretCheck | undefined;
   missingKnowledgeIds: string[];

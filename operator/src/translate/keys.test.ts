@@ -1,7 +1,7 @@
 import { hashKey, verifyingHash } from "@capstan/shared";
 import type { AccessChannel, Agent, SearchKey } from "@capstan/shared/api";
 import { describe, expect, it } from "vitest";
-import { accessChannelStatus, type KeyMaterial, rotationDue, searchKeyStatus } from "./keys.ts";
+import { deriveAccessChannelStatus, deriveSearchKeyStatus, type KeyMaterial, rotationDue } from "./keys.ts";
 
 const now = new Date("2026-06-01T12:00:00Z");
 const key: KeyMaterial = { ok: true, value: "cap_chat_abcdefgh", secretName: "c-chat-key", source: "generated" };
@@ -24,10 +24,10 @@ const agent: Agent = {
 
 const VERIFIER = "operator-generated-verifier-key-0123456789";
 
-describe("accessChannelStatus", () => {
+describe("deriveAccessChannelStatus", () => {
   it("carries a user-supplied key only as an HMAC under the verifier key: no bare hash, no characters of it", () => {
     const supplied: KeyMaterial = { ok: true, value: "hunter2", secretName: "mine", source: "supplied" };
-    const out = accessChannelStatus({
+    const out = deriveAccessChannelStatus({
       channel: channel(),
       agent,
       key: supplied,
@@ -43,14 +43,14 @@ describe("accessChannelStatus", () => {
     expect(text).not.toContain(hashKey("hunter2").slice("sha256:".length));
     expect(text).not.toContain("hunt");
     // Before the verifier key exists: not accepted yet, and still nothing of the key.
-    const early = accessChannelStatus({ channel: channel(), agent, key: supplied, now, endpoint: "e" });
+    const early = deriveAccessChannelStatus({ channel: channel(), agent, key: supplied, now, endpoint: "e" });
     expect(early.ready).toBe(false);
     expect(early.status.keyHash).toBeUndefined();
     expect(early.status.conditions?.find((c) => c.type === "KeyIssued")?.reason).toBe("KeyVerifierPending");
   });
 
   it("is Ready with hash, prefix, expiry and endpoint, and requeues at the expiry", () => {
-    const out = accessChannelStatus({
+    const out = deriveAccessChannelStatus({
       channel: channel({ expiresAt: "2026-06-01T13:00:00Z" }),
       agent,
       key,
@@ -78,7 +78,7 @@ describe("accessChannelStatus", () => {
   });
 
   it("a missing Agent: Ready=False AgentNotFound, key still issued", () => {
-    const out = accessChannelStatus({ channel: channel(), agent: undefined, key, now, endpoint: "e" });
+    const out = deriveAccessChannelStatus({ channel: channel(), agent: undefined, key, now, endpoint: "e" });
     expect(out.status.conditions?.[0]).toMatchObject({ type: "Ready", status: "False", reason: "AgentNotFound" });
     expect(out.status.keyHash).toBeDefined();
     expect(out.status.agent).toBeUndefined();
@@ -86,7 +86,7 @@ describe("accessChannelStatus", () => {
   });
 
   it("expired: Expired=True, Ready=False Expired, no requeue", () => {
-    const out = accessChannelStatus({
+    const out = deriveAccessChannelStatus({
       channel: channel({ expiresAt: "2026-06-01T12:00:00Z" }),
       agent,
       key,
@@ -108,22 +108,34 @@ describe("accessChannelStatus", () => {
       reason: "SecretNotFound",
       message: "Secret s does not exist",
     };
-    const out = accessChannelStatus({ channel: channel(), agent: undefined, key: missing, now, endpoint: "e" });
+    const out = deriveAccessChannelStatus({ channel: channel(), agent: undefined, key: missing, now, endpoint: "e" });
     expect(out.status.conditions?.[0]).toMatchObject({ status: "False", reason: "SecretNotFound" });
     expect(out.status.keyHash).toBeUndefined();
   });
 
   it("is a fixed point: recomputing from its own output changes nothing (zero writes on resync)", () => {
-    const first = accessChannelStatus({ channel: channel(), agent, key, now, endpoint: "e" });
+    const first = deriveAccessChannelStatus({ channel: channel(), agent, key, now, endpoint: "e" });
     const later = new Date(now.getTime() + 3_600_000);
-    const second = accessChannelStatus({ channel: channel({}, first.status), agent, key, now: later, endpoint: "e" });
+    const second = deriveAccessChannelStatus({
+      channel: channel({}, first.status),
+      agent,
+      key,
+      now: later,
+      endpoint: "e",
+    });
     expect(second.status).toEqual(first.status);
   });
 
   it("keeps lastTransitionTime until a condition's status changes", () => {
-    const first = accessChannelStatus({ channel: channel(), agent: undefined, key, now, endpoint: "e" });
+    const first = deriveAccessChannelStatus({ channel: channel(), agent: undefined, key, now, endpoint: "e" });
     const later = new Date(now.getTime() + 60_000);
-    const second = accessChannelStatus({ channel: channel({}, first.status), agent, key, now: later, endpoint: "e" });
+    const second = deriveAccessChannelStatus({
+      channel: channel({}, first.status),
+      agent,
+      key,
+      now: later,
+      endpoint: "e",
+    });
     const ready = second.status.conditions?.find((c) => c.type === "Ready");
     const issued = second.status.conditions?.find((c) => c.type === "KeyIssued");
     expect(ready?.lastTransitionTime).toBe("2026-06-01T12:01:00Z");
@@ -148,9 +160,9 @@ const sKey = (value: string, issuedAt: string): KeyMaterial => ({
   issuedAt: new Date(issuedAt),
 });
 
-describe("searchKeyStatus", () => {
+describe("deriveSearchKeyStatus", () => {
   it("valid from creation when validFrom is absent; requeues at validUntil", () => {
-    const out = searchKeyStatus({
+    const out = deriveSearchKeyStatus({
       searchKey: searchKey({ validUntil: "2026-06-02T12:00:00Z" }),
       key: sKey("cap_srch_x", "2026-05-01T00:00:00Z"),
       missingKnowledgeIds: [],
@@ -167,7 +179,7 @@ describe("searchKeyStatus", () => {
   });
 
   it("not yet valid: Ready=False NotYetValid and a requeue at validFrom", () => {
-    const out = searchKeyStatus({
+    const out = deriveSearchKeyStatus({
       searchKey: searchKey({ validFrom: "2026-06-01T12:30:00Z" }),
       key: sKey("cap_srch_x", "2026-05-01T00:00:00Z"),
       missingKnowledgeIds: [],
@@ -179,7 +191,7 @@ describe("searchKeyStatus", () => {
   });
 
   it("a scope with a missing knowledge base: ScopeResolved=False and Ready=False", () => {
-    const out = searchKeyStatus({
+    const out = deriveSearchKeyStatus({
       searchKey: searchKey(),
       key: sKey("cap_srch_x", "2026-05-01T00:00:00Z"),
       missingKnowledgeIds: ["kb_a"],
@@ -199,14 +211,14 @@ describe("searchKeyStatus", () => {
     expect(rotationDue(sk, new Date("2026-05-01T12:00:00Z"), now)).toBe(true);
     expect(rotationDue(sk, new Date("2026-05-20T00:00:00Z"), now)).toBe(false);
 
-    const before = searchKeyStatus({
+    const before = deriveSearchKeyStatus({
       searchKey: sk,
       key: sKey("old", "2026-05-01T12:00:00Z"),
       missingKnowledgeIds: [],
       now,
       endpoint: "e",
     });
-    const rotated = searchKeyStatus({
+    const rotated = deriveSearchKeyStatus({
       searchKey: { ...sk, status: before.status },
       key: sKey("new", "2026-06-01T12:00:00Z"),
       missingKnowledgeIds: [],
@@ -216,7 +228,7 @@ describe("searchKeyStatus", () => {
     expect(rotated.status.keyHash).toBe(hashKey("new"));
     expect(rotated.status.previousKeys).toEqual([{ keyHash: hashKey("old"), validUntil: "2026-06-02T12:00:00Z" }]);
     expect(rotated.requeueAfterMs).toBe(86_400_000); // the end of the overlap comes first
-    const during = searchKeyStatus({
+    const during = deriveSearchKeyStatus({
       searchKey: { ...sk, status: rotated.status },
       key: sKey("new", "2026-06-01T12:00:00Z"),
       missingKnowledgeIds: [],
@@ -224,7 +236,7 @@ describe("searchKeyStatus", () => {
       endpoint: "e",
     });
     expect(during.status.previousKeys).toHaveLength(1);
-    const after = searchKeyStatus({
+    const after = deriveSearchKeyStatus({
       searchKey: { ...sk, status: during.status },
       key: sKey("new", "2026-06-01T12:00:00Z"),
       missingKnowledgeIds: [],
@@ -237,7 +249,7 @@ describe("searchKeyStatus", () => {
 
   it("a key changed without rotation configured keeps no previous hash", () => {
     const sk = searchKey({ keySecretRef: { name: "mine", key: "k" } });
-    const a = searchKeyStatus({
+    const a = deriveSearchKeyStatus({
       searchKey: sk,
       key: { ok: true, value: "one", secretName: "mine", source: "supplied" },
       verifierKey: VERIFIER,
@@ -245,7 +257,7 @@ describe("searchKeyStatus", () => {
       now,
       endpoint: "e",
     });
-    const b = searchKeyStatus({
+    const b = deriveSearchKeyStatus({
       searchKey: { ...sk, status: a.status },
       key: { ok: true, value: "two", secretName: "mine", source: "supplied" },
       verifierKey: VERIFIER,

@@ -68,7 +68,7 @@ function minPositive(...ms: (number | undefined)[]): number | undefined {
   return v.length ? Math.min(...v) : undefined;
 }
 
-export function accessChannelStatus(f: {
+export function deriveAccessChannelStatus(f: {
   channel: AccessChannel;
   agent: Agent | undefined;
   key: KeyMaterial;
@@ -148,7 +148,7 @@ export function rotationDue(key: SearchKey, issuedAt: Date | undefined, now: Dat
   return now.getTime() >= issuedAt.getTime() + parseDuration(key.spec.rotation.every);
 }
 
-export function searchKeyStatus(f: {
+export function deriveSearchKeyStatus(f: {
   searchKey: SearchKey;
   key: KeyMaterial;
   missingKnowledgeIds: string[];

@@ -1,6 +1,6 @@
 // @capstan/gateway: the OpenAI-compatible chat gateway.
 
-export type { Retriever, SearchQuery, SearchResult } from "./agents/retrieval.ts";
+export type { RetrievalQuery, Retriever, SearchResult } from "./agents/retrieval.ts";
 export { modeOf } from "./agents/types.ts";
 export { buildApp, type GatewayDeps } from "./app.ts";
 export {

@@ -4,24 +4,26 @@
 // the shared resilience policy (timeout per attempt, bounded full-jitter retries, Retry-After, a
 // circuit breaker: search can be down), the W3C traceparent (undici instrumentation), and the outbound metrics
 // (capstan_gateway_outbound_*{target="search"}). Any failure is a 502 knowledge_unavailable.
-import { SearchApiError, SearchClient, type SearchResult } from "@capstan/shared/clients/search-client";
-import { Agent as Dispatcher } from "undici";
+import {
+  SearchApiError,
+  SearchClient,
+  type SearchQuery,
+  type SearchResult,
+} from "@capstan/shared/clients/search-client";
+import { Agent as UndiciAgent } from "undici";
 import { GatewayError } from "../errors.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 
 export type { SearchResult };
 
-export interface SearchQuery {
+/** A knowledge search as an Agent makes it: the search API's query, every field set, in its namespace. */
+export interface RetrievalQuery extends Required<SearchQuery> {
   /** The Agent's namespace: search checks the ids against that namespace's knowledge bases. */
   namespace: string;
-  knowledgeIds: string[];
-  text: string;
-  maxResults: number;
-  minSimilarity: number;
 }
 
 export interface Retriever {
-  search(query: SearchQuery, signal: AbortSignal): Promise<SearchResult[]>;
+  search(query: RetrievalQuery, signal: AbortSignal): Promise<SearchResult[]>;
 }
 
 export interface RetrievalOptions {
@@ -36,7 +38,7 @@ export interface RetrievalOptions {
 const BREAKER = { consecutiveFailures: 5, halfOpenAfterMs: 5_000 };
 
 export class SearchServiceClient implements Retriever {
-  private readonly dispatcher = new Dispatcher({ connections: 64, keepAliveTimeout: 30_000 });
+  private readonly dispatcher = new UndiciAgent({ connections: 64, keepAliveTimeout: 30_000 });
   private readonly client: SearchClient;
 
   constructor(opts: RetrievalOptions) {
@@ -55,7 +57,7 @@ export class SearchServiceClient implements Retriever {
     return this.dispatcher.close();
   }
 
-  async search(query: SearchQuery, signal: AbortSignal): Promise<SearchResult[]> {
+  async search(query: RetrievalQuery, signal: AbortSignal): Promise<SearchResult[]> {
     const { namespace, ...body } = query;
     try {
       return await this.client.search(body, { namespace, signal });

@@ -1,6 +1,6 @@
 // The HTTP mechanics of one provider attempt (agents/upstream.ts): the attempt's abort signal with
 // its timeout, and a non-stream exchange read into memory over undici's dispatch API.
-import type { Agent as Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
 
 /**
  * The abort signal of one attempt: the client going away, or the attempt's timeout (the whole

@@ -19,7 +19,7 @@
 import { EgressGuard, egressRefusal } from "@capstan/shared/egress";
 import { type Failure, isRetryableProviderStatus, OutboundPolicy } from "@capstan/shared/resilience";
 import { context, trace } from "@opentelemetry/api";
-import type { Agent as Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors.ts";
 import { parseSse } from "../http/sse.ts";
 import type { GatewayMetrics } from "../metrics.ts";
