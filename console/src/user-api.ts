@@ -3,6 +3,7 @@
 // the calls are client-node's (CustomObjectsApi for the capstan.dev kinds, whose JSON it keeps as the
 // server sent it, CoreV1Api for Secrets, the review APIs), their failures as KubeApiError.
 import { createRegistry } from "@capstan/shared";
+import { GROUP, VERSION } from "@capstan/shared/api";
 import { conciseError, KubeConfig, KubeHttp, type Meta } from "@capstan/shared/kube";
 import {
   AuthenticationV1Api,
@@ -13,9 +14,6 @@ import {
   type V1ConfigMap,
 } from "@kubernetes/client-node";
 import type { SessionUser } from "./sessions.ts";
-
-const GROUP = "capstan.dev";
-const VERSION = "v1alpha1";
 
 /** An object as the console reads it: the shared metadata, and spec, status or data as JSON. */
 export interface KubeObject {

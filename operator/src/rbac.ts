@@ -5,23 +5,25 @@
 // when it watches named ones (operator.watchNamespaces); RELEASE_NAMESPACE_RULES always by a Role
 // in its own namespace. Nothing cluster-scoped is needed in namespaced mode.
 
+import { GROUP, KIND_NAMES, KINDS as KIND_REGISTRY } from "@capstan/shared/api";
+
 export interface PolicyRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
 }
 
-const KINDS = ["agents", "accesschannels", "searchkeys", "knowledgebases", "scrapers"];
+const KINDS = KIND_NAMES.map((k) => KIND_REGISTRY[k].plural);
 
 /** The operator's rules where it watches the five kinds: cluster-wide, or each watched namespace. */
 export const OPERATOR_RULES: PolicyRule[] = [
   // Watch the five kinds; patch only to add/remove the KnowledgeBase finalizer and its document list.
-  { apiGroups: ["capstan.dev"], resources: KINDS, verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [GROUP], resources: KINDS, verbs: ["get", "list", "watch", "patch"] },
   // Status through the status subresource (server-side apply).
-  { apiGroups: ["capstan.dev"], resources: KINDS.map((k) => `${k}/status`), verbs: ["get", "patch"] },
+  { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["get", "patch"] },
   // Owner references with blockOwnerDeletion need update on the owner's finalizers.
   {
-    apiGroups: ["capstan.dev"],
+    apiGroups: [GROUP],
     resources: [
       "accesschannels/finalizers",
       "searchkeys/finalizers",
@@ -65,5 +67,5 @@ export const RELEASE_NAMESPACE_RULES: PolicyRule[] = [
 
 /** The gateway and search pods: read-only on the five kinds, nothing else (never Secrets). */
 export const DATA_PLANE_RULES: PolicyRule[] = [
-  { apiGroups: ["capstan.dev"], resources: KINDS, verbs: ["get", "list", "watch"] },
+  { apiGroups: [GROUP], resources: KINDS, verbs: ["get", "list", "watch"] },
 ];

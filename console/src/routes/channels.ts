@@ -1,6 +1,6 @@
 // Access channels: the list, one channel, create (validated with the CRD's own zod schema), edit of
 // QPM and expiry, expire now, delete, and the channel's key (Add key / Rotate key, see keys.ts).
-import { accessChannelSpec } from "@capstan/shared/api";
+import { API_VERSION, accessChannelSpec, KINDS } from "@capstan/shared/api";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
@@ -9,7 +9,7 @@ import { issueOrReveal, keyRevealed } from "../keys.ts";
 import { readyOf } from "../ready.ts";
 import type { KubeObject } from "../user-api.ts";
 
-const PLURAL = "accesschannels";
+const PLURAL = KINDS.AccessChannel.plural;
 type Params = { ns: string; name: string };
 
 /** What the list and the channel page show of a channel (never the key). */
@@ -67,7 +67,7 @@ export function channelRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
     if (!body.success) throw errors.invalid("send { name, spec }");
     const spec = parseSpec(body.data.spec);
     const created = await api.create(PLURAL, ns, {
-      apiVersion: "capstan.dev/v1alpha1",
+      apiVersion: API_VERSION,
       kind: "AccessChannel",
       metadata: { name: checkName("channel name", body.data.name), namespace: ns },
       spec,

@@ -2,7 +2,7 @@
 // schema), one knowledge base with its sources (document upload is in documents.ts), and "try a
 // search" through the real search API with a search key of the user's (read with their token: no
 // key of the console's own).
-import { knowledgeBaseSpec } from "@capstan/shared/api";
+import { API_VERSION, KINDS, knowledgeBaseSpec } from "@capstan/shared/api";
 import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-client";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -11,7 +11,7 @@ import { ConsoleError, errors } from "../errors.ts";
 import { readyOf } from "../ready.ts";
 import type { ConsoleApi, KubeObject } from "../user-api.ts";
 
-export const PLURAL = "knowledgebases";
+export const PLURAL = KINDS.KnowledgeBase.plural;
 export type Params = { ns: string; name: string };
 
 const knowledgeIdOf = (o: KubeObject) =>
@@ -109,7 +109,7 @@ export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void
       throw errors.invalid(spec.error.issues.map((i) => `${i.path.join(".") || "spec"}: ${i.message}`).join("; "));
     }
     const created = await api.create(PLURAL, ns, {
-      apiVersion: "capstan.dev/v1alpha1",
+      apiVersion: API_VERSION,
       kind: "KnowledgeBase",
       metadata: { name: checkName("knowledge base name", body.data.name), namespace: ns },
       // What the user gave, not the defaults zod filled in: the API server applies the CRD's own.

@@ -1,6 +1,6 @@
 // Search keys: the list (with rotation advice past 90 days), create (the CRD's zod schema plus the
 // IP/CIDR check the CRD's CEL rule makes), delete, and the key (Add key / Rotate key, see keys.ts).
-import { searchKeySpec } from "@capstan/shared/api";
+import { API_VERSION, KINDS, searchKeySpec } from "@capstan/shared/api";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { badCidrs } from "../cidr.ts";
@@ -10,7 +10,7 @@ import { issueOrReveal, keyRevealed } from "../keys.ts";
 import { readyOf } from "../ready.ts";
 import type { KubeObject } from "../user-api.ts";
 
-const PLURAL = "searchkeys";
+const PLURAL = KINDS.SearchKey.plural;
 /** Rotation about every 90 days is advised (reference 2.2). */
 export const ROTATION_ADVICE_DAYS = 90;
 const DAY_MS = 86_400_000;
@@ -63,7 +63,7 @@ export function searchKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void
     const body = createBody.safeParse(req.body);
     if (!body.success) throw errors.invalid("send { name, spec }");
     const created = await api.create(PLURAL, ns, {
-      apiVersion: "capstan.dev/v1alpha1",
+      apiVersion: API_VERSION,
       kind: "SearchKey",
       metadata: { name: checkName("key name", body.data.name), namespace: ns },
       spec: parseSearchKeySpec(body.data.spec),

@@ -1,5 +1,7 @@
 // Sign-in with a Kubernetes bearer token (a ServiceAccount token or an OIDC id token the API server
 // accepts), checked by asking the API server who it belongs to; sign-out; the session's state.
+
+import { KINDS as CAPSTAN_KINDS, GROUP } from "@capstan/shared/api";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import {
@@ -17,11 +19,9 @@ const signIn = z.object({ token: z.string().trim().min(1, "paste a token").max(1
 
 /** The kinds the pages act on, and what the user may do with each in a namespace. */
 const KINDS = [
-  ["capstan.dev", "accesschannels"],
-  ["capstan.dev", "searchkeys"],
-  ["capstan.dev", "knowledgebases"],
-  ["capstan.dev", "agents"],
-  ["capstan.dev", "scrapers"],
+  ...(["AccessChannel", "SearchKey", "KnowledgeBase", "Agent", "Scraper"] as const).map(
+    (k) => [GROUP, CAPSTAN_KINDS[k].plural] as const,
+  ),
   ["", "secrets"],
   ["", "configmaps"],
 ] as const;

@@ -1,6 +1,7 @@
 // What every reconciler gets: config, the API client, the shared informers (the cache), events,
 // a logger and a clock. Reconcilers read from the cache and write through the client.
 import type { Logger } from "@capstan/shared";
+import { API_VERSION, KINDS, type KindName } from "@capstan/shared/api";
 import type { ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import type { OperatorMetrics } from "../fleet-metrics.ts";
@@ -11,20 +12,14 @@ import type { ObjectClient } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Informers } from "./informers.ts";
 
-export const GROUP_VERSION = "capstan.dev/v1alpha1";
-export const AGENT: ResourceType = { apiVersion: GROUP_VERSION, kind: "Agent", plural: "agents" };
-export const ACCESS_CHANNEL: ResourceType = {
-  apiVersion: GROUP_VERSION,
-  kind: "AccessChannel",
-  plural: "accesschannels",
-};
-export const SEARCH_KEY: ResourceType = { apiVersion: GROUP_VERSION, kind: "SearchKey", plural: "searchkeys" };
-export const KNOWLEDGE_BASE: ResourceType = {
-  apiVersion: GROUP_VERSION,
-  kind: "KnowledgeBase",
-  plural: "knowledgebases",
-};
-export const SCRAPER: ResourceType = { apiVersion: GROUP_VERSION, kind: "Scraper", plural: "scrapers" };
+export const GROUP_VERSION = API_VERSION;
+/** A kind's API path parts, from the API module's registry of the five kinds. */
+const typeOf = (name: KindName): ResourceType => ({ apiVersion: API_VERSION, kind: name, plural: KINDS[name].plural });
+export const AGENT = typeOf("Agent");
+export const ACCESS_CHANNEL = typeOf("AccessChannel");
+export const SEARCH_KEY = typeOf("SearchKey");
+export const KNOWLEDGE_BASE = typeOf("KnowledgeBase");
+export const SCRAPER = typeOf("Scraper");
 
 export type { Informers } from "./informers.ts";
 

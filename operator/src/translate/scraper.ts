@@ -2,6 +2,7 @@
 // two containers picked by SCRAPER_ROLE) and Service. Every variable of the reference's section 8
 // comes from the spec; keys come from Secrets through secretKeyRef, never as literal values.
 import type { Scraper } from "@capstan/shared/api";
+import { API_VERSION, KINDS } from "@capstan/shared/api";
 import { controllerRef, type KubeObject } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import {
@@ -25,7 +26,7 @@ import {
 } from "./common.ts";
 import { redisEnv } from "./workloads.ts";
 
-export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
+export const SCRAPER_TYPE = { apiVersion: API_VERSION, kind: "Scraper", plural: KINDS.Scraper.plural };
 export const RENDER_PORT = 3000;
 /** The API container's metrics and health (ADMIN_PORT), never on the API's own port. */
 export const ADMIN_PORT = 3003;
