@@ -19,7 +19,6 @@ const LONG_FUNCTIONS = new Set([
   "scripts/standalone/main.ts main",
   "services/gateway/src/app.ts buildApp",
   "services/scraper/src/api/routes/jobs.ts jobRoutes",
-  "services/gateway/src/metrics.ts gatewayMetrics",
   "services/scraper/src/crawl/crawler.ts runCrawl",
   "services/search/src/app.ts buildApp",
   "services/search/src/routes/documents.ts documentRoutes",

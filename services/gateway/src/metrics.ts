@@ -23,10 +23,9 @@ const TOKEN_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 50_00
 /** Distinct channel ids kept as label values on the per-channel counters; the rest are "other". */
 export const CHANNEL_LABEL_LIMIT = 1000;
 
-export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: number } = {}) {
-  const registers = [registry];
+/** Chat requests: counts, latency, time to first token, tokens, abandoned streams. */
+function chatMetrics(registers: Registry[], channelLabelLimit: number) {
   return {
-    channelLabel: new BoundedLabel(opts.channelLabelLimit ?? CHANNEL_LABEL_LIMIT),
     requests: new Counter({
       name: "capstan_gateway_chat_requests_total",
       help: "Chat completion requests by agent mode, stream and HTTP status",
@@ -35,7 +34,7 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
     }),
     channelRequests: new Counter({
       name: "capstan_gateway_channel_requests_total",
-      help: `Chat completion requests by channel and HTTP status (channels beyond the first ${opts.channelLabelLimit ?? CHANNEL_LABEL_LIMIT} seen: "other")`,
+      help: `Chat completion requests by channel and HTTP status (channels beyond the first ${channelLabelLimit} seen: "other")`,
       labelNames: ["channel", "status"] as const,
       registers,
     }),
@@ -73,6 +72,21 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       buckets: TOKEN_BUCKETS,
       registers,
     }),
+    clientAborts: new Counter({
+      name: "capstan_gateway_client_disconnects_total",
+      help: "Streams ended because the client went away (the upstream call is aborted)",
+      labelNames: ["channel"] as const,
+      registers,
+    }),
+  };
+}
+
+/** Admission: keys refused, the QPM limiter and the circuit breaker in front of Redis, token limits and usage writes. */
+function admissionMetrics(registry: Registry, registers: Registry[]) {
+  return {
+    // capstan_gateway_limiter_decisions_total, _backend_errors_total, _degraded, _duration_seconds; here
+    // _degraded is 1 while the QPM is not decided by Redis alone (policy in force, or recovery).
+    ...limiterMetrics(registry, "capstan_gateway"),
     authFailures: new Counter({
       name: "capstan_gateway_auth_failures_total",
       help: "Rejected keys by reason (missing_api_key, invalid_api_key, expired_api_key)",
@@ -85,9 +99,6 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       labelNames: ["channel", "backend"] as const,
       registers,
     }),
-    // capstan_gateway_limiter_decisions_total, _backend_errors_total, _degraded, _duration_seconds; here
-    // _degraded is 1 while the QPM is not decided by Redis alone (policy in force, or recovery).
-    ...limiterMetrics(registry, "capstan_gateway"),
     limiterMode: new Gauge({
       name: "capstan_gateway_limiter_mode",
       help: "1 for the limiter's current mode: shared (Redis), fallback (Redis-down policy), recovering, in-process",
@@ -106,6 +117,24 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       labelNames: ["to"] as const,
       registers,
     }),
+    tokenRejections: new Counter({
+      name: "capstan_gateway_token_rejections_total",
+      help: "Requests refused by a channel's token limits, by channel and reason (tpm, budget)",
+      labelNames: ["channel", "reason"] as const,
+      registers,
+    }),
+    usageWrites: new Counter({
+      name: "capstan_gateway_usage_writes_total",
+      help: "Token accounting writes to Redis at the end of requests (ok, dropped: Redis could not take it)",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+  };
+}
+
+/** Conversation history writes and the buffer kept while Redis is away. */
+function historyMetrics(registers: Registry[]) {
+  return {
     historyWrites: new Counter({
       name: "capstan_gateway_history_writes_total",
       help: "Exchanges written to history by outcome (ok: at once, buffered: kept for later, flushed: written from the buffer)",
@@ -122,20 +151,12 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       help: "Exchanges dropped because the history buffer was full (the oldest go first)",
       registers,
     }),
-    tokenRejections: new Counter({
-      name: "capstan_gateway_token_rejections_total",
-      help: "Requests refused by a channel's token limits, by channel and reason (tpm, budget)",
-      labelNames: ["channel", "reason"] as const,
-      registers,
-    }),
-    usageWrites: new Counter({
-      name: "capstan_gateway_usage_writes_total",
-      help: "Token accounting writes to Redis at the end of requests (ok, dropped: Redis could not take it)",
-      labelNames: ["outcome"] as const,
-      registers,
-    }),
-    // Several upstreams per Agent (agents/router.ts): the agent label is bounded like the channel's.
-    agentLabel: new BoundedLabel(opts.channelLabelLimit ?? CHANNEL_LABEL_LIMIT),
+  };
+}
+
+/** Each Agent's upstreams (agents/router.ts): breaker state, answers and fallbacks. */
+function upstreamMetrics(registers: Registry[]) {
+  return {
     upstreamCircuit: new Gauge({
       name: "capstan_gateway_upstream_circuit_state",
       help: "1 for the current state of each upstream's circuit breaker (closed, open, half_open), by agent and upstream",
@@ -154,12 +175,20 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       labelNames: ["agent", "upstream", "reason"] as const,
       registers,
     }),
-    clientAborts: new Counter({
-      name: "capstan_gateway_client_disconnects_total",
-      help: "Streams ended because the client went away (the upstream call is aborted)",
-      labelNames: ["channel"] as const,
-      registers,
-    }),
+  };
+}
+
+export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: number } = {}) {
+  const registers = [registry];
+  const channelLabelLimit = opts.channelLabelLimit ?? CHANNEL_LABEL_LIMIT;
+  return {
+    channelLabel: new BoundedLabel(channelLabelLimit),
+    // Several upstreams per Agent (agents/router.ts): the agent label is bounded like the channel's.
+    agentLabel: new BoundedLabel(channelLabelLimit),
+    ...chatMetrics(registers, channelLabelLimit),
+    ...admissionMetrics(registry, registers),
+    ...historyMetrics(registers),
+    ...upstreamMetrics(registers),
     outbound: outboundMetrics(registry, "capstan_gateway"),
     // gen_ai_client_* and gen_ai_server_*: the OpenTelemetry GenAI conventions' names (genai-metrics.ts).
     genai: genaiMetrics(registry),
