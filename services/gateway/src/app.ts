@@ -52,19 +52,16 @@ export interface GatewayDeps {
   now?: () => number;
 }
 
-export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: GatewayDeps): FastifyInstance {
-  const config = parseGatewayConfig(configInput);
-  const startedAt = Date.now();
-  const logger = deps.logger ?? createLogger({ name: "gateway", level: config.logLevel });
-  const registry = deps.registry ?? createRegistry();
-  const metrics = gatewayMetrics(registry);
+type Metrics = ReturnType<typeof gatewayMetrics>;
+
+/** Redis and what stands on it: the breaker in front, the QPM limiter, token accounts, history. */
+function redisParts(config: GatewayConfig, deps: GatewayDeps, logger: Logger, metrics: Metrics) {
   const target = redisTarget(config.redisUrl, config.redis);
   const ownRedis =
     !deps.redis && target
       ? createRedisClient(target, logger, { commandTimeoutMs: Math.max(5_000, config.limiter.redisTimeoutMs + 1_000) })
       : undefined;
   const redis = deps.redis ?? ownRedis;
-
   const breaker = redis
     ? new RedisBreaker({
         redis,
@@ -75,24 +72,19 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
         logger,
       })
     : undefined;
+  const shared = { windowMs: config.limiter.windowMs, policy: config.limiter.redisDownPolicy, metrics, logger };
   const limiter = new QpmLimiter({
+    ...shared,
     redis: redis && breaker ? { limiter: new RedisLimiter(redis, config.limiter), breaker } : undefined,
-    windowMs: config.limiter.windowMs,
-    policy: config.limiter.redisDownPolicy,
     replicas: config.limiter.replicas,
     startWaitMs: config.limiter.redisTimeoutMs,
-    metrics,
-    logger,
   });
   const tokens = new TokenAccounts({
+    ...shared,
     redis: redis && breaker ? { client: redis, breaker } : undefined,
-    windowMs: config.limiter.windowMs,
-    policy: config.limiter.redisDownPolicy,
     replicas: config.limiter.replicas,
     keyPrefix: config.usage.keyPrefix,
     usageRetentionHours: config.usage.retentionHours,
-    metrics,
-    logger,
   });
   const buffered =
     redis && breaker
@@ -105,8 +97,12 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
       : undefined;
   const history: HistoryStore = buffered ?? new MemoryHistoryStore(config.history);
   if (!redis) logger.warn("no REDIS_URL: conversation history is kept in process memory only (lost on restart)");
-  const drain = new Drain();
+  const usage = redis && breaker ? new UsageReader({ redis, breaker, keyPrefix: config.usage.keyPrefix }) : undefined;
+  return { ownRedis, breaker, limiter, tokens, buffered, history, usage };
+}
 
+/** The agents and what they call: search (retrieval) and the LLM upstreams with their keys. */
+function agentParts(config: GatewayConfig, deps: GatewayDeps, logger: Logger, metrics: Metrics) {
   const secrets =
     deps.secrets ??
     new ChainSecretResolver([
@@ -134,53 +130,39 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     rag: new LlmAgent("rag", { router, retriever }),
     extractive: new ExtractiveAgent(retriever),
   };
-  const channels = new ChannelDirectory(deps.view, config.keyVerifier);
+  return { searchClient, upstream, router, agents };
+}
 
-  const app = buildBaseApp({
-    service: "gateway",
-    registry,
-    logger,
-    bodyLimit: config.bodyLimitBytes,
-    internal: true,
-    notReady: () => {
-      if (drain.draining) return "shutting down";
-      return deps.view.hasSynced("AccessChannel", "Agent")
-        ? limiter.notReady(startedAt, config.limiter.readyWaitMs, Date.now())
-        : "resources not loaded yet";
-    },
-    readyDetails: () => ({
-      conditions: [
-        limiter.condition(),
-        ...(breaker
-          ? [
-              {
-                type: "RedisAvailable",
-                status: breaker.closed ? "True" : "False",
-                reason: breaker.closed ? "CircuitClosed" : "CircuitOpen",
-                message: `circuit ${breaker.state} since ${new Date(breaker.changedAt).toISOString()}`,
-              },
-            ]
-          : []),
-        ...(buffered && buffered.buffered > 0
-          ? [
-              {
-                type: "HistoryWritten",
-                status: "False",
-                reason: "Buffered",
-                message: `${buffered.buffered} exchange(s) wait for Redis`,
-              },
-            ]
-          : []),
-      ],
-    }),
-  });
-  // Both listeners answer errors in the OpenAI shape.
-  for (const a of [app, internalApp(app)]) installGatewayErrors(a, config.bodyLimitBytes);
-  // While draining, answers close their connection, so clients reconnect to another replica.
-  app.addHook("onSend", async (_req, reply) => {
-    if (drain.draining) reply.header("connection", "close");
-  });
-  app.decorate("gatewayDrain", drain);
+/** /readyz's conditions beyond ready or not: the limiter's mode, Redis' breaker, history waiting. */
+function readyConditions(parts: ReturnType<typeof redisParts>) {
+  const { limiter, breaker, buffered } = parts;
+  return [
+    limiter.condition(),
+    ...(breaker
+      ? [
+          {
+            type: "RedisAvailable",
+            status: breaker.closed ? "True" : "False",
+            reason: breaker.closed ? "CircuitClosed" : "CircuitOpen",
+            message: `circuit ${breaker.state} since ${new Date(breaker.changedAt).toISOString()}`,
+          },
+        ]
+      : []),
+    ...(buffered && buffered.buffered > 0
+      ? [
+          {
+            type: "HistoryWritten",
+            status: "False",
+            reason: "Buffered",
+            message: `${buffered.buffered} exchange(s) wait for Redis`,
+          },
+        ]
+      : []),
+  ];
+}
+
+/** The published contract: /openapi.json and its /docs page. */
+function registerOpenApi(app: FastifyInstance): void {
   app.register(openApi, {
     title: "Capstan gateway",
     description:
@@ -195,6 +177,42 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
       { name: "models", description: "The agent bound to the key, as a model" },
     ],
   });
+}
+
+export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: GatewayDeps): FastifyInstance {
+  const config = parseGatewayConfig(configInput);
+  const startedAt = Date.now();
+  const logger = deps.logger ?? createLogger({ name: "gateway", level: config.logLevel });
+  const registry = deps.registry ?? createRegistry();
+  const metrics = gatewayMetrics(registry);
+  const redis = redisParts(config, deps, logger, metrics);
+  const { limiter, tokens, history, breaker, buffered } = redis;
+  const { searchClient, upstream, router, agents } = agentParts(config, deps, logger, metrics);
+  const channels = new ChannelDirectory(deps.view, config.keyVerifier);
+  const drain = new Drain();
+
+  const app = buildBaseApp({
+    service: "gateway",
+    registry,
+    logger,
+    bodyLimit: config.bodyLimitBytes,
+    internal: true,
+    notReady: () => {
+      if (drain.draining) return "shutting down";
+      return deps.view.hasSynced("AccessChannel", "Agent")
+        ? limiter.notReady(startedAt, config.limiter.readyWaitMs, Date.now())
+        : "resources not loaded yet";
+    },
+    readyDetails: () => ({ conditions: readyConditions(redis) }),
+  });
+  // Both listeners answer errors in the OpenAI shape.
+  for (const a of [app, internalApp(app)]) installGatewayErrors(a, config.bodyLimitBytes);
+  // While draining, answers close their connection, so clients reconnect to another replica.
+  app.addHook("onSend", async (_req, reply) => {
+    if (drain.draining) reply.header("connection", "close");
+  });
+  app.decorate("gatewayDrain", drain);
+  registerOpenApi(app);
   app.register(apiV1, {
     prefix: "/api/v1",
     channels,
@@ -207,13 +225,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     now: deps.now ?? Date.now,
     agentFor: (agent) => agents[modeOf(agent)],
   });
-
-  internalApp(app).register(internalRoutes, {
-    prefix: "/internal/v1",
-    router,
-    view: deps.view,
-    usage: redis && breaker ? new UsageReader({ redis, breaker, keyPrefix: config.usage.keyPrefix }) : undefined,
-  });
+  internalApp(app).register(internalRoutes, { prefix: "/internal/v1", router, view: deps.view, usage: redis.usage });
 
   // Runs after the server has closed and every request has ended (Fastify closes the server in
   // the onClose hook it adds last, and runs onClose hooks last-added first).
@@ -226,7 +238,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     }
     buffered?.close();
     breaker?.close();
-    if (ownRedis) ownRedis.disconnect();
+    redis.ownRedis?.disconnect();
   });
   return app;
 }
