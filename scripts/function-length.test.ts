@@ -40,7 +40,6 @@ const LONG_FUNCTIONS = new Set([
   "services/scraper/src/render/renderer.ts renderOn",
   "scripts/standalone/state.ts materialize",
   "console/web/src/pages/channel.tsx Settings",
-  "services/gateway/src/agents/wire/anthropic-stream.ts fromAnthropicStream",
   "console/web/src/pages/channels.tsx CreateChannel",
   "operator/src/fleet-metrics.ts operatorMetrics",
 ]);
