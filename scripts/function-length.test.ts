@@ -31,7 +31,6 @@ const LONG_FUNCTIONS = new Set([
   "services/scraper/src/api/routes/scrape.ts scrapeRoutes",
   "operator/src/reconcilers/scraper.ts (function at line 31)",
   "operator/src/translate/keys.ts deriveSearchKeyStatus",
-  "services/shared/src/documents/pdf-layout.ts layoutToMarkdown",
   "services/search/src/search-engine.ts searchMany",
   "console/src/routes/try.ts tryRoutes",
   "operator/src/translate/scraper.ts scraperObjects",

@@ -98,18 +98,20 @@ function median(values: number[]): number {
   return s[Math.floor(s.length / 2)] as number;
 }
 
-/** Markdown of a document given as its pages' text runs. */
-export function layoutToMarkdown(pageRuns: TextRun[][]): string {
+/** The document's lines in reading order, without running headers, footers and page numbers. */
+function contentLines(pageRuns: TextRun[][]): Line[] {
   const pages = pageRuns.map((runs, i) => linesOf(runs, i));
   const running = runningLines(pages);
-  const lines = pages.flatMap((ls) =>
+  return pages.flatMap((ls) =>
     ls.filter((l, i) => {
       const edge = i < 2 || i >= ls.length - 2;
       return !(edge && (running.has(norm(l.text)) || PAGE_NUMBER.test(l.text.trim())));
     }),
   );
-  if (lines.length === 0) return "";
+}
 
+/** The body text's size, each line's heading level (0: not a heading), and the usual line spacing. */
+function typeScale(lines: Line[]): { body: number; level: (l: Line) => number; spacing: number } {
   const bySize = new Map<number, number>();
   for (const l of lines) bySize.set(l.size, (bySize.get(l.size) ?? 0) + l.text.length);
   const body = [...bySize.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 10;
@@ -125,56 +127,40 @@ export function layoutToMarkdown(pageRuns: TextRun[][]): string {
     const b = lines[i] as Line;
     if (a.page === b.page && a.size === body && b.size === body && a.y > b.y) gaps.push(a.y - b.y);
   }
-  const spacing = median(gaps) || body * 1.2;
+  return { body, level, spacing: median(gaps) || body * 1.2 };
+}
 
-  const blocks: string[] = [];
-  let para: { text: string; x: number; list: boolean } | undefined;
-  let code: Line[] = [];
-  const flushPara = () => {
-    if (para) blocks.push(para.text.replace(/\s+/g, " ").trim());
-    para = undefined;
-  };
-  const flushCode = () => {
-    if (code.length === 0) return;
-    const left = Math.min(...code.map((l) => l.x));
-    const text = code
-      .map((l) => " ".repeat(Math.max(0, Math.round((l.x - left) / (l.size * 0.6)))) + l.text)
-      .join("\n");
-    const fence = text.includes("```") ? "~~~~" : "```";
-    blocks.push(`${fence}\n${text}\n${fence}`);
-    code = [];
-  };
+/** Markdown blocks as lines arrive: the paragraph or list item and the code block being built. */
+class Blocks {
+  readonly out: string[] = [];
+  private para: { text: string; x: number; list: boolean } | undefined;
+  private code: Line[] = [];
 
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i] as Line;
-    const prev = lines[i - 1];
+  heading(h: number, text: string, continues: boolean): void {
+    this.flush();
+    // A heading set over two lines stays one heading.
+    const last = this.out[this.out.length - 1];
+    if (continues && last?.startsWith(`${"#".repeat(h)} `)) this.out[this.out.length - 1] = `${last} ${text}`;
+    else this.out.push(`${"#".repeat(h)} ${text}`);
+  }
+
+  codeLine(l: Line): void {
+    this.flushPara();
+    this.code.push(l);
+  }
+
+  /** A line of prose: a new list item, a new paragraph (a wide gap, an indent), or more of the current one. */
+  prose(l: Line, prev: Line | undefined, spacing: number): void {
+    this.flushCode();
     const text = l.text.trim();
-    const h = level(l);
-    if (h > 0) {
-      flushPara();
-      flushCode();
-      // A heading set over two lines stays one heading.
-      const last = blocks[blocks.length - 1];
-      if (prev && level(prev) === h && prev.page === l.page && last?.startsWith(`${"#".repeat(h)} `)) {
-        blocks[blocks.length - 1] = `${last} ${text}`;
-      } else {
-        blocks.push(`${"#".repeat(h)} ${text}`);
-      }
-      continue;
-    }
-    if (l.mono) {
-      flushPara();
-      code.push(l);
-      continue;
-    }
-    flushCode();
     const bullet = BULLET.exec(text);
     if (bullet) {
-      flushPara();
+      this.flushPara();
       const marker = /\d/.test(bullet[1] as string) ? `${(bullet[1] as string).replace(")", ".")} ` : "- ";
-      para = { text: marker + text.slice(bullet[0].length), x: l.x, list: true };
-      continue;
+      this.para = { text: marker + text.slice(bullet[0].length), x: l.x, list: true };
+      return;
     }
+    const para = this.para;
     const gap = prev && prev.page === l.page ? prev.y - l.y : spacing;
     const breaks =
       !para ||
@@ -182,16 +168,52 @@ export function layoutToMarkdown(pageRuns: TextRun[][]): string {
       gap < 0 ||
       (para.list ? l.x <= para.x + 1 : prev !== undefined && prev.page === l.page && l.x > prev.x + l.size * 0.8);
     if (breaks) {
-      flushPara();
-      para = { text, x: l.x, list: false };
-      continue;
+      this.flushPara();
+      this.para = { text, x: l.x, list: false };
+    } else if (/\p{Ll}-$/u.test(para.text) && /^\p{Ll}/u.test(text)) {
+      // "manip-" + "ulation": a word hyphenated at the end of the line.
+      para.text = para.text.slice(0, -1) + text;
+    } else {
+      para.text += ` ${text}`;
     }
-    const current = para as { text: string; x: number; list: boolean };
-    // "manip-" + "ulation": a word hyphenated at the end of the line.
-    if (/\p{Ll}-$/u.test(current.text) && /^\p{Ll}/u.test(text)) current.text = current.text.slice(0, -1) + text;
-    else current.text += ` ${text}`;
   }
-  flushPara();
-  flushCode();
-  return blocks.join("\n\n");
+
+  flush(): void {
+    this.flushPara();
+    this.flushCode();
+  }
+
+  private flushPara(): void {
+    if (this.para) this.out.push(this.para.text.replace(/\s+/g, " ").trim());
+    this.para = undefined;
+  }
+
+  private flushCode(): void {
+    if (this.code.length === 0) return;
+    const left = Math.min(...this.code.map((l) => l.x));
+    const text = this.code
+      .map((l) => " ".repeat(Math.max(0, Math.round((l.x - left) / (l.size * 0.6)))) + l.text)
+      .join("\n");
+    const fence = text.includes("```") ? "~~~~" : "```";
+    this.out.push(`${fence}\n${text}\n${fence}`);
+    this.code = [];
+  }
+}
+
+/** Markdown of a document given as its pages' text runs. */
+export function layoutToMarkdown(pageRuns: TextRun[][]): string {
+  const lines = contentLines(pageRuns);
+  if (lines.length === 0) return "";
+  const { level, spacing } = typeScale(lines);
+  const blocks = new Blocks();
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i] as Line;
+    const prev = lines[i - 1];
+    const h = level(l);
+    if (h > 0) blocks.heading(h, l.text.trim(), prev !== undefined && level(prev) === h && prev.page === l.page);
+    else if (l.mono) blocks.codeLine(l);
+    else blocks.prose(l, prev, spacing);
+  }
+  blocks.flush();
+  return blocks.out.join("\n\n");
 }
