@@ -2,7 +2,15 @@
 // for /batch/scrape, and POST /map, in one of three dialects (firecrawl/dialects.ts): unprefixed
 // (the scraper's own, Firecrawl v1's names), /v1 and /v2 (Firecrawl's SDKs). Registered inside the
 // API plugin (routes/api.ts), so the key check covers them. The jobs themselves are in src/crawl/.
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { JobBackend, JobView } from "../../crawl/backend.ts";
 import type { JobDeps } from "../../crawl/crawler.ts";
@@ -63,70 +71,82 @@ function statusOf(job: JobView, req: FastifyRequest, skip: number, dialect: JobD
   };
 }
 
-export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, options) => {
-  const { jobs, jobDeps, limiter, dialect } = options;
-  const { prefix, op, tag } = dialect;
+/** What every job route needs: the Zod-typed app, the dialect, the jobs and their dependencies. */
+interface Routes {
+  app: FastifyInstance<
+    RawServerDefault,
+    RawRequestDefaultExpression,
+    RawReplyDefaultExpression,
+    FastifyBaseLogger,
+    ZodTypeProvider
+  >;
+  options: JobRoutesOptions;
   /** An operationId, unique across the dialects: crawl, v1Crawl, v2Crawl. */
-  const opId = (name: string) => (op ? `${op}${name[0]?.toUpperCase()}${name.slice(1)}` : name);
-  const { config, service } = jobDeps;
-  const app = plain.withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(bodyValidator);
+  opId: (name: string) => string;
+}
 
-  /** GET status, DELETE and GET errors of one kind of job. */
-  function jobReadRoutes(kind: JobKind, name: string, opName: string) {
-    const path = `${prefix}${PATHS[kind]}`;
-    app.get(
-      `${path}/:id`,
-      {
-        schema: {
-          operationId: opId(`get${opName}Status`),
-          summary: `Progress and results of a ${name}, one page at a time (follow next)`,
-          description: `At most SCRAPER_JOB_PAGE_SIZE (${config.jobs.pageSize}) results and about 10 MB per answer.`,
-          tags: [tag],
-          security,
-          params: jobIdParams,
-          querystring: jobPageQuery,
-          response: { 200: dialect.status, ...errorResponses(400, 401, 404, 503) },
-        },
+/** GET status, DELETE and GET errors of one kind of job. */
+function jobReadRoutes({ app, options, opId }: Routes, kind: JobKind, name: string, opName: string): void {
+  const { jobs, dialect } = options;
+  const { prefix, tag } = dialect;
+  const config = options.jobDeps.config;
+  const path = `${prefix}${PATHS[kind]}`;
+  app.get(
+    `${path}/:id`,
+    {
+      schema: {
+        operationId: opId(`get${opName}Status`),
+        summary: `Progress and results of a ${name}, one page at a time (follow next)`,
+        description: `At most SCRAPER_JOB_PAGE_SIZE (${config.jobs.pageSize}) results and about 10 MB per answer.`,
+        tags: [tag],
+        security,
+        params: jobIdParams,
+        querystring: jobPageQuery,
+        response: { 200: dialect.status, ...errorResponses(400, 401, 404, 503) },
       },
-      async (req) => {
-        const slice = pageSlice(req.query.skip, req.query.limit, config.jobs.pageSize);
-        return statusOf(await jobs.view(kind, req.params.id, slice), req, req.query.skip, dialect);
+    },
+    async (req) => {
+      const slice = pageSlice(req.query.skip, req.query.limit, config.jobs.pageSize);
+      return statusOf(await jobs.view(kind, req.params.id, slice), req, req.query.skip, dialect);
+    },
+  );
+  app.delete(
+    `${path}/:id`,
+    {
+      schema: {
+        operationId: opId(`cancel${opName}`),
+        summary: `Cancel a ${name}: pages in flight are aborted, none is fetched afterwards; results so far stay`,
+        tags: [tag],
+        security,
+        params: jobIdParams,
+        response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409, 503) },
       },
-    );
-    app.delete(
-      `${path}/:id`,
-      {
-        schema: {
-          operationId: opId(`cancel${opName}`),
-          summary: `Cancel a ${name}: pages in flight are aborted, none is fetched afterwards; results so far stay`,
-          tags: [tag],
-          security,
-          params: jobIdParams,
-          response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409, 503) },
-        },
+    },
+    async (req) => {
+      await jobs.cancel(kind, req.params.id);
+      return { success: true as const, status: "cancelled" as const };
+    },
+  );
+  app.get(
+    `${path}/:id/errors`,
+    {
+      schema: {
+        operationId: opId(`get${opName}Errors`),
+        summary: `Pages of a ${name} that failed, and URLs robots.txt disallowed`,
+        tags: [tag],
+        security,
+        params: jobIdParams,
+        response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404, 503) },
       },
-      async (req) => {
-        await jobs.cancel(kind, req.params.id);
-        return { success: true as const, status: "cancelled" as const };
-      },
-    );
-    app.get(
-      `${path}/:id/errors`,
-      {
-        schema: {
-          operationId: opId(`get${opName}Errors`),
-          summary: `Pages of a ${name} that failed, and URLs robots.txt disallowed`,
-          tags: [tag],
-          security,
-          params: jobIdParams,
-          response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404, 503) },
-        },
-      },
-      async (req) => ({ success: true as const, ...(await jobs.errors(kind, req.params.id)) }),
-    );
-  }
+    },
+    async (req) => ({ success: true as const, ...(await jobs.errors(kind, req.params.id)) }),
+  );
+}
 
+/** POST /crawl: a crawl job started, its id answered at once. */
+function crawlStartRoute({ app, options, opId }: Routes): void {
+  const { jobs, dialect, jobDeps } = options;
+  const { prefix, tag } = dialect;
   app.post(
     `${prefix}/crawl`,
     {
@@ -146,13 +166,18 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
     async (req) => {
       const body = dialect.toCrawl(req.body as never);
       // A bad pattern or a refused start URL is answered now, not found later in the job's errors.
-      new CrawlScope(new URL((await service.precheck({ url: body.url })).href), body);
+      new CrawlScope(new URL((await jobDeps.service.precheck({ url: body.url })).href), body);
       const id = await jobs.startCrawl(body);
       return { success: true as const, id, url: `${baseUrl(req)}${prefix}/crawl/${id}` };
     },
   );
-  jobReadRoutes("crawl", "crawl", "Crawl");
+}
 
+/** POST /batch/scrape: a batch job of the URLs that pass the prechecks. */
+function batchStartRoute({ app, options, opId }: Routes): void {
+  const { jobs, dialect, jobDeps } = options;
+  const { prefix, tag } = dialect;
+  const config = jobDeps.config;
   app.post(
     `${prefix}/batch/scrape`,
     {
@@ -175,7 +200,7 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
       const invalidURLs: string[] = [];
       for (const url of body.urls) {
         try {
-          await service.precheck({ url });
+          await jobDeps.service.precheck({ url });
           urls.push(url);
         } catch (err) {
           if (!body.ignoreInvalidURLs || !isScraperError(err)) throw err;
@@ -192,8 +217,12 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
       };
     },
   );
-  jobReadRoutes("batch", "batch scrape", "BatchScrape");
+}
 
+/** POST /map: a site's URLs, answered when found (not a job). */
+function mapRoute({ app, options, opId }: Routes): void {
+  const { limiter, dialect, jobDeps } = options;
+  const { prefix, tag } = dialect;
   app.post(
     `${prefix}/map`,
     {
@@ -209,8 +238,21 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
     async (req, reply) => {
       if (limiter.full) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 1 });
       const body = dialect.toMap(req.body as never);
-      await service.precheck({ url: body.url });
+      await jobDeps.service.precheck({ url: body.url });
       return dialect.mapAnswer(await mapSite(body, jobDeps, abortOnClose(reply)));
     },
   );
+}
+
+export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, options) => {
+  const { op } = options.dialect;
+  const opId = (name: string) => (op ? `${op}${name[0]?.toUpperCase()}${name.slice(1)}` : name);
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(bodyValidator);
+  const routes: Routes = { app, options, opId };
+  crawlStartRoute(routes);
+  jobReadRoutes(routes, "crawl", "crawl", "Crawl");
+  batchStartRoute(routes);
+  jobReadRoutes(routes, "batch", "batch scrape", "BatchScrape");
+  mapRoute(routes);
 };
