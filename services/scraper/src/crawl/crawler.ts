@@ -74,140 +74,195 @@ interface Candidate {
   depth: number;
 }
 
-export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promise<void> {
-  const start = new URL(body.url);
-  const scope = new CrawlScope(start, body);
-  const limit = Math.min(body.limit ?? deps.config.jobs.maxPages, deps.config.jobs.maxPages);
-  const signal = job.signal;
-  const frontier: Candidate[] = [];
-  const seen = new Set<string>();
-  const robotsByOrigin = new Map<string, Promise<RobotsRules>>();
-  let dispatched = 0;
-  const now = deps.now ?? Date.now;
-  const fetchUntil = job.expiresAt - (job.expiresAt - job.createdAt) * READ_SHARE;
-  const pacer = new CrawlPacer({ timeLeft: () => fetchUntil - now() });
-  const maxDelayMs = deps.config.jobs.maxCrawlDelayMs;
-  const updateTotal = () => {
-    job.total = Math.min(limit, dispatched + frontier.length);
-  };
+/**
+ * One crawl's state and steps. A page counts against the limit once it is admitted: its origin's
+ * robots.txt allows it, the guard let its robots.txt be fetched, and its host's pacing gave it a
+ * turn; a page refused before that sends nothing and costs nothing. Pages picked while the limit
+ * was not yet reached, and admitted after it was, are dropped.
+ */
+class Crawl {
+  private readonly scope: CrawlScope;
+  private readonly limit: number;
+  private readonly frontier: Candidate[] = [];
+  private readonly seen = new Set<string>();
+  private readonly robotsByOrigin = new Map<string, Promise<RobotsRules>>();
+  /** Pages admitted (a request sent, or about to be). */
+  private admitted = 0;
+  private readonly now: () => number;
+  /** When the job stops starting pages, leaving READ_SHARE of its lifetime to read the results. */
+  private readonly fetchUntil: number;
+  private readonly pacer: CrawlPacer;
+
+  private readonly job: Job;
+  private readonly body: CrawlBody;
+  private readonly deps: JobDeps;
+
+  constructor(job: Job, body: CrawlBody, deps: JobDeps) {
+    this.job = job;
+    this.body = body;
+    this.deps = deps;
+    this.scope = new CrawlScope(new URL(body.url), body);
+    this.limit = Math.min(body.limit ?? deps.config.jobs.maxPages, deps.config.jobs.maxPages);
+    this.now = deps.now ?? Date.now;
+    this.fetchUntil = job.expiresAt - (job.expiresAt - job.createdAt) * READ_SHARE;
+    this.pacer = new CrawlPacer({ timeLeft: () => this.fetchUntil - this.now() });
+  }
+
+  async run(): Promise<void> {
+    await this.seed();
+    await pump<Candidate>({
+      concurrency: jobConcurrency(this.deps, this.body.maxConcurrency),
+      signal: this.job.signal,
+      stopped: () => this.job.stopped,
+      next: () => (this.admitted >= this.limit ? undefined : this.frontier.shift()),
+      visit: (c) => this.visit(c),
+    });
+    this.updateTotal();
+  }
+
+  /** The start URL (always fetched: its links are the crawl; kept only if its path is wanted) and the sitemap's pages. */
+  private async seed(): Promise<void> {
+    const { scope, body } = this;
+    this.seen.add(scope.key(scope.start));
+    this.frontier.push({ url: scope.start, depth: 0 });
+    if (!body.ignoreSitemap) {
+      const rules = await this.robotsOf(scope.start.origin).catch(() => undefined);
+      const sitemap = await this.deps.siteFiles.sitemapUrls(scope.start.origin, rules?.sitemaps ?? [], this.job.signal);
+      for (const page of sitemap) this.discover(page, 0);
+    }
+    this.updateTotal();
+  }
+
+  private async visit(candidate: Candidate): Promise<void> {
+    const endTurn = await this.admit(candidate.url);
+    this.updateTotal();
+    if (!endTurn) return;
+    try {
+      await this.fetch(candidate);
+    } finally {
+      endTurn();
+      if (!this.job.signal.aborted) this.job.completed++;
+      this.updateTotal();
+    }
+  }
+
+  /** A page's turn (its end to call when done), or undefined when it is refused or the crawl is over. */
+  private async admit(url: URL): Promise<(() => void) | undefined> {
+    const delayMs = await this.politeDelay(url);
+    if (delayMs === undefined) return undefined;
+    let endTurn: (() => void) | undefined;
+    try {
+      endTurn = await this.pacer.turn(url.host, delayMs, this.job.signal);
+    } catch {
+      return undefined; // cancelled while waiting: nothing was sent
+    }
+    if (!endTurn) {
+      this.stopForPace(url, delayMs);
+      return undefined;
+    }
+    if (this.admitted >= this.limit) {
+      endTurn();
+      return undefined;
+    }
+    this.admitted++;
+    if (delayMs > 0) this.forecast(url.host, delayMs);
+    return endTurn;
+  }
+
+  /** The wait robots.txt asks between pages of the URL's host, or undefined when it may not be fetched. */
+  private async politeDelay(url: URL): Promise<number | undefined> {
+    try {
+      const rules = await this.robotsOf(url.origin);
+      if (!rules.allowed(url.href)) {
+        this.job.addRobotsBlocked(url.href);
+        return undefined;
+      }
+      const delayMs = appliedDelayMs(rules.crawlDelaySeconds, this.deps.config.jobs.maxCrawlDelayMs);
+      this.noteCap(url.origin, rules.crawlDelaySeconds, delayMs);
+      return delayMs;
+    } catch (err) {
+      // The origin is refused by the guard (its robots.txt was never fetched): nothing is sent to it.
+      if (!this.job.signal.aborted) this.job.addError(url.href, err);
+      return undefined;
+    }
+  }
+
+  /** Renders the page, keeps it if its path is wanted, and queues its links. */
+  private async fetch({ url, depth }: Candidate): Promise<void> {
+    const { job, scope, body } = this;
+    try {
+      const data = await scrapeForJob(this.deps, job.signal, scrapeInput(url.href, body.scrapeOptions), true);
+      const { links, ...rest } = data;
+      if (scope.pathWanted(url)) job.addPage(body.scrapeOptions.formats.includes("links") ? data : rest);
+      const final = scope.normalise(String(data.metadata.url ?? url.href), undefined);
+      if (final) this.seen.add(scope.key(final));
+      for (const link of links ?? []) this.discover(link, depth + 1);
+    } catch (err) {
+      if (!job.signal.aborted) job.addError(url.href, err);
+    }
+  }
 
   /** Queues a URL once, if the scope lets it be followed and its path is wanted. */
-  const discover = (raw: string, base: string | undefined, depth: number) => {
-    const url = scope.normalise(raw, base);
+  private discover(raw: string, depth: number): void {
+    const url = this.scope.normalise(raw, undefined);
     if (!url) return;
-    const key = scope.key(url);
-    if (seen.has(key) || seen.size >= MAX_SEEN) return;
-    seen.add(key);
-    if (!scope.followable(url) || !scope.pathWanted(url)) return;
-    if (body.maxDiscoveryDepth !== undefined && depth > body.maxDiscoveryDepth) return;
-    frontier.push({ url, depth });
-  };
-  const robotsOf = (origin: string) => {
-    let rules = robotsByOrigin.get(origin);
+    const key = this.scope.key(url);
+    if (this.seen.has(key) || this.seen.size >= MAX_SEEN) return;
+    this.seen.add(key);
+    if (!this.scope.followable(url) || !this.scope.pathWanted(url)) return;
+    if (this.body.maxDiscoveryDepth !== undefined && depth > this.body.maxDiscoveryDepth) return;
+    this.frontier.push({ url, depth });
+  }
+
+  private robotsOf(origin: string): Promise<RobotsRules> {
+    let rules = this.robotsByOrigin.get(origin);
     if (!rules) {
-      rules = deps.siteFiles.robots(origin, signal);
-      robotsByOrigin.set(origin, rules);
+      rules = this.deps.siteFiles.robots(origin, this.job.signal);
+      this.robotsByOrigin.set(origin, rules);
     }
     return rules;
-  };
-
-  // The start URL is always fetched (its links are the crawl), and kept only if its path is wanted.
-  seen.add(scope.key(scope.start));
-  frontier.push({ url: scope.start, depth: 0 });
-  if (!body.ignoreSitemap) {
-    const rules = await robotsOf(scope.start.origin).catch(() => undefined);
-    const sitemap = await deps.siteFiles.sitemapUrls(scope.start.origin, rules?.sitemaps ?? [], signal);
-    for (const page of sitemap) discover(page, undefined, 0);
   }
-  updateTotal();
+
+  private updateTotal(): void {
+    this.job.total = Math.min(this.limit, this.admitted + this.frontier.length);
+  }
 
   /** Says in the job's status when a robots.txt asked for more than the cap. */
-  const noteCap = (origin: string, seconds: number | undefined, applied: number) => {
+  private noteCap(origin: string, seconds: number | undefined, applied: number): void {
     if (seconds === undefined || seconds * 1000 <= applied) return;
-    job.warn(
+    this.job.warn(
       `cap ${origin}`,
       `robots.txt of ${origin} asks for ${seconds} s between requests (Crawl-delay); ${duration(applied)} is applied, ` +
         "the most this scraper waits (SCRAPER_CRAWL_DELAY_MAX)",
     );
-  };
+  }
+
   /** Says when the pages known so far cannot all be fetched at this pace in the job's fetching time. */
-  const forecast = (host: string, delayMs: number) => {
+  private forecast(host: string, delayMs: number): void {
+    const { job } = this;
     const left = job.total - job.completed;
-    if (job.stopped || delayMs * (left - 1) <= fetchUntil - now()) return job.warn("forecast", undefined);
+    if (job.stopped || delayMs * (left - 1) <= this.fetchUntil - this.now()) return job.warn("forecast", undefined);
     job.warn(
       "forecast",
       `at ${duration(delayMs)} between pages of ${host} (robots.txt Crawl-delay), the ${left} pages still to fetch (known so far) ` +
-        `need at least ${duration(delayMs * (left - 1))}, more than the ${duration(fetchUntil - now())} this job ` +
+        `need at least ${duration(delayMs * (left - 1))}, more than the ${duration(this.fetchUntil - this.now())} this job ` +
         "may still fetch for (SCRAPER_JOB_TTL less a tenth, kept for reading the results): the crawl stops then",
     );
-  };
+  }
 
-  const visit = async ({ url, depth }: Candidate) => {
-    let delayMs = 0;
-    try {
-      const rules = await robotsOf(url.origin);
-      if (!rules.allowed(url.href)) {
-        job.addRobotsBlocked(url.href);
-        dispatched--;
-        return;
-      }
-      delayMs = appliedDelayMs(rules.crawlDelaySeconds, maxDelayMs);
-      noteCap(url.origin, rules.crawlDelaySeconds, delayMs);
-    } catch (err) {
-      // The origin is refused by the guard (its robots.txt was never fetched): nothing is sent to it.
-      if (!signal.aborted) job.addError(url.href, err);
-      dispatched--;
-      return;
-    } finally {
-      updateTotal();
-    }
-    let endTurn: (() => void) | undefined;
-    try {
-      endTurn = await pacer.turn(url.host, delayMs, signal);
-    } catch {
-      return; // cancelled while waiting: nothing was sent
-    }
-    if (!endTurn) {
-      dispatched--;
-      job.stopped = true;
-      job.warn("forecast", undefined);
-      job.warn(
-        "stopped",
-        `stopped before its limit: robots.txt of ${url.origin} asks for ${duration(delayMs)} between requests ` +
-          `(Crawl-delay), and the next page could not start before this job's fetching time ends at ` +
-          `${new Date(fetchUntil).toISOString()} (SCRAPER_JOB_TTL less a tenth, kept for reading the results)`,
-      );
-      return;
-    }
-    if (delayMs > 0) forecast(url.host, delayMs);
-    try {
-      const data = await scrapeForJob(deps, job.signal, scrapeInput(url.href, body.scrapeOptions), true);
-      const { links, ...rest } = data;
-      const keep = body.scrapeOptions.formats.includes("links") ? data : rest;
-      if (scope.pathWanted(url)) job.addPage(keep);
-      const final = scope.normalise(String(data.metadata.url ?? url.href), undefined);
-      if (final) seen.add(scope.key(final));
-      for (const link of links ?? []) discover(link, undefined, depth + 1);
-    } catch (err) {
-      if (!signal.aborted) job.addError(url.href, err);
-    } finally {
-      endTurn();
-      if (!signal.aborted) job.completed++;
-      updateTotal();
-    }
-  };
+  /** The next page of a host paced by Crawl-delay cannot start before the job's fetching time ends. */
+  private stopForPace(url: URL, delayMs: number): void {
+    this.job.stopped = true;
+    this.job.warn("forecast", undefined);
+    this.job.warn(
+      "stopped",
+      `stopped before its limit: robots.txt of ${url.origin} asks for ${duration(delayMs)} between requests ` +
+        `(Crawl-delay), and the next page could not start before this job's fetching time ends at ` +
+        `${new Date(this.fetchUntil).toISOString()} (SCRAPER_JOB_TTL less a tenth, kept for reading the results)`,
+    );
+  }
+}
 
-  await pump<Candidate>({
-    concurrency: jobConcurrency(deps, body.maxConcurrency),
-    signal,
-    stopped: () => job.stopped,
-    next: () => {
-      if (dispatched >= limit) return undefined;
-      const item = frontier.shift();
-      if (item) dispatched++;
-      return item;
-    },
-    visit,
-  });
-  updateTotal();
+export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promise<void> {
+  await new Crawl(job, body, deps).run();
 }
