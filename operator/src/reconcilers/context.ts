@@ -4,6 +4,7 @@ import type { Logger } from "@capstan/shared";
 import type { ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import type { OperatorMetrics } from "../fleet-metrics.ts";
+import type { RefreshJobs } from "../ingest/refresh-jobs.ts";
 import type { Scrape } from "../ingest/scrape.ts";
 import type { SearchDocuments } from "../ingest/search-documents.ts";
 import type { ObjectClient } from "../kube/client.ts";
@@ -37,4 +38,6 @@ export interface OperatorContext {
   search: SearchDocuments;
   scrape: Scrape;
   metrics: OperatorMetrics;
+  /** KnowledgeBase refreshes running beside the reconciles. */
+  refreshes: RefreshJobs;
 }
