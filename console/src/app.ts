@@ -32,10 +32,9 @@ import { searchKeyRoutes } from "./routes/search-keys.ts";
 import { sessionRoutes } from "./routes/session.ts";
 import { tryRoutes } from "./routes/try.ts";
 import { usageRoutes } from "./routes/usage.ts";
-import { SessionStore } from "./sessions.ts";
+import { sessionStore } from "./session-store.ts";
 import { clusterSignIn, localSignIn } from "./sign-in.ts";
-import { usageSource } from "./usage-source.ts";
-import type { ConsoleApi } from "./user-api.ts";
+import { usageSources } from "./usage-source.ts";
 
 export interface ConsoleDeps {
   /**
@@ -64,14 +63,10 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     internal: true,
   });
-  const sessions = new SessionStore<ConsoleApi>({
-    idleMs: config.idleTimeoutSeconds * 1000,
-    maxMs: config.maxSessionSeconds * 1000,
-  });
-  app.addHook("onClose", async () => sessions.close());
   const local = standaloneOf(config);
   if (!local && !deps.cluster) throw new Error("the console needs a cluster (KUBECONFIG) or standalone mode");
   const signIn = local ? localSignIn(local, local.adminTokenFile) : clusterSignIn(deps.cluster as KubeConfig);
+  const sessions = sessionStore(config, deps, app);
   const ctx: ConsoleContext = { config, sessions, signIn };
 
   await app.register(fastifyCookie);
@@ -126,9 +121,9 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   // capstan_console_outbound_*: the gateway and scraper calls of "try", the usage page's reads.
   const outbound = outboundMetrics(deps.registry, metricsPrefix("console"));
   tryRoutes(app, ctx, outbound);
-  const usage = usageSource(config, { cluster: deps.cluster, registry: deps.registry, metrics: outbound });
+  const { usage, hourly } = usageSources(config, { cluster: deps.cluster, registry: deps.registry, metrics: outbound });
   if (usage) app.addHook("onClose", async () => usage.close());
-  usageRoutes(app, ctx, usage);
+  usageRoutes(app, ctx, usage, hourly);
 
   const assets = config.assetsDir ?? DEFAULT_ASSETS_DIR;
   if (existsSync(assets)) {

@@ -1,6 +1,7 @@
 // Console configuration: code defaults here, then env (main.ts), then one zod parse that fails fast
 // naming every bad field (loadConfig from @capstan/shared).
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 
 export const consoleConfigSchema = z.object({
@@ -52,6 +53,16 @@ export const consoleConfigSchema = z.object({
    * controller's): the sign-in limit then counts per forwarded client rather than per proxy.
    */
   trustedProxies: z.array(z.string().min(1)).default([]),
+  /**
+   * Where sessions live when the console runs as several replicas (redis-sessions.ts): the same
+   * Redis as the data plane's (REDIS_URL, or REDIS_MODE with its addresses). Unset: in this
+   * process's memory, one replica.
+   */
+  redisUrl: z
+    .string()
+    .regex(/^rediss?:\/\//)
+    .optional(),
+  redis: redisTopologySchema,
   /** How long the console waits for the operator to issue a key before telling the user so. */
   keyWaitSeconds: z.int().min(1).max(300).default(30),
   /**
@@ -89,6 +100,8 @@ const ENV: EnvMap = {
   CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR: "standaloneResourcesDir",
   CAPSTAN_CONSOLE_STANDALONE_STATE_DIR: "standaloneStateDir",
   CAPSTAN_CONSOLE_ADMIN_TOKEN_FILE: "adminTokenFile",
+  REDIS_URL: "redisUrl",
+  ...redisEnvMap,
 };
 
 /** Standalone mode's folders and admin token file, or undefined when the console serves a cluster. */

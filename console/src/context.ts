@@ -16,8 +16,8 @@ export interface ConsoleContext {
 }
 
 /** The signed-in user's session; changes (anything but GET) must also carry the session's CSRF token. */
-export function sessionOf(ctx: ConsoleContext, req: FastifyRequest): Session<ConsoleApi> {
-  const session = ctx.sessions.get(req.cookies[SESSION_COOKIE]);
+export async function sessionOf(ctx: ConsoleContext, req: FastifyRequest): Promise<Session<ConsoleApi>> {
+  const session = await ctx.sessions.get(req.cookies[SESSION_COOKIE]);
   if (!session) throw errors.notSignedIn();
   if (req.method !== "GET" && req.method !== "HEAD" && !csrfMatches(session, req.headers["x-csrf-token"])) {
     throw errors.csrf();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csrfMatches, SessionStore } from "./sessions.ts";
+import { csrfMatches, MemorySessionStore } from "./sessions.ts";
 import { allows } from "./user-api.ts";
 
 const api = () => {
@@ -13,35 +13,35 @@ const api = () => {
 };
 
 describe("sessions", () => {
-  it("end after the idle timeout and at the maximum age, closing the user's client", () => {
+  it("end after the idle timeout and at the maximum age, closing the user's client", async () => {
     let t = 0;
-    const store = new SessionStore({ idleMs: 1000, maxMs: 5000 }, () => t);
+    const store = new MemorySessionStore({ idleMs: 1000, maxMs: 5000 }, () => t);
     const a = api();
-    const s = store.create({ username: "u", groups: [] }, a);
+    const s = await store.create({ username: "u", groups: [] }, a);
     t = 900;
-    expect(store.get(s.id)).toBe(s);
+    expect(await store.get(s.id)).toBe(s);
     t = 1800; // 900 ms after the last use
-    expect(store.get(s.id)).toBe(s);
+    expect(await store.get(s.id)).toBe(s);
     t = 2801;
-    expect(store.get(s.id)).toBeUndefined();
+    expect(await store.get(s.id)).toBeUndefined();
     expect(a.closed).toBe(true);
 
-    const b = store.create({ username: "u", groups: [] }, api());
-    for (t = 3000; t <= 8000; t += 500) store.get(b.id);
-    expect(store.get(b.id)).toBeUndefined();
-    store.close();
+    const b = await store.create({ username: "u", groups: [] }, api());
+    for (t = 3000; t <= 8000; t += 500) await store.get(b.id);
+    expect(await store.get(b.id)).toBeUndefined();
+    await store.close();
   });
 
-  it("ids and CSRF tokens are long random values; a CSRF token must match exactly", () => {
-    const store = new SessionStore({ idleMs: 1000, maxMs: 5000 });
-    const s = store.create({ username: "u", groups: [] }, api());
+  it("ids and CSRF tokens are long random values; a CSRF token must match exactly", async () => {
+    const store = new MemorySessionStore({ idleMs: 1000, maxMs: 5000 });
+    const s = await store.create({ username: "u", groups: [] }, api());
     expect(s.id.length).toBeGreaterThanOrEqual(43);
     expect(s.csrfToken).not.toBe(s.id);
     expect(csrfMatches(s, s.csrfToken)).toBe(true);
     expect(csrfMatches(s, `${s.csrfToken}x`)).toBe(false);
     expect(csrfMatches(s, undefined)).toBe(false);
     expect(csrfMatches(s, [s.csrfToken])).toBe(false);
-    store.close();
+    await store.close();
   });
 });
 

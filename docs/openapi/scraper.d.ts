@@ -140,7 +140,7 @@ export interface paths {
         put?: never;
         /**
          * Start scraping a list of URLs (async): answers the job's id at once
-         * @description At most SCRAPER_CRAWL_MAX_PAGES (1000) URLs. Scrape options are top-level fields, as in Firecrawl v1.
+         * @description At most SCRAPER_CRAWL_MAX_PAGES (50000) URLs. Scrape options are top-level fields, as in Firecrawl v1.
          */
         post: operations["batchScrape"];
         delete?: never;
@@ -204,6 +204,306 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/crawl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start crawling a site from a URL (async): answers the job's id at once
+         * @description Same site and under the start path by default; robots.txt honoured (Disallow, and Crawl-delay up to SCRAPER_CRAWL_DELAY_MAX between pages of a host); sitemaps read unless ignoreSitemap. Each page is rendered like POST /scrape, with scrapeOptions.
+         */
+        post: operations["v1Crawl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crawl/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress and results of a crawl, one page at a time (follow next)
+         * @description At most SCRAPER_JOB_PAGE_SIZE (100) results and about 10 MB per answer.
+         */
+        get: operations["v1GetCrawlStatus"];
+        put?: never;
+        post?: never;
+        /** Cancel a crawl: pages in flight are aborted, none is fetched afterwards; results so far stay */
+        delete: operations["v1CancelCrawl"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crawl/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of a crawl that failed, and URLs robots.txt disallowed */
+        get: operations["v1GetCrawlErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batch/scrape": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start scraping a list of URLs (async): answers the job's id at once
+         * @description At most SCRAPER_CRAWL_MAX_PAGES (50000) URLs. Scrape options are top-level fields, as in Firecrawl v1.
+         */
+        post: operations["v1BatchScrape"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batch/scrape/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress and results of a batch scrape, one page at a time (follow next)
+         * @description At most SCRAPER_JOB_PAGE_SIZE (100) results and about 10 MB per answer.
+         */
+        get: operations["v1GetBatchScrapeStatus"];
+        put?: never;
+        post?: never;
+        /** Cancel a batch scrape: pages in flight are aborted, none is fetched afterwards; results so far stay */
+        delete: operations["v1CancelBatchScrape"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batch/scrape/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of a batch scrape that failed, and URLs robots.txt disallowed */
+        get: operations["v1GetBatchScrapeErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/map": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List a site's URLs from its sitemaps and the links of its start page */
+        post: operations["v1Map"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/crawl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start crawling a site from a URL (async): answers the job's id at once
+         * @description Same site and under the start path by default; robots.txt honoured (Disallow, and Crawl-delay up to SCRAPER_CRAWL_DELAY_MAX between pages of a host); sitemaps read unless ignoreSitemap. Each page is rendered like POST /scrape, with scrapeOptions.
+         */
+        post: operations["v2Crawl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/crawl/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress and results of a crawl, one page at a time (follow next)
+         * @description At most SCRAPER_JOB_PAGE_SIZE (100) results and about 10 MB per answer.
+         */
+        get: operations["v2GetCrawlStatus"];
+        put?: never;
+        post?: never;
+        /** Cancel a crawl: pages in flight are aborted, none is fetched afterwards; results so far stay */
+        delete: operations["v2CancelCrawl"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/crawl/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of a crawl that failed, and URLs robots.txt disallowed */
+        get: operations["v2GetCrawlErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/batch/scrape": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start scraping a list of URLs (async): answers the job's id at once
+         * @description At most SCRAPER_CRAWL_MAX_PAGES (50000) URLs. Scrape options are top-level fields, as in Firecrawl v1.
+         */
+        post: operations["v2BatchScrape"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/batch/scrape/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress and results of a batch scrape, one page at a time (follow next)
+         * @description At most SCRAPER_JOB_PAGE_SIZE (100) results and about 10 MB per answer.
+         */
+        get: operations["v2GetBatchScrapeStatus"];
+        put?: never;
+        post?: never;
+        /** Cancel a batch scrape: pages in flight are aborted, none is fetched afterwards; results so far stay */
+        delete: operations["v2CancelBatchScrape"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/batch/scrape/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pages of a batch scrape that failed, and URLs robots.txt disallowed */
+        get: operations["v2GetBatchScrapeErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/map": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List a site's URLs from its sitemaps and the links of its start page */
+        post: operations["v2Map"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/scrape": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Firecrawl v1: render one page and answer the formats asked for */
+        post: operations["v1Scrape"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/scrape": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Firecrawl v2: render one page and answer the formats asked for (names or {type} objects) */
+        post: operations["v2Scrape"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -214,7 +514,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadataInput: {
@@ -273,7 +573,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -348,7 +648,7 @@ export interface components {
                 url: string;
                 error: string;
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             }[];
             robotsBlocked: string[];
         };
@@ -365,13 +665,37 @@ export interface components {
             success: true;
             links: string[];
         };
+        /** @description Firecrawl v1: a job's progress and results */
+        FirecrawlV1JobStatusInput: {
+            /** @constant */
+            success: true;
+            /** @enum {string} */
+            status: "scraping" | "completed" | "failed" | "cancelled";
+            total: number;
+            completed: number;
+            failed: number;
+            creditsUsed: number;
+            /** Format: date-time */
+            expiresAt: string;
+            next?: string;
+            warning?: string;
+            data: components["schemas"]["ScrapeDataInput"][];
+        };
+        /** @description Firecrawl v2: URLs of a site */
+        FirecrawlV2MapResponseInput: {
+            /** @constant */
+            success: true;
+            links: {
+                url: string;
+            }[];
+        };
         /** @description Every error of the scraper API: the HTTP status goes with the code */
         ScraperError: {
             /** @constant */
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
         };
         /** @description Metadata of the rendered page */
         PageMetadata: {
@@ -430,7 +754,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+            code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             status: number;
         };
         /** @description The answer of POST /scrape/bulk */
@@ -505,7 +829,7 @@ export interface components {
                 url: string;
                 error: string;
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
+                code: "BAD_REQUEST" | "BAD_URL" | "BAD_SELECTOR" | "UNAUTHORIZED" | "BLOCKED_TARGET" | "NOT_FOUND" | "FIRECRAWL_UNSUPPORTED" | "JOB_NOT_FOUND" | "JOB_FINISHED" | "METHOD_NOT_ALLOWED" | "MEDIA_TYPE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_CONTENT" | "UNREACHABLE" | "RENDERER_UNAVAILABLE" | "QUEUE_FULL" | "JOBS_FULL" | "JOBS_KEPT_FULL" | "JOBS_UNAVAILABLE" | "FEATURE_DISABLED" | "UPSTREAM_ERROR" | "TIMEOUT" | "INTERNAL";
             }[];
             robotsBlocked: string[];
         };
@@ -521,6 +845,30 @@ export interface components {
             /** @constant */
             success: true;
             links: string[];
+        };
+        /** @description Firecrawl v1: a job's progress and results */
+        FirecrawlV1JobStatus: {
+            /** @constant */
+            success: true;
+            /** @enum {string} */
+            status: "scraping" | "completed" | "failed" | "cancelled";
+            total: number;
+            completed: number;
+            failed: number;
+            creditsUsed: number;
+            /** Format: date-time */
+            expiresAt: string;
+            next?: string;
+            warning?: string;
+            data: components["schemas"]["ScrapeData"][];
+        };
+        /** @description Firecrawl v2: URLs of a site */
+        FirecrawlV2MapResponse: {
+            /** @constant */
+            success: true;
+            links: {
+                url: string;
+            }[];
         };
     };
     responses: never;
@@ -682,7 +1030,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -798,7 +1146,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -918,7 +1266,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1071,7 +1419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1123,8 +1471,17 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1172,7 +1529,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1183,6 +1540,15 @@ export interface operations {
             };
             /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1230,8 +1596,17 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1355,7 +1730,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1407,8 +1782,17 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1456,7 +1840,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1467,6 +1851,15 @@ export interface operations {
             };
             /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1514,8 +1907,17 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description NOT_FOUND: route not found: {route}; JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1621,7 +2023,1824 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
-            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later */
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1Crawl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    /** @default [] */
+                    excludePaths?: string[];
+                    /** @default [] */
+                    includePaths?: string[];
+                    /** @default 10 */
+                    maxDepth?: number;
+                    maxDiscoveryDepth?: number;
+                    /** @default false */
+                    ignoreSitemap?: boolean;
+                    /** @default false */
+                    ignoreQueryParameters?: boolean;
+                    limit?: number;
+                    /** @default false */
+                    allowBackwardLinks?: boolean;
+                    /** @default false */
+                    allowExternalLinks?: boolean;
+                    /** @default false */
+                    allowSubdomains?: boolean;
+                    maxConcurrency?: number;
+                    /** @default {} */
+                    scrapeOptions?: {
+                        /** @default true */
+                        onlyMainContent?: boolean;
+                        /** @default 0 */
+                        waitFor?: number;
+                        timeout?: number;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        includeTags?: unknown;
+                        excludeTags?: unknown;
+                        actions?: unknown;
+                        jsonOptions?: unknown;
+                        changeTrackingOptions?: unknown;
+                        extract?: unknown;
+                        /**
+                         * @default [
+                         *       "markdown"
+                         *     ]
+                         */
+                        formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
+                    };
+                    webhook?: unknown;
+                    delay?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStarted"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOBS_FULL: {max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later; JOBS_KEPT_FULL: {max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1GetCrawlStatus: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FirecrawlV1JobStatus"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1CancelCrawl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobCancelled"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1GetCrawlErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobErrors"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1BatchScrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default true */
+                    onlyMainContent?: boolean;
+                    /** @default 0 */
+                    waitFor?: number;
+                    timeout?: number;
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    includeTags?: unknown;
+                    excludeTags?: unknown;
+                    actions?: unknown;
+                    jsonOptions?: unknown;
+                    changeTrackingOptions?: unknown;
+                    extract?: unknown;
+                    /**
+                     * @default [
+                     *       "markdown"
+                     *     ]
+                     */
+                    formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
+                    urls: string[];
+                    /** @default false */
+                    ignoreInvalidURLs?: boolean;
+                    maxConcurrency?: number;
+                    webhook?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStarted"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOBS_FULL: {max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later; JOBS_KEPT_FULL: {max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1GetBatchScrapeStatus: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FirecrawlV1JobStatus"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1CancelBatchScrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobCancelled"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1GetBatchScrapeErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobErrors"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1Map: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    search?: string;
+                    /** @default false */
+                    ignoreSitemap?: boolean;
+                    /** @default false */
+                    sitemapOnly?: boolean;
+                    /** @default false */
+                    includeSubdomains?: boolean;
+                    /** @default 5000 */
+                    limit?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapResponse"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2Crawl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    /** @default [] */
+                    includePaths?: string[];
+                    /** @default [] */
+                    excludePaths?: string[];
+                    maxDiscoveryDepth?: number;
+                    /**
+                     * @default include
+                     * @enum {string}
+                     */
+                    sitemap?: "skip" | "include";
+                    /** @default false */
+                    ignoreQueryParameters?: boolean;
+                    limit?: number;
+                    /** @default false */
+                    crawlEntireDomain?: boolean;
+                    /** @default false */
+                    allowExternalLinks?: boolean;
+                    /** @default false */
+                    allowSubdomains?: boolean;
+                    maxConcurrency?: number;
+                    /** @default {} */
+                    scrapeOptions?: {
+                        /** @default true */
+                        onlyMainContent?: boolean;
+                        /** @default 0 */
+                        waitFor?: number;
+                        timeout?: number;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        includeTags?: unknown;
+                        excludeTags?: unknown;
+                        actions?: unknown;
+                        jsonOptions?: unknown;
+                        changeTrackingOptions?: unknown;
+                        extract?: unknown;
+                        /**
+                         * @default [
+                         *       "markdown"
+                         *     ]
+                         */
+                        formats?: (("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage") | ({
+                            /** @enum {string} */
+                            type: "markdown" | "html" | "rawHtml" | "links" | "screenshot";
+                            fullPage?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        }))[];
+                    };
+                    prompt?: unknown;
+                    webhook?: unknown;
+                    delay?: unknown;
+                    regexOnFullURL?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStarted"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOBS_FULL: {max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later; JOBS_KEPT_FULL: {max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2GetCrawlStatus: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2CancelCrawl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobCancelled"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2GetCrawlErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobErrors"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2BatchScrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default true */
+                    onlyMainContent?: boolean;
+                    /** @default 0 */
+                    waitFor?: number;
+                    timeout?: number;
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    includeTags?: unknown;
+                    excludeTags?: unknown;
+                    actions?: unknown;
+                    jsonOptions?: unknown;
+                    changeTrackingOptions?: unknown;
+                    extract?: unknown;
+                    /**
+                     * @default [
+                     *       "markdown"
+                     *     ]
+                     */
+                    formats?: (("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage") | ({
+                        /** @enum {string} */
+                        type: "markdown" | "html" | "rawHtml" | "links" | "screenshot";
+                        fullPage?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    }))[];
+                    urls: string[];
+                    /** @default false */
+                    ignoreInvalidURLs?: boolean;
+                    maxConcurrency?: number;
+                    webhook?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStarted"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOBS_FULL: {max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later; JOBS_KEPT_FULL: {max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2GetBatchScrapeStatus: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatus"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2CancelBatchScrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobCancelled"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description JOB_FINISHED: {kind} job {id} already {status}: nothing to cancel */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2GetBatchScrapeErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobErrors"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description NOT_FOUND: route not found: {route}; FIRECRAWL_UNSUPPORTED: {route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility); JOB_NOT_FOUND: {kind} job {id} not found (unknown, or expired) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2Map: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    url: string;
+                    search?: string;
+                    /**
+                     * @default include
+                     * @enum {string}
+                     */
+                    sitemap?: "only" | "include" | "skip";
+                    /** @default true */
+                    includeSubdomains?: boolean;
+                    /** @default 5000 */
+                    limit?: number;
+                    timeout?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FirecrawlV2MapResponse"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v1Scrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default true */
+                    onlyMainContent?: boolean;
+                    /** @default 0 */
+                    waitFor?: number;
+                    timeout?: number;
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    includeTags?: unknown;
+                    excludeTags?: unknown;
+                    actions?: unknown;
+                    jsonOptions?: unknown;
+                    changeTrackingOptions?: unknown;
+                    extract?: unknown;
+                    /**
+                     * @default [
+                     *       "markdown"
+                     *     ]
+                     */
+                    formats?: ("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage")[];
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScrapeResponse"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+        };
+    };
+    v2Scrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default true */
+                    onlyMainContent?: boolean;
+                    /** @default 0 */
+                    waitFor?: number;
+                    timeout?: number;
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    includeTags?: unknown;
+                    excludeTags?: unknown;
+                    actions?: unknown;
+                    jsonOptions?: unknown;
+                    changeTrackingOptions?: unknown;
+                    extract?: unknown;
+                    /**
+                     * @default [
+                     *       "markdown"
+                     *     ]
+                     */
+                    formats?: (("markdown" | "html" | "rawHtml" | "links" | "screenshot" | "screenshot@fullPage") | ({
+                        /** @enum {string} */
+                        type: "markdown" | "html" | "rawHtml" | "links" | "screenshot";
+                        fullPage?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    }))[];
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScrapeResponse"];
+                };
+            };
+            /** @description BAD_REQUEST: invalid request: {detail}; BAD_URL: invalid url: {detail}; BAD_SELECTOR: invalid selector for extractor '{name}' */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNAUTHORIZED: missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description BLOCKED_TARGET: target blocked by SSRF policy: {detail} */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description MEDIA_TYPE: unsupported request content type '{got}': send the body as JSON with 'Content-Type: application/json'; UNSUPPORTED_CONTENT: unsupported content type: {type} */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description INTERNAL: internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description UNREACHABLE: target unreachable: {detail}; UPSTREAM_ERROR: {detail} */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
+            /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
                 headers: {
                     [name: string]: unknown;

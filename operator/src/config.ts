@@ -92,6 +92,10 @@ export const operatorConfigSchema = z.object({
       ...workloadFields("gateway", 8080, 2, 80),
       /** Metrics and health: the Service exposes it under the same number, inside the cluster. */
       internalPort: z.int().min(1).max(65535).default(8090),
+      /** Where the operator reads budget spend and upstream breakers; default the Service's internal port. */
+      internalUrl: httpUrl.optional(),
+      /** How often status follows budget spend and upstream breakers (channels with a budget, Agents with upstreams). */
+      usageRefreshMs: z.int().min(100).max(3_600_000).default(60_000),
       /** Where Agents' provider-key Secrets are mounted in the gateway pod. */
       secretsDir: z.string().min(1).default("/var/run/capstan/secrets"),
     })
@@ -123,9 +127,23 @@ export const operatorConfigSchema = z.object({
     .prefault({}),
   redis: z
     .object({
+      /** standalone: url; sentinel: sentinels + masterName; cluster: nodes (the data plane's REDIS_MODE). */
+      mode: z.enum(["standalone", "sentinel", "cluster"]).default("standalone"),
       url: z.string().min(1).default("redis://capstan-redis:6379"),
+      sentinels: z.array(z.string().min(1)).default([]),
+      masterName: z.string().min(1).default("mymaster"),
+      nodes: z.array(z.string().min(1)).default([]),
+      tls: z.boolean().default(false),
       /** Secret key holding the password; put into the gateway's REDIS_URL by Kubernetes, never by us. */
       passwordSecretRef: secretKeyRef.optional(),
+      /** Sentinel mode: Secret key holding the sentinels' own password, when they require one. */
+      sentinelPasswordSecretRef: secretKeyRef.optional(),
+    })
+    .refine((r) => r.mode !== "sentinel" || r.sentinels.length > 0, {
+      message: "redis.mode sentinel needs redis.sentinels (host:port of each sentinel)",
+    })
+    .refine((r) => r.mode !== "cluster" || r.nodes.length > 0, {
+      message: "redis.mode cluster needs redis.nodes (host:port seed nodes)",
     })
     .prefault({}),
   qdrant: z
@@ -135,6 +153,14 @@ export const operatorConfigSchema = z.object({
       /** PEM CA bundle of a Qdrant behind a private CA, mounted into search (translate/qdrant.ts). */
       caSecretRef: secretKeyRef.optional(),
       caConfigMapRef: secretKeyRef.optional(),
+      /** Layout of the collections search creates on a Qdrant cluster; 0: search decides from the peers. */
+      collection: z
+        .object({
+          shardNumber: z.int().min(0).max(1024).default(0),
+          replicationFactor: z.int().min(0).max(16).default(0),
+          writeConsistencyFactor: z.int().min(0).max(16).default(0),
+        })
+        .prefault({}),
     })
     .refine((q) => !(q.caSecretRef && q.caConfigMapRef), { message: "set caSecretRef or caConfigMapRef, not both" })
     .prefault({}),
@@ -252,6 +278,11 @@ export const SEARCH_NAME = "capstan-search";
 
 export function gatewayUrl(c: OperatorConfig): string {
   return c.gateway.publicUrl ?? serviceUrl(GATEWAY_NAME, c.namespace, c.gateway.servicePort);
+}
+
+/** The gateway's internal API (budget spend, upstream breakers), as the operator reads it. */
+export function gatewayInternalUrl(c: OperatorConfig): string {
+  return c.gateway.internalUrl ?? serviceUrl(GATEWAY_NAME, c.namespace, c.gateway.internalPort);
 }
 
 export function searchUrl(c: OperatorConfig): string {

@@ -2,6 +2,7 @@ export * from "./config.ts";
 export * from "./controller/conditions.ts";
 export * from "./controller/controller.ts";
 export * from "./errors.ts";
+export * from "./ingest/gateway-usage.ts";
 export * from "./ingest/scrape.ts";
 export * from "./ingest/search-documents.ts";
 export * from "./kube/client.ts";

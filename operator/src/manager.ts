@@ -3,14 +3,15 @@
 // controller, wired with For/Owns/Watches event sources, and leader election deciding which
 // instance runs the controllers. Caches run on every instance so a standby takes over warm.
 import { createLogger, createRegistry, type Logger, outboundMetrics, type Registry } from "@capstan/shared";
-import { knowledgeIdOf } from "@capstan/shared/api";
+import { agentUpstreams, knowledgeIdOf } from "@capstan/shared/api";
 import type { KubeConfig } from "@capstan/shared/kube";
 import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
-import { searchInternalUrl, watchedNamespaces } from "./config.ts";
+import { gatewayInternalUrl, searchInternalUrl, watchedNamespaces } from "./config.ts";
 import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
 import { operatorMetrics } from "./fleet-metrics.ts";
+import { type GatewayUsage, HttpGatewayUsage } from "./ingest/gateway-usage.ts";
 import { RefreshJobs } from "./ingest/refresh-jobs.ts";
 import { ClientScrape, type Scrape } from "./ingest/scrape.ts";
 import { type SearchDocuments, TokenSearchDocuments } from "./ingest/search-documents.ts";
@@ -44,6 +45,7 @@ export interface OperatorDeps {
   logger?: Logger;
   search?: SearchDocuments;
   scrape?: Scrape;
+  gatewayUsage?: GatewayUsage;
   now?: () => Date;
   /** Called when leadership is lost (the process should exit so it restarts clean). */
   onLostLeadership?: () => void;
@@ -138,6 +140,7 @@ export class Operator {
       now: deps.now ?? (() => new Date()),
       search,
       scrape: deps.scrape ?? new ClientScrape(outbound),
+      gatewayUsage: deps.gatewayUsage ?? new HttpGatewayUsage(() => gatewayInternalUrl(config), outbound),
       metrics: operatorMetrics(this.registry, this.informers, deps.now),
       // A refresh that ends enqueues its KnowledgeBase: the next reconcile writes its status.
       refreshes: new RefreshJobs((key) => this.controllers.knowledgeBase?.enqueue(key)),
@@ -202,7 +205,9 @@ export class Operator {
       (o.spec.knowledge?.knowledgeIds ?? []).map((id) => kbIndexKey(o.metadata.namespace, id)),
     );
     i.agents.addIndex("secret", (o) =>
-      o.spec.provider?.apiKeySecretRef ? [nsName(o.metadata.namespace, o.spec.provider.apiKeySecretRef.name)] : [],
+      agentUpstreams(o.spec).flatMap((u) =>
+        u.apiKeySecretRef ? [nsName(o.metadata.namespace, u.apiKeySecretRef.name)] : [],
+      ),
     );
     i.knowledgeBases.addIndex(KB_BY_ID, (o) => [kbIndexKey(o.metadata.namespace, knowledgeIdOf(o))]);
     i.scrapers.addIndex("secret", (o) => scraperSecretRefs(o).map((r) => nsName(o.metadata.namespace, r.name)));

@@ -50,7 +50,7 @@ fi
 qdrant_bin=$(bash scripts/setup.d/45-qdrant.sh | tail -n 1)
 mapfile -t context < <(git ls-files -co --exclude-standard -- package.json package-lock.json console services operator |
   grep -v -e '\.test\.ts$' -e '/node_modules/' | sort -u | while read -r f; do [ -f "$f" ] && echo "$f"; done)
-tag=$( (echo "$base_tag"; hash_files Dockerfile .dockerignore scripts/images/{build.sh,lib.sh,runtime-os.sh} \
+tag=$( (echo "$base_tag"; hash_files Dockerfile .dockerignore scripts/images/{build.sh,lib.sh,runtime-os.sh,slim-root.sh,bundle.mjs} \
   scripts/images/{model-requirements.txt,dev.Dockerfile} "$qdrant_bin" "${context[@]}") | sha256sum | cut -c1-12)
 out=$images_dir/$tag
 

@@ -76,20 +76,25 @@ resources=(--volume "$PWD/examples:/resources:ro" --env CAPSTAN_RESOURCES_DIR=/r
 
 echo "[smoke] gateway: $GATEWAY_IMAGE"
 start gateway "$GATEWAY_IMAGE" "${resources[@]}" --
-probe "capstan-smoke-gateway-$$" "capstan-smoke-gateway-$$" http://127.0.0.1:8080/readyz
+# Health answers on the internal port (metrics and health), not on the port users reach.
+probe "capstan-smoke-gateway-$$" "capstan-smoke-gateway-$$" http://127.0.0.1:8090/readyz
 
 echo "[smoke] search: $SEARCH_IMAGE (the model in the image; /readyz answers after it loaded)"
 start search "$SEARCH_IMAGE" "${resources[@]}" --
-probe "capstan-smoke-search-$$" "capstan-smoke-search-$$" http://127.0.0.1:8081/readyz 120
-pod exec "capstan-smoke-search-$$" node --input-type=module -e '
-  import { LocalEmbedder } from "/app/services/search/src/embedding/local.ts";
-  import { locateModelFiles } from "/app/services/search/src/embedding/model-files.ts";
-  const e = await LocalEmbedder.load(locateModelFiles(process.env.CAPSTAN_EMBEDDING_MODEL_DIR));
-  const [a, b, c] = await e.embed(["a cat sat on the mat", "a kitten sits on a rug", "quarterly tax filing"]);
-  const dot = (x, y) => x.reduce((s, v, i) => s + v * y[i], 0);
-  console.log(`embedded: ${e.name}, ${e.dimensions} dimensions; similar ${dot(a, b).toFixed(3)} > unrelated ${dot(a, c).toFixed(3)}`);
-  if (!(e.dimensions === 384 && dot(a, b) > dot(a, c))) process.exit(1);
-  await e.close();' || fail "capstan-smoke-search-$$" "embedding in the search image"
+probe "capstan-smoke-search-$$" "capstan-smoke-search-$$" http://127.0.0.1:8091/readyz 120
+# A CommonJS -e script importing the bundle's modules: the embedding workers inherit node's
+# options, and --input-type=module is refused outside -e (the workers run a file).
+pod exec "capstan-smoke-search-$$" node -e '
+  (async () => {
+    const { LocalEmbedder } = await import("/app/services/search/src/local.mjs");
+    const { locateModelFiles } = await import("/app/services/search/src/model-files.mjs");
+    const e = await LocalEmbedder.load(locateModelFiles(process.env.CAPSTAN_EMBEDDING_MODEL_DIR));
+    const [a, b, c] = await e.embed(["a cat sat on the mat", "a kitten sits on a rug", "quarterly tax filing"]);
+    const dot = (x, y) => x.reduce((s, v, i) => s + v * y[i], 0);
+    console.log(`embedded: ${e.name}, ${e.dimensions} dimensions; similar ${dot(a, b).toFixed(3)} > unrelated ${dot(a, c).toFixed(3)}`);
+    if (!(e.dimensions === 384 && dot(a, b) > dot(a, c))) process.exit(1);
+    await e.close();
+  })().catch((err) => { console.error(err); process.exit(1); });' || fail "capstan-smoke-search-$$" "embedding in the search image"
 
 echo "[smoke] scraper: $SCRAPER_IMAGE (renderer ready = Chromium launched as UID 10001)"
 # Chromium's sandbox (on when not root) chroots inside a user namespace; with every capability
@@ -107,6 +112,17 @@ start operator "$OPERATOR_IMAGE" --volume "$kubeconfig:/kubeconfig:ro" --env KUB
   --env CAPSTAN_NAMESPACE=capstan-system --
 probe "capstan-smoke-operator-$$" "capstan-smoke-operator-$$" http://127.0.0.1:8081/healthz
 
+echo "[smoke] console: $CONSOLE_IMAGE (standalone mode on the examples: its page and API)"
+token=$(mktemp)
+trap 'cleanup; rm -f "$kubeconfig" "$token"' EXIT
+echo smoke-admin-token >"$token"
+chmod 0644 "$token"
+start console "$CONSOLE_IMAGE" --volume "$PWD/examples:/resources:ro" --volume "$token:/token:ro" \
+  --env CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR=/resources --env CAPSTAN_CONSOLE_STANDALONE_STATE_DIR=/tmp \
+  --env CAPSTAN_CONSOLE_ADMIN_TOKEN_FILE=/token --
+probe "capstan-smoke-console-$$" "capstan-smoke-console-$$" http://127.0.0.1:8098/readyz
+probe "capstan-smoke-console-$$" "capstan-smoke-console-$$" http://127.0.0.1:8097/
+
 echo "[smoke] redis: $REDIS_IMAGE"
 start redis "$REDIS_IMAGE" --
 pod exec "capstan-smoke-redis-$$" redis-cli -h 127.0.0.1 ping | grep -qx PONG || fail "capstan-smoke-redis-$$" "redis PING"
@@ -116,9 +132,10 @@ echo "[smoke] qdrant: $QDRANT_IMAGE"
 # Storage on a folder owned by 10001, as the chart's emptyDir with fsGroup gives it.
 storage=$(mktemp -d)
 chown 10001:10001 "$storage"
-trap 'cleanup; rm -rf "$kubeconfig" "$storage"' EXIT
+trap 'cleanup; rm -rf "$kubeconfig" "$token" "$storage"' EXIT
 start qdrant "$QDRANT_IMAGE" --volume "$storage:/qdrant/storage" --
-# The qdrant image has no node: probe from a gateway container inside qdrant's network namespace.
-start qdrant-probe "$GATEWAY_IMAGE" --network "container:capstan-smoke-qdrant-$$" -- sleep 300
+# The qdrant image has no node: probe from a gateway container (which has no sleep either: node
+# waits) inside qdrant's network namespace.
+start qdrant-probe "$GATEWAY_IMAGE" --network "container:capstan-smoke-qdrant-$$" -- node -e "setTimeout(() => {}, 300_000)"
 probe "capstan-smoke-qdrant-$$" "capstan-smoke-qdrant-probe-$$" http://127.0.0.1:6333/readyz
 echo "[smoke] all images serve"

@@ -10,12 +10,14 @@
 import { Socket } from "node:net";
 import { resolve } from "node:path";
 import { docsIdFor } from "@capstan/operator/translate";
-import { loadConfigOrExit } from "@capstan/shared";
+import { loadConfig, loadConfigOrExit } from "@capstan/shared";
 import type { AnyResource, KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
 import { SearchClient } from "@capstan/shared/clients/search-client";
+import { describeRedisTarget, redisEnvMap, redisTarget, redisTopologySchema } from "@capstan/shared/redis";
 import { readResources } from "@capstan/shared/resource-view";
+import { z } from "zod";
 import { CONSOLE_ENTRY, consoleAdminToken, consoleEnv, ensureConsoleBuilt } from "./console.ts";
 import { DEFAULT_WARN_DAYS, keyValidity, keyWarning, nextBoundaryMs } from "./expiry.ts";
 import { ingestKnowledgeBase } from "./ingest.ts";
@@ -128,13 +130,22 @@ async function main(): Promise<void> {
   let resources = readResources([cfg.resourcesDir]);
   const first = materialize(resources, cfg.stateDir, endpoints);
   const token = internalToken(cfg.stateDir);
-  const redis = (await redisAnswers(cfg.redisUrl)) ? cfg.redisUrl : undefined;
+  // Sentinel or Cluster (REDIS_MODE with its addresses, inherited by the services with the rest
+  // of the environment): used as configured, no probe. Standalone: the URL if a Redis answers there.
+  const topology = loadConfigOrExit(
+    () => loadConfig(z.object({ redis: redisTopologySchema }), { env, envMap: redisEnvMap }).redis,
+    "capstan standalone: ",
+  );
+  const replicated = redisTarget(undefined, topology);
+  const redis = replicated ? undefined : (await redisAnswers(cfg.redisUrl)) ? cfg.redisUrl : undefined;
 
   say(`Capstan standalone: ${resources.length} resources from ${cfg.resourcesDir}; state in ${cfg.stateDir}`);
   say(
-    redis
-      ? `Rate limits: Redis at ${redis}`
-      : `Rate limits: no Redis answered at ${cfg.redisUrl}; the gateway limits QPM in process (one replica, exact).`,
+    replicated
+      ? `Rate limits: Redis ${describeRedisTarget(replicated)}`
+      : redis
+        ? `Rate limits: Redis at ${redis}`
+        : `Rate limits: no Redis answered at ${cfg.redisUrl}; the gateway limits QPM in process (one replica, exact).`,
   );
   say(scraping.summary);
 

@@ -10,6 +10,10 @@ describe("gateway benchmarks, smoke mode", () => {
     expect(await smoke("bench/gateway/latency.ts", [], { timeoutMs: 120_000 })).toMatch(/ratio +\d/);
   });
 
+  it("fallback: three upstreams, the first's breaker open: every probe answered, one breaker skip each", async () => {
+    expect(await smoke("bench/gateway/fallback.ts", [], { timeoutMs: 120_000 })).toMatch(/three, first open +p50/);
+  });
+
   it("limiter-accuracy: exactly QPM accepted across the replicas", async () => {
     expect(await smoke("bench/gateway/limiter-accuracy.ts", [], { timeoutMs: 120_000 })).toMatch(/^ {2}EXACT: /m);
   });
@@ -20,6 +24,12 @@ describe("gateway benchmarks, smoke mode", () => {
 
   it("tracing: every configuration answered with completions, every-request sampling reaching the OTLP sink", async () => {
     expect(await smoke("bench/gateway/tracing.ts", [], { timeoutMs: 180_000 })).toMatch(/OTLP sink: [1-9]\d* export/);
+  });
+
+  it("redis-ops: Redis commands and CPU per request, every request answered and counted in Redis", async () => {
+    expect(await smoke("bench/gateway/redis-ops.ts", [], { timeoutMs: 120_000 })).toMatch(
+      /round trips to Redis per request: 1\.00/,
+    );
   });
 
   it("profile: the gateway's own code is in the profile of answered requests", async () => {

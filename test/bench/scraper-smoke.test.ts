@@ -12,6 +12,11 @@ describe("scraper benchmarks (smoke)", () => {
     expect(out).toMatch(/concurrency 8: .* \(8 pages\)/);
   });
 
+  it("job-queue.ts moves every job through BullMQ and the hand-written queue", async () => {
+    const out = await smoke("bench/scraper/job-queue.ts", [], { timeoutMs: 60_000 });
+    expect(out).toContain("work checked: 200 jobs through each queue in 1 round(s)");
+  });
+
   it("fidelity/run.ts scores pages of every site with output from all three converters", async () => {
     const out = await smoke("bench/scraper/fidelity/run.ts", [], { timeoutMs: 90_000 });
     expect(out).toContain("work checked: 8 pages of 8 scored (python, postgresql, rustdoc, debian-reference)");

@@ -12,6 +12,11 @@ describe("search benchmarks, smoke mode", () => {
     expect(out).toMatch(/qdrant: search end-to-end p50 .* answers hit the exact top 10/);
   });
 
+  it("qdrant-throughput: both setups hold every chunk and answer every query with 10 hits", async () => {
+    const out = await smoke("bench/search/qdrant-throughput.ts", [], { timeoutMs: 240_000 });
+    expect(out).toMatch(/3-peer cluster c=16: \d+ queries\/s/);
+  });
+
   it("ingest-bench: the store holds every chunk ingested", async () => {
     expect(await smoke("bench/search/ingest-bench.ts", [], { timeoutMs: 120_000 })).toMatch(/ingested \d+ chunks/);
   });

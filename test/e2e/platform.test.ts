@@ -80,6 +80,8 @@ describe("helm install on a real node", () => {
       [SYSTEM_NS, "capstan-gateway"],
       [SYSTEM_NS, "capstan-search"],
       [DEMO_NS, "web"],
+      // The platform Scraper the chart creates (scraping.platformScraper), behind scraping.url's default.
+      [SYSTEM_NS, "capstan-scraper"],
     ] as const) {
       const d = await deploymentReady(kube, ns, name);
       const template = d.spec?.template as { spec: { containers: { readinessProbe?: unknown }[] } } | undefined;
@@ -262,6 +264,24 @@ describe("scraping inside the cluster", () => {
       60_000,
     );
     expect((res.body.data as { text: string }[])[0]?.text).toContain("full moon");
+  });
+});
+
+describe("a default install's platform Scraper", () => {
+  it("builds a KnowledgeBase whose URL source names no scraperRef", async () => {
+    const scraper = await get(kube, "Scraper", CR, "capstan-scraper", SYSTEM_NS);
+    expect(scraper?.metadata.annotations?.["helm.sh/hook"]).toContain("post-install");
+    await apply(kube, {
+      apiVersion: CR,
+      kind: "KnowledgeBase",
+      metadata: { name: "platform-scraped", namespace: DEMO_NS },
+      spec: { sources: [{ name: "Cluster guide", url: PAGE_URL }] },
+    });
+    const kb = await eventually("KnowledgeBase platform-scraped ingested", async () => {
+      const k = await get(kube, "KnowledgeBase", CR, "platform-scraped", DEMO_NS);
+      return (k?.status?.documents as number) >= 1 && condition(k, "Ready")?.status === "True" ? k : undefined;
+    });
+    expect(kb.status?.chunks).toBeGreaterThan(0);
   });
 });
 

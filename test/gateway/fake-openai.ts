@@ -10,6 +10,12 @@
 //   hang                 never answer (until the caller goes away)
 //   no-usage             echo without a usage object
 //   big:<n>              stream n content chunks of 8 KiB each (backpressure tests)
+// Whatever the model, a request with `tools` whose last message is not a tool result is answered
+// with a call of the first tool (arguments {"city":"Paris"}, streamed in two pieces), finish_reason
+// tool_calls; after a tool result, the answer is "tool said: <result>".
+// Azure OpenAI's path is served too: POST /openai/deployments/{deployment}/chat/completions
+// ?api-version=... with the key in an `api-key` header (401 without it, 404 without api-version, as
+// Azure answers); the deployment name stands for the model.
 // Every call is recorded (headers, body, whether the caller aborted) for assertions.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +23,8 @@ import type { AddressInfo } from "node:net";
 export interface RecordedCall {
   headers: IncomingMessage["headers"];
   body: { model: string; messages: Array<{ role: string; content: unknown }>; stream?: boolean; [k: string]: unknown };
+  /** Azure calls: the deployment and api-version of the URL. */
+  azure?: { deployment: string; apiVersion: string };
   aborted: boolean;
   completed: boolean;
   /** Times a write to the caller returned false (the caller was not reading fast enough). */
@@ -41,13 +49,32 @@ function lastUser(messages: RecordedCall["body"]["messages"]): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The call the fake makes when offered tools: the first tool, for Paris. */
+function firstToolCall(tools: unknown[]) {
+  const name = String((tools[0] as { function?: { name?: unknown } }).function?.name ?? "tool");
+  return { id: "call_fake1", type: "function", function: { name, arguments: JSON.stringify({ city: "Paris" }) } };
+}
+
 export async function startFakeOpenAI(opts: { chunkWords?: number } = {}): Promise<FakeOpenAI> {
   const calls: RecordedCall[] = [];
   const flakyCounts = new Map<string, number>();
   const chunkWords = opts.chunkWords ?? 1;
 
   async function handle(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
-    if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
+    const azure = /^\/openai\/deployments\/([^/?]+)\/chat\/completions(?:\?api-version=([\w.-]+))?$/.exec(
+      req.url ?? "",
+    );
+    if (azure && !req.headers["api-key"]) {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "401", message: "Access denied due to invalid subscription key." } }));
+      return;
+    }
+    if (azure && !azure[2]) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "404", message: "Resource not found" } }));
+      return;
+    }
+    if (req.method !== "POST" || (req.url !== "/v1/chat/completions" && !azure)) {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(
         JSON.stringify({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }),
@@ -56,6 +83,10 @@ export async function startFakeOpenAI(opts: { chunkWords?: number } = {}): Promi
     }
     const body = JSON.parse(raw) as RecordedCall["body"];
     const call: RecordedCall = { headers: req.headers, body, aborted: false, completed: false, blockedWrites: 0 };
+    if (azure) {
+      call.azure = { deployment: decodeURIComponent(azure[1] as string), apiVersion: azure[2] as string };
+      body.model = call.azure.deployment;
+    }
     calls.push(call);
     res.on("close", () => {
       if (!res.writableFinished) call.aborted = true;
@@ -73,7 +104,13 @@ export async function startFakeOpenAI(opts: { chunkWords?: number } = {}): Promi
     }
     if (mode === "hang") return; // the caller's timeout or abort ends it
     const delay = mode === "slow" ? Number(arg) : 0;
-    const answer = `echo: ${lastUser(body.messages)}`;
+    const lastMessage = body.messages.at(-1);
+    const toolCall =
+      Array.isArray(body.tools) && body.tools.length > 0 && lastMessage?.role !== "tool"
+        ? firstToolCall(body.tools)
+        : undefined;
+    const answer =
+      lastMessage?.role === "tool" ? `tool said: ${String(lastMessage.content)}` : `echo: ${lastUser(body.messages)}`;
     const words =
       mode === "big" ? Array.from({ length: Number(arg) }, () => "x".repeat(8192)) : (answer.match(/\S+\s*/g) ?? []);
     const prompt = body.messages.reduce(
@@ -100,12 +137,19 @@ export async function startFakeOpenAI(opts: { chunkWords?: number } = {}): Promi
           created,
           model: body.model,
           choices: [
-            {
-              index: 0,
-              message: { role: "assistant", content: answer, refusal: null },
-              logprobs: null,
-              finish_reason: "stop",
-            },
+            toolCall
+              ? {
+                  index: 0,
+                  message: { role: "assistant", content: null, refusal: null, tool_calls: [toolCall] },
+                  logprobs: null,
+                  finish_reason: "tool_calls",
+                }
+              : {
+                  index: 0,
+                  message: { role: "assistant", content: answer, refusal: null },
+                  logprobs: null,
+                  finish_reason: "stop",
+                },
           ],
           ...(usage ? { usage } : {}),
         }),
@@ -125,7 +169,28 @@ export async function startFakeOpenAI(opts: { chunkWords?: number } = {}): Promi
       }
       return !res.destroyed;
     };
-    if (!(await write(chunk({ role: "assistant", content: "" }, null)))) return;
+    if (!(await write(chunk({ role: "assistant", content: toolCall ? null : "" }, null)))) return;
+    if (toolCall) {
+      const args = toolCall.function.arguments;
+      const half = Math.floor(args.length / 2);
+      const head = {
+        index: 0,
+        id: toolCall.id,
+        type: "function",
+        function: { name: toolCall.function.name, arguments: args.slice(0, half) },
+      };
+      await write(chunk({ tool_calls: [head] }, null));
+      await write(chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(half) } }] }, null));
+      await write(chunk({}, "tool_calls"));
+      if (includeUsage && usage) {
+        await write(
+          `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: body.model, choices: [], usage })}\n\n`,
+        );
+      }
+      res.end("data: [DONE]\n\n");
+      call.completed = true;
+      return;
+    }
     let sent = 0;
     for (let i = 0; i < words.length; i += chunkWords) {
       if (mode === "disconnect" && sent >= Number(arg)) {

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SpanKind } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "./fake-openai.ts";
@@ -240,10 +240,11 @@ describe("LLM agent: backpressure and non-stream disconnects", () => {
   it("aborts the provider call when a non-stream client goes away", async () => {
     const before = fake.callsFor("slow:400").length;
     const controller = new AbortController();
+    const traceId = "5bf92f3577b34da6a3ce929d0e0e4737";
     const pending = client(gw.url, keys.slower as string)
       .chat.completions.create(
         { model: "m", messages: [{ role: "user", content: "bye" }] },
-        { signal: controller.signal },
+        { signal: controller.signal, headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } },
       )
       .catch((e) => e);
     for (let i = 0; i < 200 && fake.callsFor("slow:400").length === before; i++)
@@ -254,6 +255,14 @@ describe("LLM agent: backpressure and non-stream disconnects", () => {
     for (let i = 0; i < 100 && !call?.aborted; i++) await new Promise((r) => setTimeout(r, 50));
     expect(call?.aborted).toBe(true);
     expect(call?.completed).toBe(false);
+    // The server span ends when the client leaves, marked as abandoned rather than answered.
+    const server = () =>
+      tracing.exporter
+        .getFinishedSpans()
+        .find((s) => s.spanContext().traceId === traceId && s.kind === SpanKind.SERVER);
+    for (let i = 0; i < 100 && !server(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(server()?.attributes["error.type"]).toBe("aborted");
+    expect(server()?.status.code).toBe(SpanStatusCode.ERROR);
   });
 });
 
@@ -284,7 +293,9 @@ describe("LLM agent: tracing and provider keys", () => {
       "http.route": "/api/v1/chat/completions",
       "capstan.channel": expect.any(String),
       "capstan.limiter.allowed": true,
+      "http.response.status_code": 200,
     });
+    expect(server?.status.code).toBe(SpanStatusCode.UNSET);
     expect(spans.map((s) => s.name).filter((n) => /^(request|onRequest|handler)\b/.test(n))).toEqual([]);
     const agent = byName.get("invoke_agent keyed");
     expect(agent?.kind).toBe(SpanKind.INTERNAL);

@@ -17,6 +17,8 @@ export interface NodeBinaries {
   traefik: string;
   /** NetworkPolicy enforcement (nftables + NFQUEUE), patched to run as a host process. */
   kubeNetworkPolicies: string;
+  /** Dynamic PersistentVolumes on the node's disk (node-storage.ts). */
+  localPathProvisioner: string;
   pauseImage: string;
   pauseArchive: string;
   /** A static busybox image for smoke tests (sh, httpd, wget, nslookup). */
@@ -35,6 +37,7 @@ const keys: Record<keyof NodeBinaries, string> = {
   coredns: "COREDNS",
   traefik: "TRAEFIK",
   kubeNetworkPolicies: "KUBE_NETWORK_POLICIES",
+  localPathProvisioner: "LOCAL_PATH_PROVISIONER",
   pauseImage: "PAUSE_IMAGE",
   pauseArchive: "PAUSE_ARCHIVE",
   busyboxImage: "BUSYBOX_IMAGE",

@@ -38,6 +38,7 @@ import {
   unmountUnder,
 } from "./node-host.ts";
 import { type Runtime, startRuntime } from "./node-runtime.ts";
+import { startLocalStorage } from "./node-storage.ts";
 import type { ManagedProcess } from "./process.ts";
 import { TestKube } from "./test-kube.ts";
 
@@ -128,7 +129,14 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     // Pods deleted through the API while the kubelet runs: it stops them through the runtime,
     // so CNI releases addresses and iptables rules and volumes are unmounted.
     if (client && procs.kubelet) await step("delete pods", () => deleteAllPods(client as TestKube));
-    for (const name of ["kubelet", "kube-proxy", "coredns", "traefik", "kube-network-policies"])
+    for (const name of [
+      "local-path-provisioner",
+      "kubelet",
+      "kube-proxy",
+      "coredns",
+      "traefik",
+      "kube-network-policies",
+    ])
       await step(name, () => procs[name]?.stop());
     if (runtime) {
       await step("remove containers", () => runtime?.removeAllContainers());
@@ -203,6 +211,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     procs.traefik = traefik.proc;
     traefikDir = traefik.dir;
     await createIngressClass(client);
+    procs["local-path-provisioner"] = await startLocalStorage({ bin, client, kubeconfig: kube.kubeconfig, dir });
     await until(`node ${nodeName} Ready`, 60_000, () => nodeReady(client as TestKube));
     // Pods are refused until the default ServiceAccount exists (ServiceAccount admission).
     await until("ServiceAccount default/default", 60_000, async () => {

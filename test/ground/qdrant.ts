@@ -33,6 +33,11 @@ export interface QdrantOptions {
   /** Keep using this storage folder and these ports (a restart after kill). */
   dir?: string;
   httpPort?: number;
+  /**
+   * A peer of a Qdrant cluster (distributed mode, Raft): its peer-to-peer port, and the URI of a
+   * peer already in the cluster to join (absent: it starts the cluster). qdrant-cluster.ts.
+   */
+  cluster?: { p2pPort: number; bootstrap?: string };
 }
 
 export interface QdrantServer {
@@ -75,6 +80,9 @@ function spawnQdrant(dir: string, httpPort: number, grpcPort: number, opts: Qdra
     QDRANT__LOG_LEVEL: "WARN",
     QDRANT_INIT_FILE_PATH: join(dir, ".qdrant-initialized"),
     ...(opts.apiKey ? { QDRANT__SERVICE__API_KEY: opts.apiKey } : {}),
+    ...(opts.cluster
+      ? { QDRANT__CLUSTER__ENABLED: "true", QDRANT__CLUSTER__P2P__PORT: String(opts.cluster.p2pPort) }
+      : {}),
     ...(opts.tls
       ? {
           QDRANT__SERVICE__ENABLE_TLS: "true",
@@ -83,7 +91,14 @@ function spawnQdrant(dir: string, httpPort: number, grpcPort: number, opts: Qdra
         }
       : {}),
   };
-  return startProcess("qdrant", qdrantBinary(), [], env);
+  const args = opts.cluster
+    ? [
+        "--uri",
+        `http://127.0.0.1:${opts.cluster.p2pPort}`,
+        ...(opts.cluster.bootstrap ? ["--bootstrap", opts.cluster.bootstrap] : []),
+      ]
+    : [];
+  return startProcess("qdrant", qdrantBinary(), args, env);
 }
 
 export async function startQdrant(opts: QdrantOptions = {}): Promise<QdrantServer> {

@@ -30,20 +30,14 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
+/** A data node on loopback with no persistence (RDB and AOF off). */
+export function redisServerArgs(port: number): string[] {
+  return ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "yes"];
+}
+
 export async function startRedis(opts: { port?: number } = {}): Promise<RedisServer> {
   const port = opts.port ?? (await freePort());
-  const proc = startProcess("redis-server", process.env.REDIS_SERVER_BIN ?? "redis-server", [
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--protected-mode",
-    "yes",
-  ]);
+  const proc = startProcess("redis-server", process.env.REDIS_SERVER_BIN ?? "redis-server", redisServerArgs(port));
   await waitFor("redis PING", () => ping(port), { timeoutMs: 15_000, proc });
   return {
     url: `redis://127.0.0.1:${port}`,

@@ -42,7 +42,7 @@ describe("chart monitoring objects", () => {
   it("scrapes the operator's metrics port and the data plane's internal and admin ports", async () => {
     const monitors = on.filter((o) => o.kind === "ServiceMonitor");
     expect(monitors.map((m) => m.metadata.name).sort()).toEqual(
-      [`${run.release}-capstan-data-plane`, `${run.release}-capstan-operator`].sort(),
+      [`${run.release}-capstan-data-plane`, `${run.release}-capstan-operator`, `${run.release}-capstan-console`].sort(),
     );
     const ports = (m: Rendered) => ((m.spec?.endpoints ?? []) as { port: string }[]).map((e) => e.port);
     const [dataPlane] = monitors.filter((m) => m.metadata.name.endsWith("-data-plane")) as [Rendered];
@@ -114,6 +114,7 @@ describe("chart monitoring objects", () => {
     });
     expect(jobs.sort()).toEqual([
       "<Service label app.kubernetes.io/name>",
+      "capstan-console",
       "capstan-operator",
       "capstan-scraper-render",
     ]);

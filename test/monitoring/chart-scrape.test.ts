@@ -98,10 +98,16 @@ function admitted(podLabels: Labels, port: number): boolean {
 }
 
 describe("what the chart's monitoring objects reach", () => {
-  it("the operator's ServiceMonitor selects the operator's metrics Service, the data plane's the gateway's and search's", () => {
+  it("the operator's ServiceMonitor selects the operator's metrics Service, the data plane's the gateway's and search's, the console's its own", () => {
     const targets = scraped().map(({ service, port }) => `${service.metadata.name}:${port.name}`);
     expect(targets.sort()).toEqual(
-      [`${run.release}-capstan-operator-metrics:metrics`, "capstan-gateway:internal", "capstan-search:internal"].sort(),
+      [
+        `${run.release}-capstan-operator-metrics:metrics`,
+        "capstan-gateway:internal",
+        "capstan-search:internal",
+        // The console, on by default.
+        `${run.release}-capstan-console:internal`,
+      ].sort(),
     );
   });
 

@@ -51,6 +51,8 @@ export const KINDS: Record<string, { plural: string; namespaced: boolean }> = {
   HTTPRoute: { plural: "httproutes", namespaced: true },
   ValidatingAdmissionPolicy: { plural: "validatingadmissionpolicies", namespaced: false },
   ValidatingAdmissionPolicyBinding: { plural: "validatingadmissionpolicybindings", namespaced: false },
+  // The platform Scraper (scraping.platformScraper), a post-install/post-upgrade hook.
+  Scraper: { plural: "scrapers", namespaced: true },
 };
 
 export function parseRendered(stdout: string): Rendered[] {
@@ -192,4 +194,15 @@ export function operatorOf(objects: Rendered[]): Rendered {
   const found = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-operator"));
   if (!found) throw new Error("no operator Deployment rendered");
   return found;
+}
+
+/** A container's environment as the process sees it: $(VAR) expanded, each Secret's value a stand-in. */
+export function containerEnv(c: Container): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) out[e.name] = e.value.replace(/\$\(([A-Z0-9_]+)\)/g, (m, v) => out[v] ?? m);
+    else if ((e.valueFrom as { secretKeyRef?: unknown } | undefined)?.secretKeyRef)
+      out[e.name] = "s3cret-0123456789abcdef";
+  }
+  return out;
 }

@@ -114,7 +114,17 @@ describe("traffic", () => {
     const values = join(mkdtempSync(join(tmpdir(), "capstan-np-")), "values.yaml");
     writeFileSync(values, JSON.stringify({ networkPolicy: { metricsFrom: [scrapers] } }));
     const narrowed = await run.render(MINIMAL, [values]);
-    expect((one(narrowed, "NetworkPolicy", "capstan-gateway").spec as Policy).ingress[1]?.from).toEqual([scrapers]);
+    // ... and the console (on by default), whose usage page reads every replica's metrics.
+    const gatewayInternal = (one(narrowed, "NetworkPolicy", "capstan-gateway").spec as Policy).ingress[1]?.from;
+    expect(gatewayInternal?.[0]).toEqual(scrapers);
+    expect(gatewayInternal?.[1]?.podSelector.matchLabels).toMatchObject({
+      "app.kubernetes.io/name": "capstan-console",
+    });
+    // ... and the operator, which reads budget spend and upstream breakers there for status.
+    expect(gatewayInternal?.[2]?.podSelector.matchLabels).toMatchObject({
+      "app.kubernetes.io/name": "capstan-operator",
+    });
+    expect(gatewayInternal).toHaveLength(3);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
     // The public port from anywhere; the internal port (documents API, the internal token's
     // search, metrics, health) from the operator's pods (ingestion), the gateway's (retrieval) and,
@@ -137,14 +147,19 @@ describe("traffic", () => {
     expect(gwLabels).toMatchObject(redisFrom[0] ?? { none: "x" });
     // Search limits requests per key in the same Redis.
     expect(seLabels).toMatchObject(redisFrom[1] ?? { none: "x" });
-    expect(redisFrom).toHaveLength(2);
+    // The console keeps its sessions there.
+    const consolePod = podLabels(one(objects, "Deployment", `${release}-capstan-console`));
+    expect(redisFrom.some((peer) => Object.entries(peer).every(([k, v]) => consolePod[k] === v))).toBe(true);
+    // ... and the platform Scraper (its shared crawl jobs).
+    expect(redisFrom).toHaveLength(4);
     const qdrantFrom = policy("capstan-qdrant").ingress[0]?.from?.[0]?.podSelector.matchLabels ?? {};
     expect(seLabels).toMatchObject(qdrantFrom);
     expect(gwLabels).not.toMatchObject(qdrantFrom);
     const redisPod = podLabels(one(objects, "Deployment", "capstan-redis"));
     expect(redisPod).toMatchObject(policy("capstan-redis").podSelector.matchLabels);
     for (const o of objects.filter((o) => o.kind === "NetworkPolicy")) await run.apply(o);
-    expect(objects.filter((o) => o.kind === "NetworkPolicy")).toHaveLength(5);
+    // gateway, search, operator, dev Redis, dev Qdrant and the console (on by default).
+    expect(objects.filter((o) => o.kind === "NetworkPolicy")).toHaveLength(6);
     expect(
       (await run.render([...MINIMAL, "networkPolicy.enabled=false"])).filter((o) => o.kind === "NetworkPolicy"),
     ).toEqual([]);

@@ -20,6 +20,7 @@ import {
   ChartRun,
   type Container,
   chart,
+  containerEnv,
   envOf,
   KUBE_VERSION,
   MINIMAL,
@@ -304,16 +305,6 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
  * A container's environment as the kubelet would give it: literal values, a stand-in for each
  * Secret reference, and $(VAR) expanded from variables listed before (Kubernetes' rule).
  */
-function containerEnv(c: Container): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const e of c.env ?? []) {
-    if (e.value !== undefined) out[e.name] = e.value.replace(/\$\(([A-Z0-9_]+)\)/g, (m, v) => out[v] ?? m);
-    else if ((e.valueFrom as { secretKeyRef?: unknown } | undefined)?.secretKeyRef)
-      out[e.name] = "s3cret-0123456789abcdef";
-  }
-  return out;
-}
-
 describe("the processes accept the environment the operator renders from the chart", () => {
   it("gateway, search and both scraper containers parse their config (nothing exits with status 2)", async () => {
     const objects = await render([...MINIMAL, "redis.passwordSecret.name=redis-auth"]);
@@ -331,6 +322,27 @@ describe("the processes accept the environment the operator renders from the cha
     const scraper = { ...parseResource(raw), metadata: { ...raw.metadata, uid: "0000-1111" } } as Scraper;
     for (const container of pod(scraperObjects(scraper, c)[0] as Rendered).containers) {
       expect(() => loadScraperConfig(containerEnv(container)), container.name).not.toThrow();
+    }
+  });
+});
+
+describe("the platform Scraper (scraping.platformScraper)", () => {
+  it("is the Scraper the default scraping URL names, created by a hook, with the platform's key when one is set", async () => {
+    const defaults = await render(["redis.deploy.enabled=true"]);
+    const scraper = one(defaults, "Scraper", "capstan-scraper");
+    expect(scraper.metadata.namespace).toBe(ns);
+    expect(scraper.metadata.annotations?.["helm.sh/hook"]).toBe("post-install,post-upgrade");
+    await run.apply(scraper);
+    // The operator's default scraping URL is that Scraper's Service.
+    expect(operatorConfig(defaults).platformScraper).toBe("capstan-scraper");
+    const keyed = await render(["redis.deploy.enabled=true", "scraping.apiKeySecret.name=scraping-key"]);
+    expect(one(keyed, "Scraper").spec?.auth).toEqual({
+      enabled: true,
+      apiKeySecretRef: { name: "scraping-key", key: "apiKey" },
+    });
+    // With a scraping URL of its own, or create off, the chart creates none.
+    for (const set of ["scraping.url=http://scraper.example:3002", "scraping.platformScraper.create=false"]) {
+      expect((await render(["redis.deploy.enabled=true", set])).filter((o) => o.kind === "Scraper")).toEqual([]);
     }
   });
 });

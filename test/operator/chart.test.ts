@@ -106,13 +106,11 @@ describe("charts/capstan with helm", () => {
     expect(comparable(fromChart)).toEqual(comparable(defaults));
   });
 
-  it("renders the console only when enabled: a Deployment, a Service and a ServiceAccount that may only list EndpointSlices", async () => {
+  it("renders the console unless disabled: a Deployment, a Service and a ServiceAccount that may only list EndpointSlices", async () => {
     const name = `${release}-capstan-console`;
-    expect(rendered.filter((o) => o.metadata.name === name)).toEqual([]);
-    const objects = await template(
-      "console.enabled=true",
-      "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs",
-    );
+    const off = await template("console.enabled=false");
+    expect(off.filter((o) => o.metadata.name.startsWith(name))).toEqual([]);
+    const objects = await template("networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs");
     const ours = objects.filter((o) => o.metadata.name === name);
     const replicasRole = `${name}-gateway-replicas`;
     const rbac = objects.filter((o) => o.metadata.name === replicasRole);
@@ -166,6 +164,17 @@ describe("charts/capstan with helm", () => {
       CAPSTAN_GATEWAY_METRICS_SERVICE: `${ns}/capstan-gateway`,
     });
     expect(env).not.toHaveProperty("CAPSTAN_GATEWAY_METRICS_URLS");
+    // Two replicas sharing their sessions in the data plane's Redis, which admits them.
+    expect((deployment.spec as { replicas?: number }).replicas).toBe(2);
+    expect(env.REDIS_URL).toBe(`redis://capstan-redis.${ns}.svc:6379`);
+    expect(JSON.stringify(one(objects, "NetworkPolicy", "capstan-redis").spec)).toContain("capstan-console");
+    // A whole host of its own through the Ingress, when named.
+    const routed = await template("ingress.enabled=true", "console.hosts[0]=console.example.com");
+    const rules = (one(routed, "Ingress", `${release}-capstan`).spec as { rules: { host?: string; http: unknown }[] })
+      .rules;
+    expect(rules.find((r) => r.host === "console.example.com")?.http).toEqual({
+      paths: [{ path: "/", pathType: "Prefix", backend: { service: { name, port: { number: 80 } } } }],
+    });
     // With a Prometheus, the usage page reads it and the ServiceAccount has no right at all.
     const withProm = await template(
       "console.enabled=true",

@@ -153,6 +153,15 @@ describe("the chart's reference policy (ValidatingAdmissionPolicy)", () => {
       ],
       [res("Scraper", "r2", { llm: { apiKeySecretRef: ref("db-password") } }), "spec.llm.apiKeySecretRef"],
       [
+        res("Agent", "a4", {
+          upstreams: [
+            { baseURL: "https://llm.example/v1", model: "m", apiKeySecretRef: ref("team-key") },
+            { kind: "anthropic", baseURL: "https://llm2.example/v1", model: "c", apiKeySecretRef: ref("db-password") },
+          ],
+        }),
+        "spec.upstreams[1].apiKeySecretRef",
+      ],
+      [
         res("Scraper", "r3", {
           browser: {
             proxy: {

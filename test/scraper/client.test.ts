@@ -14,6 +14,7 @@ import {
   scrapingSettingsSchema,
 } from "@capstan/shared/clients/scraper-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../ground/ports.ts";
 import { type Scraper, type Site, startScraper, startSite } from "./helpers.ts";
 
 const KEY = "cap_scr_client-test-key-42";
@@ -131,6 +132,16 @@ describe("ScraperClient", () => {
     const client = new ScraperClient({ url, timeout: 0.5, max_retries: 1 }, { backoffBaseMs: 20 });
     await expect(client.scrape(`${site.origin}/doc`)).rejects.toBeInstanceOf(ScraperTimeoutError);
     expect(attempts).toBe(2);
+    await client.close();
+  });
+
+  it("names the scraper it could not reach (a KnowledgeBase's status shows it)", async () => {
+    const port = await freePort(); // nothing listens there
+    const url = `http://127.0.0.1:${port}`;
+    const client = new ScraperClient({ url, max_retries: 0 });
+    await expect(client.scrape(`${site.origin}/doc`)).rejects.toThrow(
+      `cannot reach the scraper at ${url}: ECONNREFUSED`,
+    );
     await client.close();
   });
 

@@ -8,7 +8,16 @@ import { apiMetrics, SiteFiles, SsrfGuard } from "@capstan/scraper";
 import { createRegistry } from "@capstan/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCrawlSite, type CrawlSite, finishedJob, hitsUnder, resultPaths } from "./crawl-site.ts";
-import { metricValue, post, type Scraper, type Site, startScraper, startSite } from "./helpers.ts";
+import {
+  JOB_BACKENDS,
+  type JobsConfig,
+  metricValue,
+  post,
+  type Scraper,
+  type Site,
+  startScraper,
+  startSite,
+} from "./helpers.ts";
 
 let site: Site;
 let offsite: Site;
@@ -21,15 +30,9 @@ beforeAll(async () => {
   offsite.route("/", "<html><head><title>Offsite</title></head><body><h1>Offsite</h1></body></html>");
   blocked.route("/", "<html><head><title>Blocked</title></head><body><h1>Blocked</h1></body></html>");
   generated = buildCrawlSite(site, offsite.origin, blocked.origin);
-  // `blocked` is not in the allow-list: the guard refuses it as loopback.
-  scraper = await startScraper({
-    allowedHosts: [`127.0.0.1:${site.port}`, `127.0.0.1:${offsite.port}`],
-    workerConcurrency: 3,
-  });
 });
 
 afterAll(async () => {
-  await scraper?.close();
   await Promise.all([site?.close(), offsite?.close(), blocked?.close()]);
 });
 
@@ -43,7 +46,21 @@ async function crawl(body: Record<string, unknown>) {
   return { id: started.body.id as string, ...done };
 }
 
-describe("POST /crawl", () => {
+// The same crawls with jobs in the scraper's memory and shared through Redis (BullMQ).
+describe.each(JOB_BACKENDS)("POST /crawl, jobs %s", (_name, jobsConfig: () => JobsConfig) => {
+  beforeAll(async () => {
+    for (const s of [site, offsite, blocked]) s.hits.length = 0;
+    // `blocked` is not in the allow-list: the guard refuses it as loopback.
+    scraper = await startScraper({
+      allowedHosts: [`127.0.0.1:${site.port}`, `127.0.0.1:${offsite.port}`],
+      workerConcurrency: 3,
+      ...jobsConfig(),
+    });
+  });
+  afterAll(async () => {
+    await scraper?.close();
+  });
+
   it("keeps to maxDepth and the include/exclude patterns, on links and sitemap entries alike", async () => {
     expect(generated.paths.length).toBeGreaterThanOrEqual(500);
     const { status, data } = await crawl({

@@ -1,10 +1,13 @@
 // Test ground of the scraper tests: a loopback site whose pages the tests define, and a real
 // scraper (rendering service with Debian's Chromium + API), both on 127.0.0.1 port 0.
+
+import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type AppDeps, buildApp, buildRenderService, type RenderService, scraperConfig } from "@capstan/scraper";
 import { createLogger, createRegistry, listenInternal, type Registry } from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
+import { inject } from "vitest";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests inspect JSON response bodies loosely
 export type Json = any;
@@ -134,3 +137,18 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
   );
   return match?.value ?? 0;
 }
+
+/** Scraper settings that put its jobs in memory (none) or in the test ground's Redis, under a prefix of their own. */
+export interface JobsConfig {
+  redisUrl?: string;
+  jobs?: { redisPrefix: string };
+}
+
+/** The two places jobs live, for describe.each: the same tests run against both. */
+export const JOB_BACKENDS: [string, () => JobsConfig][] = [
+  ["in memory", () => ({})],
+  [
+    "shared through Redis",
+    () => ({ redisUrl: inject("redisUrl"), jobs: { redisPrefix: `{scraper-test-${randomUUID()}}` } }),
+  ],
+];

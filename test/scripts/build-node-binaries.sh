@@ -2,7 +2,8 @@
 # Builds what a single-node cluster needs beyond etcd and kube-apiserver (build-kube-binaries.sh):
 # kubelet, kube-proxy, kube-controller-manager and kube-scheduler (from test/kube-bin/node, the same
 # k8s.io/kubernetes version as the API server), containerd v2 with its runc shim and ctr, CoreDNS,
-# Traefik and kube-network-policies (NetworkPolicy enforcement), all from the Go module proxy, plus
+# Traefik, kube-network-policies (NetworkPolicy enforcement) and rancher's local-path-provisioner
+# (dynamic PersistentVolumes on the node's disk), all from the Go module proxy, plus
 # the pause image built from the kubernetes module's source (no image registry is reachable here). Idempotent: a cached binary that answers is reused.
 # Writes $cache/node/current, a KEY=path file test/ground/node-binaries.ts reads.
 set -euo pipefail
@@ -24,6 +25,9 @@ traefik_version=v3.6.12
 # What kind runs to enforce NetworkPolicies (the bridge CNI ignores them): nftables rules hand each
 # new connection of a pod that a policy selects to this daemon through NFQUEUE.
 knp_version=v0.8.0
+# What k3s and kind ship as their default StorageClass: a PersistentVolumeClaim gets a directory on
+# the node, made and removed by a helper pod (the busybox image below).
+lpp_version=v0.0.30
 pause_version=3.10.1
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 root="$cache/node"
@@ -74,6 +78,10 @@ git -C "$knp_src" apply "$knp_patch"
 build kube-network-policies "$knp_src" ./cmd "$knp_out" --version "$knp_stamp" "-X main.version=$knp_stamp"
 rm -rf "$knp_src"
 
+lpp_out="$root/local-path-provisioner-$lpp_version"
+GOFLAGS=-mod=mod build local-path-provisioner "$(module_dir github.com/rancher/local-path-provisioner "$lpp_version")" . "$lpp_out" \
+  --version "$lpp_version" "-X main.VERSION=$lpp_version"
+
 # shellcheck source=image-archive.sh
 source "$here/scripts/image-archive.sh"
 
@@ -121,6 +129,7 @@ CTR=$ctd_out/ctr
 COREDNS=$coredns_out/coredns
 TRAEFIK=$traefik_out/traefik
 KUBE_NETWORK_POLICIES=$knp_out/kube-network-policies
+LOCAL_PATH_PROVISIONER=$lpp_out/local-path-provisioner
 PAUSE_IMAGE=$pause_ref
 PAUSE_ARCHIVE=$images/pause-$pause_version.tar
 BUSYBOX_IMAGE=$busybox_ref

@@ -108,11 +108,23 @@ schema checks types; these are the rules between values).
 */}}
 {{- define "capstan.validate" -}}
 {{- $v := .Values -}}
+{{- if ne $v.redis.mode "standalone" -}}
+{{- if or $v.redis.url $v.redis.deploy.enabled -}}
+{{- fail (printf "redis: mode %s takes its addresses from redis.%s; unset redis.url and redis.deploy.enabled (standalone only)" $v.redis.mode $v.redis.mode) -}}
+{{- end -}}
+{{- if and (eq $v.redis.mode "sentinel") (not $v.redis.sentinel.addresses) -}}
+{{- fail "redis: mode sentinel needs redis.sentinel.addresses (host:port of each sentinel) and redis.sentinel.masterName" -}}
+{{- end -}}
+{{- if and (eq $v.redis.mode "cluster") (not $v.redis.cluster.nodes) -}}
+{{- fail "redis: mode cluster needs redis.cluster.nodes (host:port of one or more seed nodes)" -}}
+{{- end -}}
+{{- else -}}
 {{- if and $v.redis.url $v.redis.deploy.enabled -}}
 {{- fail "redis: set either redis.url (your Redis) or redis.deploy.enabled=true (a development Redis), not both" -}}
 {{- end -}}
 {{- if not (include "capstan.redisUrl" .) -}}
-{{- fail "redis: the gateway needs Redis for QPM limits shared by its replicas and for conversation history. Set redis.url=redis://<host>:6379 (password: redis.passwordSecret.name), or redis.deploy.enabled=true for a development Redis (no persistence, not for production)" -}}
+{{- fail "redis: the gateway needs Redis for QPM limits shared by its replicas and for conversation history. Set redis.url=redis://<host>:6379 (password: redis.passwordSecret.name), redis.mode=sentinel or cluster with their addresses, or redis.deploy.enabled=true for a development Redis (no persistence, not for production)" -}}
+{{- end -}}
 {{- end -}}
 {{- if and $v.qdrant.url $v.qdrant.deploy.enabled -}}
 {{- fail "qdrant: set either qdrant.url (your Qdrant) or qdrant.deploy.enabled=true (a development Qdrant), not both" -}}
@@ -264,4 +276,43 @@ common characters: %, space, comma, equals sign). */}}
 {{- define "capstan.consoleSelector" -}}
 app.kubernetes.io/name: {{ include "capstan.name" . }}-console
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+The data plane's Redis as the services read it (services/shared/src/redis/topology.ts): REDIS_URL
+(standalone) or REDIS_MODE with the addresses, and the passwords from their Secrets. The console
+keeps its sessions there; the operator gives the gateway and search the same variables.
+*/}}
+{{- define "capstan.redisEnv" -}}
+{{- $r := .Values.redis -}}
+{{- if $r.passwordSecret.name }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $r.passwordSecret.name | quote }}, key: {{ $r.passwordSecret.key | quote }}}
+{{- end }}
+{{- if eq $r.mode "standalone" }}
+- name: REDIS_URL
+  value: {{ include "capstan.redisUrl" . | quote }}
+{{- else }}
+- name: REDIS_MODE
+  value: {{ $r.mode | quote }}
+{{- if eq $r.mode "sentinel" }}
+- name: REDIS_SENTINELS
+  value: {{ join "," $r.sentinel.addresses | quote }}
+- name: REDIS_SENTINEL_MASTER
+  value: {{ $r.sentinel.masterName | quote }}
+{{- if $r.sentinel.passwordSecret.name }}
+- name: REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $r.sentinel.passwordSecret.name | quote }}, key: {{ $r.sentinel.passwordSecret.key | quote }}}
+{{- end }}
+{{- else }}
+- name: REDIS_CLUSTER_NODES
+  value: {{ join "," $r.cluster.nodes | quote }}
+{{- end }}
+{{- if $r.tls }}
+- name: REDIS_TLS
+  value: "true"
+{{- end }}
+{{- end }}
 {{- end -}}

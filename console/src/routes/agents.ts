@@ -14,7 +14,7 @@ const row = (o: KubeObject) => ({
 export function agentRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   for (const plural of ["agents", "scrapers"] as const) {
     app.get<{ Params: { ns: string } }>(`/api/namespaces/:ns/${plural}`, async (req) => {
-      const { api } = sessionOf(ctx, req);
+      const { api } = await sessionOf(ctx, req);
       const list = await api.list(plural, checkName("namespace", req.params.ns));
       return { items: list.items.map(row) };
     });

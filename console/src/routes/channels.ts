@@ -50,18 +50,18 @@ function parseSpec(spec: unknown) {
 
 export function channelRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/accesschannels", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
     return { items: list.items.map(channelRow) };
   });
 
   app.get<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     return channelRow(await api.get(PLURAL, checkName("namespace", req.params.ns), req.params.name));
   });
 
   app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/accesschannels", async (req, reply) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const body = createBody.safeParse(req.body);
     if (!body.success) throw errors.invalid("send { name, spec }");
@@ -77,7 +77,7 @@ export function channelRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   });
 
   app.patch<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const body = editBody.safeParse(req.body);
     if (!body.success)
@@ -96,13 +96,13 @@ export function channelRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
 
   // Expire now: the gateway rejects the key (401) from this instant on.
   app.post<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name/expire", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     return channelRow(await api.patch(PLURAL, ns, req.params.name, { spec: { expiresAt: new Date().toISOString() } }));
   });
 
   app.delete<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     await api.remove(PLURAL, checkName("namespace", req.params.ns), req.params.name);
     return { deleted: req.params.name };
   });
@@ -110,7 +110,7 @@ export function channelRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.post<{ Params: Params; Body: { rotate?: boolean } }>(
     "/api/namespaces/:ns/accesschannels/:name/key",
     async (req, reply) => {
-      const { api } = sessionOf(ctx, req);
+      const { api } = await sessionOf(ctx, req);
       const ns = checkName("namespace", req.params.ns);
       const shown = await issueOrReveal(api, PLURAL, ns, req.params.name, {
         rotate: req.body?.rotate === true,

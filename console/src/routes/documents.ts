@@ -54,7 +54,7 @@ export async function documentText(fileName: string, contentType: string | undef
 type UploadRequest = FastifyRequest<{ Params: Params; Querystring: Record<string, string | undefined> }>;
 
 async function upload(ctx: ConsoleContext, req: UploadRequest) {
-  const { api } = sessionOf(ctx, req);
+  const { api } = await sessionOf(ctx, req);
   const ns = checkName("namespace", req.params.ns);
   const query = uploadQuery.safeParse(req.query);
   if (!query.success) throw errors.invalid(query.error.issues.map((i) => i.message).join("; "));
@@ -117,7 +117,7 @@ export function documentRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
       {
         bodyLimit: MAX_FILE_BYTES,
         onRequest: async (req) => {
-          sessionOf(ctx, req);
+          await sessionOf(ctx, req);
         },
       },
       async (req, reply) => {

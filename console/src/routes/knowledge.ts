@@ -100,7 +100,7 @@ const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unk
 
 export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/knowledgebases", async (req, reply) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const body = createBody.safeParse(req.body);
     if (!body.success) throw errors.invalid("send { name, spec }");
@@ -120,20 +120,20 @@ export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void
   });
 
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/knowledgebases", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
     return { items: list.items.map(knowledgeRow) };
   });
 
   app.get<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const row = knowledgeRow(await api.get(PLURAL, ns, req.params.name));
     return { ...row, ...(await liveCounts(ctx, api, ns, row.knowledgeId)) };
   });
 
   app.post<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name/search", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     if (!ctx.config.searchUrl) throw errors.notConfigured("the search service's URL (CAPSTAN_SEARCH_URL)");
     const body = trySearch.safeParse(req.body);

@@ -52,13 +52,13 @@ export function parseSearchKeySpec(spec: unknown) {
 
 export function searchKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/searchkeys", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
     return { items: list.items.map((o) => searchKeyRow(o)) };
   });
 
   app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/searchkeys", async (req, reply) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const body = createBody.safeParse(req.body);
     if (!body.success) throw errors.invalid("send { name, spec }");
@@ -73,7 +73,7 @@ export function searchKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void
   });
 
   app.delete<{ Params: { ns: string; name: string } }>("/api/namespaces/:ns/searchkeys/:name", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     await api.remove(PLURAL, checkName("namespace", req.params.ns), req.params.name);
     return { deleted: req.params.name };
   });
@@ -81,7 +81,7 @@ export function searchKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void
   app.post<{ Params: { ns: string; name: string }; Body: { rotate?: boolean } }>(
     "/api/namespaces/:ns/searchkeys/:name/key",
     async (req, reply) => {
-      const { api } = sessionOf(ctx, req);
+      const { api } = await sessionOf(ctx, req);
       const shown = await issueOrReveal(api, PLURAL, checkName("namespace", req.params.ns), req.params.name, {
         rotate: req.body?.rotate === true,
         waitSeconds: ctx.config.keyWaitSeconds,

@@ -38,8 +38,8 @@ export function sessionRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
       if (!parsed.success) throw errors.invalid(parsed.error.issues.map((i) => i.message).join("; "));
       const { user, api } = await ctx.signIn(parsed.data.token);
       const old = req.cookies[SESSION_COOKIE];
-      if (old) ctx.sessions.end(old);
-      const session = ctx.sessions.create(user, api);
+      if (old) await ctx.sessions.end(old);
+      const session = await ctx.sessions.create(user, api, parsed.data.token);
       setSessionCookie(ctx, reply, session.id);
       req.log.info({ user: user.username }, "signed in");
       return { user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
@@ -47,20 +47,20 @@ export function sessionRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
   );
 
   app.get("/api/session", async (req) => {
-    const session = sessionOf(ctx, req);
+    const session = await sessionOf(ctx, req);
     return { user: session.user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
   });
 
   app.delete("/api/session", async (req, reply) => {
-    const session = sessionOf(ctx, req);
-    ctx.sessions.end(session.id);
+    const session = await sessionOf(ctx, req);
+    await ctx.sessions.end(session.id);
     clearSessionCookie(ctx, reply);
     return { signedOut: true };
   });
 
   // What the user may do in a namespace: the pages hide or disable everything else.
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/permissions", async (req) => {
-    const session = sessionOf(ctx, req);
+    const session = await sessionOf(ctx, req);
     const rules = await session.api.rules(checkName("namespace", req.params.ns));
     const out: Record<string, Record<string, boolean>> = {};
     for (const [group, resource] of KINDS) {

@@ -68,7 +68,7 @@ export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, metrics: Ou
   });
 
   app.post<{ Params: Params }>("/api/namespaces/:ns/agents/:name/chat", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     if (!ctx.config.gatewayUrl) throw errors.notConfigured("the gateway's URL (CAPSTAN_GATEWAY_URL)");
     const body = chatBody.safeParse(req.body);
@@ -111,7 +111,7 @@ export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, metrics: Ou
   });
 
   app.post<{ Params: Params }>("/api/namespaces/:ns/scrapers/:name/scrape", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const body = scrapeBody.safeParse(req.body);
     if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));

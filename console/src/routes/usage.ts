@@ -1,14 +1,49 @@
 // Usage per channel over time, for the channels the user may list in the namespace (the list is
 // asked of the API server with their token, so RBAC decides whose numbers they see). The numbers
-// are every gateway replica's (usage-source.ts picks Prometheus, the replicas or fixed URLs).
+// are every gateway replica's (usage-source.ts picks Prometheus, the replicas or fixed URLs); the
+// hourly tokens per agent, upstream and model come from the gateway's usage API (usage-hourly.ts).
 import type { FastifyInstance } from "fastify";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { errors } from "../errors.ts";
 import type { UsageSource } from "../usage.ts";
+import type { HourlyUsage } from "../usage-hourly.ts";
 
-export function usageRoutes(app: FastifyInstance, ctx: ConsoleContext, usage: UsageSource | undefined): void {
+export function usageRoutes(
+  app: FastifyInstance,
+  ctx: ConsoleContext,
+  usage: UsageSource | undefined,
+  hourly: HourlyUsage | undefined,
+): void {
+  // Tokens and requests per hour, channel, agent, upstream and model (kept in Redis by the gateway).
+  app.get<{ Params: { ns: string }; Querystring: { hours?: string } }>(
+    "/api/namespaces/:ns/usage/hourly",
+    async (req) => {
+      const { api } = await sessionOf(ctx, req);
+      const ns = checkName("namespace", req.params.ns);
+      if (!hourly) {
+        throw errors.notConfigured(
+          "reading the gateway replicas (CAPSTAN_GATEWAY_METRICS_SERVICE or CAPSTAN_GATEWAY_METRICS_URLS)",
+        );
+      }
+      const hours = Math.min(24 * 90, Math.max(1, Number.parseInt(req.query.hours ?? "24", 10) || 24));
+      const visible = new Set((await api.list("accesschannels", ns)).items.map((c) => `${ns}/${c.metadata.name}`));
+      let rows: Awaited<ReturnType<HourlyUsage["read"]>>;
+      try {
+        rows = await hourly.read(ns, hours);
+      } catch (err) {
+        throw errors.upstream("the gateway's usage API", (err as Error).message);
+      }
+      return {
+        hours,
+        rows: rows
+          .filter((r) => visible.has(r.channel))
+          .map((r) => ({ ...r, channel: r.channel.slice(ns.length + 1) })),
+      };
+    },
+  );
+
   app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/usage", async (req) => {
-    const { api } = sessionOf(ctx, req);
+    const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     if (!usage) {
       throw errors.notConfigured(

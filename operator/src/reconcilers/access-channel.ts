@@ -7,6 +7,7 @@ import { gatewayUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { accessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
+import { budgetStatus } from "../translate/usage.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
 import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
@@ -40,7 +41,9 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
       issued = r.issued;
     }
     const agent = ctx.informers.agents.get(namespace, ch.spec.agentRef.name);
+    const spend = ch.spec.budget ? await ctx.gatewayUsage.budget(`${namespace}/${name}`) : undefined;
     const out = accessChannelStatus({
+      budget: budgetStatus(ch, spend),
       channel: ch,
       agent,
       key,
@@ -57,8 +60,11 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     if (after && after.status !== before?.status && (before || after.status !== "True")) {
       ctx.events.record(ch, after.status === "True" ? "Normal" : "Warning", after.reason, "Reconcile", after.message);
     }
+    // A budget's spend is followed every gateway.usageRefreshMs (or sooner, at the key's expiry).
+    const refreshMs = ctx.config.gateway.usageRefreshMs;
+    const expiryMs = out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined;
     const requeueMs = withSecretRetry(
-      out.requeueAfterMs !== undefined ? out.requeueAfterMs + REQUEUE_SLACK_MS : undefined,
+      ch.spec.budget ? Math.min(expiryMs ?? refreshMs, refreshMs) : expiryMs,
       // No verifier in status (a Secret missing, or the verifier key not there yet): look again soon.
       !out.status.keyHash,
     );

@@ -1,9 +1,10 @@
-// Agent: validates the provider key reference and the knowledge references; Ready when usable.
-import type { Agent } from "@capstan/shared/api";
+// Agent: validates every upstream's key reference and the knowledge references; Ready when usable.
+import { type Agent, agentUpstreams } from "@capstan/shared/api";
 import { type KubeObject, SECRET } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
 import { agentStatus, type SecretCheck } from "../translate/agent.ts";
+import { upstreamsStatus } from "../translate/usage.ts";
 import { AGENT, type OperatorContext } from "./context.ts";
 import { withSecretRetry } from "./key-secret.ts";
 import { missingKnowledgeIds } from "./search-key.ts";
@@ -27,14 +28,31 @@ export async function secretKeyCheck(
   return { ok: true };
 }
 
+/** Every upstream's key Secret checked; the first missing one is the answer (undefined: no keys). */
+async function upstreamKeysCheck(
+  ctx: OperatorContext,
+  namespace: string,
+  agent: Agent,
+): Promise<SecretCheck | undefined> {
+  let out: SecretCheck | undefined;
+  for (const u of agentUpstreams(agent.spec)) {
+    if (!u.apiKeySecretRef) continue;
+    const check = await secretKeyCheck(ctx, namespace, u.apiKeySecretRef);
+    if (!check.ok) return agent.spec.upstreams ? { ...check, message: `upstream ${u.name}: ${check.message}` } : check;
+    out = check;
+  }
+  return out;
+}
+
 export function agentReconciler(ctx: OperatorContext): Reconcile {
   return async ({ namespace, name }) => {
     const agent = ctx.informers.agents.get(namespace, name) as (Agent & KubeObject) | undefined;
     if (!agent || agent.metadata.deletionTimestamp) return undefined;
-    const ref = agent.spec.provider?.apiKeySecretRef;
-    const providerKey = ref ? await secretKeyCheck(ctx, namespace, ref) : undefined;
+    const providerKey = await upstreamKeysCheck(ctx, namespace, agent);
+    const breakers = agent.spec.upstreams ? await ctx.gatewayUsage.upstreams(`${namespace}/${name}`) : undefined;
     const out = agentStatus({
       agent,
+      upstreams: upstreamsStatus(agent, breakers),
       providerKey,
       missingKnowledgeIds: missingKnowledgeIds(ctx, namespace, agent.spec.knowledge?.knowledgeIds ?? []),
       now: ctx.now(),
@@ -52,7 +70,11 @@ export function agentReconciler(ctx: OperatorContext): Reconcile {
         after.message,
       );
     }
-    const requeueMs = withSecretRetry(undefined, providerKey?.ok === false);
+    // Breakers are followed every gateway.usageRefreshMs while the Agent has several upstreams.
+    const requeueMs = withSecretRetry(
+      agent.spec.upstreams ? ctx.config.gateway.usageRefreshMs : undefined,
+      providerKey?.ok === false,
+    );
     return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
 }

@@ -4,6 +4,7 @@ import type { Logger } from "@capstan/shared";
 import type { ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import type { OperatorMetrics } from "../fleet-metrics.ts";
+import type { GatewayUsage } from "../ingest/gateway-usage.ts";
 import type { RefreshJobs } from "../ingest/refresh-jobs.ts";
 import type { Scrape } from "../ingest/scrape.ts";
 import type { SearchDocuments } from "../ingest/search-documents.ts";
@@ -37,6 +38,8 @@ export interface OperatorContext {
   now: () => Date;
   search: SearchDocuments;
   scrape: Scrape;
+  /** Budget spend and upstream breakers, read from the gateway's internal API. */
+  gatewayUsage: GatewayUsage;
   metrics: OperatorMetrics;
   /** KnowledgeBase refreshes running beside the reconciles. */
   refreshes: RefreshJobs;

@@ -2,7 +2,7 @@
 // provider key in the gateway's namespace, and the gateway and search Deployments and Services.
 // One work-queue key, PLATFORM_KEY, enqueued at start and by every event that changes its inputs.
 import { randomBytes } from "node:crypto";
-import type { Agent } from "@capstan/shared/api";
+import { type Agent, agentUpstreams } from "@capstan/shared/api";
 import {
   CONFIG_MAP,
   DEPLOYMENT,
@@ -62,10 +62,12 @@ async function ensureGeneratedSecret(
 async function providerKeys(ctx: OperatorContext): Promise<Map<ProviderKeyRef, string>> {
   const refs = new Map<string, ProviderKeyRef>();
   for (const agent of ctx.informers.agents.list() as Agent[]) {
-    const r = agent.spec.provider?.apiKeySecretRef;
-    if (!r) continue;
-    const ref = { namespace: agent.metadata.namespace ?? "default", secret: r.name, key: r.key };
-    refs.set(`${ref.namespace}/${ref.secret}/${ref.key}`, ref);
+    for (const u of agentUpstreams(agent.spec)) {
+      const r = u.apiKeySecretRef;
+      if (!r) continue;
+      const ref = { namespace: agent.metadata.namespace ?? "default", secret: r.name, key: r.key };
+      refs.set(`${ref.namespace}/${ref.secret}/${ref.key}`, ref);
+    }
   }
   const out = new Map<ProviderKeyRef, string>();
   for (const ref of refs.values()) {

@@ -9,7 +9,13 @@ const agent = (spec: Agent["spec"]): Agent => ({
   metadata: { name: "a", generation: 2 },
   spec,
 });
-const provider = { baseURL: "https://llm.example/v1", model: "m", timeoutSeconds: 60, maxRetries: 2 };
+const provider = {
+  kind: "openai" as const,
+  baseURL: "https://llm.example/v1",
+  model: "m",
+  timeoutSeconds: 60,
+  maxRetries: 2,
+};
 const knowledge = { knowledgeIds: ["kb_a"], maxResults: 5, minSimilarity: 0.6, citations: "field" as const };
 
 describe("agentStatus", () => {

@@ -1,12 +1,12 @@
 // Pure status of an Agent: which mode it answers in, whether its provider key and knowledge bases
 // exist, and Ready when it can answer.
-import type { Agent, AgentStatus } from "@capstan/shared/api";
+import { type Agent, type AgentStatus, agentUpstreams } from "@capstan/shared/api";
 import { type ConditionInput, compact, setConditions } from "../controller/conditions.ts";
 
 export type SecretCheck = { ok: true } | { ok: false; reason: string; message: string };
 
 export function agentMode(agent: Agent): "llm" | "rag" | "extractive" {
-  if (!agent.spec.provider) return "extractive";
+  if (!agent.spec.provider && !agent.spec.upstreams) return "extractive";
   return agent.spec.knowledge ? "rag" : "llm";
 }
 
@@ -15,10 +15,13 @@ export function agentStatus(f: {
   providerKey: SecretCheck | undefined;
   missingKnowledgeIds: string[];
   now: Date;
+  /** Each upstream's breaker (translate/usage.ts), for an Agent with spec.upstreams. */
+  upstreams?: AgentStatus["upstreams"];
 }): { status: AgentStatus; ready: boolean } {
   const { agent } = f;
   const mode = agentMode(agent);
-  const provider = agent.spec.provider;
+  const upstreams = agentUpstreams(agent.spec);
+  const provider = upstreams[0];
   const providerCondition: ConditionInput = !provider
     ? {
         type: "ProviderReady",
@@ -32,7 +35,10 @@ export function agentStatus(f: {
           type: "ProviderReady",
           status: "True",
           reason: "ProviderConfigured",
-          message: `${provider.model} at ${provider.baseURL}${provider.apiKeySecretRef ? "" : " (no API key)"}`,
+          message:
+            upstreams.length > 1
+              ? `${upstreams.length} upstreams: ${upstreams.map((u) => `${u.name} (${u.kind} ${u.model})`).join(", ")}`
+              : `${provider.model} at ${provider.baseURL}${provider.apiKeySecretRef ? "" : " (no API key)"}`,
         };
   const ids = agent.spec.knowledge?.knowledgeIds ?? [];
   const missing = f.missingKnowledgeIds;
@@ -75,7 +81,7 @@ export function agentStatus(f: {
     f.now,
   );
   return {
-    status: compact({ observedGeneration: agent.metadata.generation, conditions, mode }),
+    status: compact({ observedGeneration: agent.metadata.generation, conditions, mode, upstreams: f.upstreams }),
     ready: ready.status === "True",
   };
 }

@@ -76,6 +76,8 @@ export function accessChannelStatus(f: {
   verifierKey?: string | undefined;
   now: Date;
   endpoint: string;
+  /** The budget's spend and BudgetWarning condition (translate/usage.ts), for a channel with a budget. */
+  budget?: { budget: AccessChannelStatus["budget"]; condition: ConditionInput | undefined };
 }): KeyOutcome<AccessChannelStatus> {
   const { channel, agent, now } = f;
   const { key, hash, prefix } = verified(f.key, f.verifierKey);
@@ -117,6 +119,7 @@ export function accessChannelStatus(f: {
         message: agentCheck.message,
       },
       expiredCondition,
+      ...(f.budget?.condition ? [f.budget.condition] : []),
     ],
     channel.metadata.generation,
     now,
@@ -130,6 +133,7 @@ export function accessChannelStatus(f: {
     expiresAt: channel.spec.expiresAt,
     endpoint: f.endpoint,
     agent: agent ? agentName : undefined,
+    budget: f.budget?.budget,
   });
   return {
     status,

@@ -8,6 +8,10 @@ import { type EnvVar, env, optionalEnv, secretEnv } from "./common.ts";
 export const QDRANT_CA_DIR = "/etc/capstan/qdrant-ca";
 const CA_FILE = "ca.crt";
 
+function clusterEnv(name: string, value: number): EnvVar[] {
+  return value > 0 ? [env(name, String(value))] : [];
+}
+
 export function qdrantSearchSettings(c: OperatorConfig): { env: EnvVar[]; volumes: unknown[]; mounts: unknown[] } {
   const q = c.qdrant;
   const items = (key: string) => [{ key, path: CA_FILE }];
@@ -21,6 +25,10 @@ export function qdrantSearchSettings(c: OperatorConfig): { env: EnvVar[]; volume
       ...optionalEnv("QDRANT_URL", q.url),
       ...(q.apiKeySecretRef ? [secretEnv("QDRANT_API_KEY", q.apiKeySecretRef)] : []),
       ...(volume ? [env("QDRANT_CA_FILE", `${QDRANT_CA_DIR}/${CA_FILE}`)] : []),
+      // How new collections are laid out on a Qdrant cluster; 0 (unset) lets search decide from the peers.
+      ...clusterEnv("CAPSTAN_QDRANT_SHARD_NUMBER", q.collection.shardNumber),
+      ...clusterEnv("CAPSTAN_QDRANT_REPLICATION_FACTOR", q.collection.replicationFactor),
+      ...clusterEnv("CAPSTAN_QDRANT_WRITE_CONSISTENCY_FACTOR", q.collection.writeConsistencyFactor),
     ],
     volumes: volume ? [volume] : [],
     mounts: volume ? [{ name: "qdrant-ca", mountPath: QDRANT_CA_DIR, readOnly: true }] : [],

@@ -17,11 +17,13 @@ import {
   POD_SECURITY,
   podPlacement,
   probe,
+  READINESS_PERIOD_SECONDS,
   scrapeAnnotations,
   secretEnv,
   shortHash,
   withAppliedHash,
 } from "./common.ts";
+import { redisEnv } from "./workloads.ts";
 
 export const SCRAPER_TYPE = { apiVersion: "capstan.dev/v1alpha1", kind: "Scraper", plural: "scrapers" };
 export const RENDER_PORT = 3000;
@@ -82,6 +84,19 @@ export function scraperEnv(s: Scraper): EnvVar[] {
   return out;
 }
 
+/**
+ * Shared crawl jobs (REDIS_URL, docs/scraper.md "Jobs"): for Scrapers in the platform's own
+ * namespace only. The platform Redis also holds rate-limit counters and chat histories, and a
+ * tenant who may exec into pods of their namespace would reach it through their Scraper's
+ * variables; tenant Scrapers keep their jobs in memory. Each Scraper gets its own key prefix: one
+ * Scraper never runs another's pages (their allowed hosts and proxies differ).
+ */
+export function scraperJobsEnv(s: Scraper, c: OperatorConfig): EnvVar[] {
+  const namespace = s.metadata.namespace ?? "default";
+  if (namespace !== c.namespace) return [];
+  return [...redisEnv(c), env("SCRAPER_JOBS_REDIS_PREFIX", `{capstan-scraper:${namespace}/${s.metadata.name}}`)];
+}
+
 export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
   const name = s.metadata.name;
   const namespace = s.metadata.namespace ?? "default";
@@ -107,14 +122,14 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           name: "scraper",
           image: s.spec.image ?? c.scraper.image,
           imagePullPolicy: c.scraper.imagePullPolicy,
-          env: [...k8sEnv(name, "scraper"), env("SCRAPER_ROLE", "api"), ...common],
+          env: [...k8sEnv(name, "scraper"), env("SCRAPER_ROLE", "api"), ...scraperJobsEnv(s, c), ...common],
           ports: [
             { name: "http", containerPort: s.spec.internalPort, protocol: "TCP" },
             { name: "admin", containerPort: ADMIN_PORT, protocol: "TCP" },
           ],
           // Health on the admin port: the API's port keeps only the reference's /health.
           livenessProbe: probe("/healthz", "admin"),
-          readinessProbe: probe("/readyz", "admin", 5),
+          readinessProbe: probe("/readyz", "admin", READINESS_PERIOD_SECONDS),
           resources: c.scraper.resources,
           securityContext: CONTAINER_SECURITY,
           volumeMounts: mounts,
@@ -129,7 +144,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
           env: [...k8sEnv(name, "render"), env("SCRAPER_ROLE", "render"), env("CHROMIUM_SANDBOX", "false"), ...common],
           ports: [{ name: "render", containerPort: RENDER_PORT, protocol: "TCP" }],
           livenessProbe: probe("/scrape", "render", 15),
-          readinessProbe: probe("/scrape", "render", 5),
+          readinessProbe: probe("/scrape", "render", READINESS_PERIOD_SECONDS),
           resources: c.scraper.renderResources,
           securityContext: CONTAINER_SECURITY,
           volumeMounts: mounts,

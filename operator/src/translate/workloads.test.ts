@@ -47,6 +47,65 @@ describe("data-plane workloads", () => {
   });
 });
 
+describe("Redis and Qdrant topologies in the data plane's environment", () => {
+  const envOf = (objs: unknown[]) => {
+    const text = JSON.stringify(objs);
+    const containers = JSON.parse(text)[0].spec.template.spec.containers as Array<{
+      env: Array<Record<string, unknown>>;
+    }>;
+    return (
+      containers[0]?.env.filter(
+        (e) => String(e.name).startsWith("REDIS_") || String(e.name).startsWith("CAPSTAN_QDRANT_"),
+      ) ?? []
+    );
+  };
+  const password = { name: "redis-auth", key: "password" };
+
+  it("Sentinel: the sentinels, the master's name and the passwords from their Secrets; no REDIS_URL", () => {
+    const c = loadOperatorConfig(
+      {},
+      {
+        redis: {
+          mode: "sentinel",
+          sentinels: ["s0:26379", "s1:26379"],
+          masterName: "capstan",
+          passwordSecretRef: password,
+          sentinelPasswordSecretRef: { name: "sentinel-auth", key: "pw" },
+        },
+      },
+    );
+    const expected = [
+      { name: "REDIS_MODE", value: "sentinel" },
+      { name: "REDIS_SENTINELS", value: "s0:26379,s1:26379" },
+      { name: "REDIS_SENTINEL_MASTER", value: "capstan" },
+      { name: "REDIS_PASSWORD", valueFrom: { secretKeyRef: password } },
+      { name: "REDIS_SENTINEL_PASSWORD", valueFrom: { secretKeyRef: { name: "sentinel-auth", key: "pw" } } },
+    ];
+    expect(envOf(gatewayObjects(c, []))).toEqual(expected);
+    expect(envOf(searchObjects(c))).toEqual(expected);
+  });
+
+  it("Cluster: the seed nodes and TLS", () => {
+    const c = loadOperatorConfig({}, { redis: { mode: "cluster", nodes: ["r0:6379"], tls: true } });
+    expect(envOf(gatewayObjects(c, []))).toEqual([
+      { name: "REDIS_MODE", value: "cluster" },
+      { name: "REDIS_CLUSTER_NODES", value: "r0:6379" },
+      { name: "REDIS_TLS", value: "true" },
+    ]);
+  });
+
+  it("refuses a topology without its addresses", () => {
+    expect(() => loadOperatorConfig({}, { redis: { mode: "cluster" } })).toThrow(/redis.nodes/);
+    expect(() => loadOperatorConfig({}, { redis: { mode: "sentinel" } })).toThrow(/redis.sentinels/);
+  });
+
+  it("Qdrant collection layout only when set (0: search decides from the peers)", () => {
+    const c = loadOperatorConfig({}, { qdrant: { url: "http://q:6333", collection: { replicationFactor: 3 } } });
+    expect(envOf(searchObjects(c))).toContainEqual({ name: "CAPSTAN_QDRANT_REPLICATION_FACTOR", value: "3" });
+    expect(envOf(searchObjects(c)).map((e) => e.name)).not.toContain("CAPSTAN_QDRANT_SHARD_NUMBER");
+  });
+});
+
 /** Every env entry, annotation and label value of every container and pod in `objects`. */
 function renderedValues(objects: unknown[]): { where: string; value: unknown }[] {
   const out: { where: string; value: unknown }[] = [];
@@ -136,6 +195,27 @@ describe("Scraper", () => {
     const changed = { ...scraper, spec: { ...scraper.spec, logLevel: "debug" as const } };
     expect(hash(scraper)).toBe(hash({ ...scraper }));
     expect(hash(changed)).not.toBe(hash(scraper));
+  });
+
+  it("shares its jobs through the platform Redis only in the platform's namespace, under its own prefix", () => {
+    const envOf = (s: Scraper) => {
+      const spec = (scraperObjects(s, config)[0] as { spec?: unknown }).spec as {
+        template: { spec: { containers: { name: string; env: { name: string; value?: string }[] }[] } };
+      };
+      const api = spec.template.spec.containers.find((c) => c.name === "scraper");
+      return Object.fromEntries((api?.env ?? []).map((e) => [e.name, e.value]));
+    };
+    const platform = {
+      ...scraper,
+      metadata: { ...scraper.metadata, name: "capstan-scraper", namespace: config.namespace },
+    };
+    expect(envOf(platform)).toMatchObject({
+      REDIS_URL: "redis://:$(REDIS_PASSWORD)@redis.capstan-system:6379", // the password from its Secret
+      SCRAPER_JOBS_REDIS_PREFIX: `{capstan-scraper:${config.namespace}/capstan-scraper}`,
+    });
+    // A tenant's Scraper (team-a): no way to the platform's Redis through its variables.
+    expect(envOf(scraper).REDIS_URL).toBeUndefined();
+    expect(envOf(scraper).SCRAPER_JOBS_REDIS_PREFIX).toBeUndefined();
   });
 });
 

@@ -23,6 +23,7 @@ import {
   POD_SECURITY,
   podPlacement,
   probe,
+  READINESS_PERIOD_SECONDS,
   scrapeAnnotations,
   secretEnv,
   shortHash,
@@ -129,7 +130,7 @@ function deployment(d: DeploymentInput): KubeObject {
           env: [...k8sEnv(d.name, d.component), ...d.env],
           resources: d.resources,
           livenessProbe: probe("/healthz", "internal"),
-          readinessProbe: probe("/readyz", "internal", 5),
+          readinessProbe: probe("/readyz", "internal", READINESS_PERIOD_SECONDS),
           securityContext: CONTAINER_SECURITY,
           volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...d.mounts],
         },
@@ -159,12 +160,29 @@ function deployment(d: DeploymentInput): KubeObject {
 }
 
 /**
- * REDIS_URL, with the password (when a Secret holds one) put in by Kubernetes' $(VAR) expansion
- * of the REDIS_PASSWORD variable listed before it: the password never passes through the operator.
+ * Where the data plane's Redis is. Standalone: REDIS_URL, with the password (when a Secret holds
+ * one) put in by Kubernetes' $(VAR) expansion of the REDIS_PASSWORD variable listed before it.
+ * Sentinel and Cluster: REDIS_MODE and the addresses, the password in REDIS_PASSWORD (and the
+ * sentinels' own in REDIS_SENTINEL_PASSWORD), which the services read. Either way the password
+ * never passes through the operator.
  */
-function redisEnv(c: OperatorConfig): EnvVar[] {
-  const ref = c.redis.passwordSecretRef;
-  if (!ref) return [env("REDIS_URL", c.redis.url)];
+export function redisEnv(c: OperatorConfig): EnvVar[] {
+  const r = c.redis;
+  const ref = r.passwordSecretRef;
+  if (r.mode !== "standalone") {
+    return [
+      env("REDIS_MODE", r.mode),
+      ...(r.mode === "sentinel"
+        ? [env("REDIS_SENTINELS", r.sentinels.join(",")), env("REDIS_SENTINEL_MASTER", r.masterName)]
+        : [env("REDIS_CLUSTER_NODES", r.nodes.join(","))]),
+      ...(r.tls ? [env("REDIS_TLS", "true")] : []),
+      ...(ref ? [secretEnv("REDIS_PASSWORD", ref)] : []),
+      ...(r.mode === "sentinel" && r.sentinelPasswordSecretRef
+        ? [secretEnv("REDIS_SENTINEL_PASSWORD", r.sentinelPasswordSecretRef)]
+        : []),
+    ];
+  }
+  if (!ref) return [env("REDIS_URL", r.url)];
   const url = c.redis.url.replace(/^(rediss?:\/\/)(?:[^@/]*@)?/, "$1:$(REDIS_PASSWORD)@");
   return [secretEnv("REDIS_PASSWORD", ref), env("REDIS_URL", url)];
 }

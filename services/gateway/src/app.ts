@@ -13,14 +13,14 @@ import {
   openApi,
   type Registry,
 } from "@capstan/shared";
-import { createRedis, RedisLimiter } from "@capstan/shared/limiter";
+import { RedisLimiter } from "@capstan/shared/limiter";
+import { createRedisClient, type RedisClient, redisTarget } from "@capstan/shared/redis";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
 import { ExtractiveAgent } from "./agents/extractive-agent.ts";
 import { LlmAgent } from "./agents/llm-agent.ts";
 import { type Retriever, SearchServiceClient } from "./agents/retrieval.ts";
-import { loadTokenizer } from "./agents/tokens.ts";
+import { UpstreamRouter } from "./agents/router.ts";
 import { type AgentMode, type ChatAgent, modeOf } from "./agents/types.ts";
 import { UpstreamClient } from "./agents/upstream.ts";
 import { ChannelDirectory } from "./channels.ts";
@@ -31,16 +31,19 @@ import { Drain } from "./http/drain.ts";
 import { installErrorHandling } from "./http/error-handler.ts";
 import { gatewaySchemas } from "./http/schemas.ts";
 import { QpmLimiter } from "./limiter/limiter.ts";
+import { TokenAccounts } from "./limiter/token-limiter.ts";
+import { UsageReader } from "./limiter/usage-reader.ts";
 import { gatewayMetrics } from "./metrics.ts";
 import { RedisBreaker } from "./redis/breaker.ts";
 import { apiV1 } from "./routes/api-v1.ts";
+import { internalRoutes } from "./routes/internal.ts";
 import { ChainSecretResolver, EnvSecretResolver, FileSecretResolver, type SecretResolver } from "./secrets.ts";
 
 export interface GatewayDeps {
   /** The read-only view of AccessChannels and Agents (FileSource or KubeSource feeds it). */
   view: ResourceView;
-  /** A Redis client to use (not closed by the app); otherwise one is made from config.redisUrl. */
-  redis?: Redis;
+  /** A Redis client to use (not closed by the app); otherwise one is made from config.redis(Url). */
+  redis?: RedisClient;
   secrets?: SecretResolver;
   retriever?: Retriever;
   logger?: Logger;
@@ -55,9 +58,10 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
   const logger = deps.logger ?? createLogger({ name: "gateway", level: config.logLevel });
   const registry = deps.registry ?? createRegistry();
   const metrics = gatewayMetrics(registry);
+  const target = redisTarget(config.redisUrl, config.redis);
   const ownRedis =
-    !deps.redis && config.redisUrl
-      ? createRedis(config.redisUrl, logger, Math.max(5_000, config.limiter.redisTimeoutMs + 1_000))
+    !deps.redis && target
+      ? createRedisClient(target, logger, { commandTimeoutMs: Math.max(5_000, config.limiter.redisTimeoutMs + 1_000) })
       : undefined;
   const redis = deps.redis ?? ownRedis;
 
@@ -77,6 +81,16 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     policy: config.limiter.redisDownPolicy,
     replicas: config.limiter.replicas,
     startWaitMs: config.limiter.redisTimeoutMs,
+    metrics,
+    logger,
+  });
+  const tokens = new TokenAccounts({
+    redis: redis && breaker ? { client: redis, breaker } : undefined,
+    windowMs: config.limiter.windowMs,
+    policy: config.limiter.redisDownPolicy,
+    replicas: config.limiter.replicas,
+    keyPrefix: config.usage.keyPrefix,
+    usageRetentionHours: config.usage.retentionHours,
     metrics,
     logger,
   });
@@ -114,14 +128,13 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     metrics,
     onBlocked: (target, reason) => logger.warn({ target, reason }, "egress policy refused a provider address"),
   });
+  const router = new UpstreamRouter({ upstream, secrets, metrics });
   const agents: Record<AgentMode, ChatAgent> = {
-    llm: new LlmAgent("llm", { upstream, retriever, secrets }),
-    rag: new LlmAgent("rag", { upstream, retriever, secrets }),
+    llm: new LlmAgent("llm", { router, retriever }),
+    rag: new LlmAgent("rag", { router, retriever }),
     extractive: new ExtractiveAgent(retriever),
   };
   const channels = new ChannelDirectory(deps.view, config.keyVerifier);
-  // The tokenizer's ranks take a moment to load: start now so the first local answer does not wait.
-  loadTokenizer().catch((err: Error) => logger.error({ err: err.message }, "tokenizer failed to load"));
 
   const app = buildBaseApp({
     service: "gateway",
@@ -186,6 +199,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     prefix: "/api/v1",
     channels,
     limiter,
+    tokens,
     history,
     breaker,
     drain,
@@ -194,12 +208,19 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     agentFor: (agent) => agents[modeOf(agent)],
   });
 
+  internalApp(app).register(internalRoutes, {
+    prefix: "/internal/v1",
+    router,
+    view: deps.view,
+    usage: redis && breaker ? new UsageReader({ redis, breaker, keyPrefix: config.usage.keyPrefix }) : undefined,
+  });
+
   // Runs after the server has closed and every request has ended (Fastify closes the server in
   // the onClose hook it adds last, and runs onClose hooks last-added first).
   app.addHook("onClose", async () => {
     channels.close();
     limiter.close();
-    await Promise.allSettled([upstream.close(), searchClient?.close(), buffered?.flush()]);
+    await Promise.allSettled([upstream.close(), searchClient?.close(), buffered?.flush(), tokens.close()]);
     if (buffered && buffered.buffered > 0) {
       logger.warn({ lost: buffered.buffered }, "history buffer not written before exit (Redis unavailable)");
     }

@@ -18,6 +18,9 @@ export interface ResolvedChannel {
   agent: Agent | undefined;
   agentName: string;
   qpm: number;
+  /** Tokens per minute; undefined: no token limit. */
+  tpm: number | undefined;
+  budget: AccessChannel["spec"]["budget"];
   keepHistory: boolean;
   /** Milliseconds since epoch, or undefined for no expiry. */
   expiresAtMs: number | undefined;
@@ -114,6 +117,8 @@ export class ChannelDirectory {
       agent: this.view.get("Agent", namespace, agentName),
       agentName,
       qpm: channel.spec.qpm,
+      tpm: channel.spec.tpm,
+      budget: channel.spec.budget,
       keepHistory: channel.spec.keepHistory,
       expiresAtMs,
     };

@@ -2,6 +2,7 @@
 // fast naming every bad field (loadConfig from @capstan/shared).
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
 import { egressAllowList } from "@capstan/shared/egress";
+import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 
 export const gatewayConfigSchema = z.object({
@@ -16,11 +17,13 @@ export const gatewayConfigSchema = z.object({
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(4 * 1024 * 1024),
-  /** Absent → in-process limiter and in-memory history (said at start-up). */
+  /** Standalone Redis; absent (and no Sentinel or Cluster in `redis`) → in-process limiter and in-memory history. */
   redisUrl: z
     .string()
     .regex(/^rediss?:\/\//)
     .optional(),
+  /** The Redis topology: standalone (redisUrl), Sentinel or Cluster, and the password. */
+  redis: redisTopologySchema,
   /** Namespace to watch (KubeSource); absent → all namespaces. */
   namespace: z.string().min(1).optional(),
   /** HMAC key under which status carries user-supplied keys (the operator's key-verifier Secret). */
@@ -50,6 +53,18 @@ export const gatewayConfigSchema = z.object({
       /** At start-up, /readyz waits this long for the first Redis connection before serving degraded. */
       readyWaitMs: z.int().min(0).max(600_000).default(10_000),
       keyPrefix: z.string().default("capstan:rl:"),
+    })
+    .prefault({}),
+  usage: z
+    .object({
+      /** Hours of hourly token usage kept in Redis per channel (default 90 days). */
+      retentionHours: z
+        .int()
+        .min(1)
+        .max(24 * 400)
+        .default(24 * 90),
+      /** Prefix of the TPM, budget and usage keys (each channel's under its own hash tag). */
+      keyPrefix: z.string().default("capstan:tok:"),
     })
     .prefault({}),
   history: z
@@ -125,9 +140,11 @@ export const gatewayEnvMap: EnvMap = {
   LOG_LEVEL: "logLevel",
   CAPSTAN_BODY_LIMIT_BYTES: { path: "bodyLimitBytes", parse: envParsers.int },
   REDIS_URL: "redisUrl",
+  ...redisEnvMap,
   CAPSTAN_NAMESPACE: "namespace",
   CAPSTAN_RESOURCES_DIR: { path: "resourcesDirs", parse: envParsers.list },
   CAPSTAN_LIMITER_WINDOW_MS: { path: "limiter.windowMs", parse: envParsers.int },
+  CAPSTAN_USAGE_RETENTION_HOURS: { path: "usage.retentionHours", parse: envParsers.int },
   CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",
   CAPSTAN_LIMITER_REPLICAS: { path: "limiter.replicas", parse: envParsers.int },
   CAPSTAN_LIMITER_REDIS_TIMEOUT_MS: { path: "limiter.redisTimeoutMs", parse: envParsers.int },

@@ -70,6 +70,18 @@ export const ERRORS = defineErrors({
     message: "Rate limit reached: {limit} requests per minute. Retry in {retryAfter}s.",
     retry: true,
   },
+  token_rate_limit_exceeded: {
+    status: 429,
+    type: "tokens",
+    message: "Token rate limit reached: {limit} tokens per minute, {used} in use. Retry in {retryAfter}s.",
+    retry: true,
+  },
+  budget_exhausted: {
+    status: 429,
+    type: "insufficient_quota",
+    message: "The channel's token budget ({tokens} tokens per {period}) is spent; it starts again at {resetsAt}.",
+    retry: false,
+  },
   limiter_unavailable: {
     status: 503,
     type: "server_error",
@@ -81,6 +93,12 @@ export const ERRORS = defineErrors({
     type: "server_error",
     message: "History cannot be read right now (its store is unavailable); try again shortly.",
     retry: true,
+  },
+  usage_unavailable: {
+    status: 503,
+    type: "server_error",
+    message: "Usage cannot be read: the gateway has no Redis (usage is only kept there).",
+    retry: false,
   },
   agent_not_found: {
     status: 503,
@@ -98,6 +116,13 @@ export const ERRORS = defineErrors({
     status: 429,
     type: "requests",
     message: "The model provider is rate limiting requests: {detail}",
+    retry: true,
+  },
+  upstreams_unavailable: {
+    status: 503,
+    type: "server_error",
+    message:
+      "Every upstream of this agent is failing and its circuit breaker is open; the next trial call is within {seconds}s.",
     retry: true,
   },
   upstream_bad_request: { status: 400, type: "invalid_request_error", message: "{detail}", retry: false },

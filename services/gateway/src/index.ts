@@ -1,6 +1,5 @@
 // @capstan/gateway: the OpenAI-compatible chat gateway.
 
-export { createRedis } from "@capstan/shared/limiter";
 export type { Retriever, SearchQuery, SearchResult } from "./agents/retrieval.ts";
 export { modeOf } from "./agents/types.ts";
 export { buildApp, type GatewayDeps } from "./app.ts";

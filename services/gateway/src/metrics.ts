@@ -122,6 +122,38 @@ export function gatewayMetrics(registry: Registry, opts: { channelLabelLimit?: n
       help: "Exchanges dropped because the history buffer was full (the oldest go first)",
       registers,
     }),
+    tokenRejections: new Counter({
+      name: "capstan_gateway_token_rejections_total",
+      help: "Requests refused by a channel's token limits, by channel and reason (tpm, budget)",
+      labelNames: ["channel", "reason"] as const,
+      registers,
+    }),
+    usageWrites: new Counter({
+      name: "capstan_gateway_usage_writes_total",
+      help: "Token accounting writes to Redis at the end of requests (ok, dropped: Redis could not take it)",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    // Several upstreams per Agent (agents/router.ts): the agent label is bounded like the channel's.
+    agentLabel: new BoundedLabel(opts.channelLabelLimit ?? CHANNEL_LABEL_LIMIT),
+    upstreamCircuit: new Gauge({
+      name: "capstan_gateway_upstream_circuit_state",
+      help: "1 for the current state of each upstream's circuit breaker (closed, open, half_open), by agent and upstream",
+      labelNames: ["agent", "upstream", "state"] as const,
+      registers,
+    }),
+    upstreamServed: new Counter({
+      name: "capstan_gateway_upstream_requests_total",
+      help: "Chat requests answered by each upstream of an agent (after fallback)",
+      labelNames: ["agent", "upstream"] as const,
+      registers,
+    }),
+    upstreamFallbacks: new Counter({
+      name: "capstan_gateway_upstream_fallbacks_total",
+      help: "Requests that left an upstream for the next one, by the reason (the error code, or circuit_open)",
+      labelNames: ["agent", "upstream", "reason"] as const,
+      registers,
+    }),
     clientAborts: new Counter({
       name: "capstan_gateway_client_disconnects_total",
       help: "Streams ended because the client went away (the upstream call is aborted)",

@@ -8,6 +8,7 @@ import {
   shutdownTracing,
   stopOnSignals,
 } from "@capstan/shared";
+import { describeRedisTarget, redisTarget } from "@capstan/shared/redis";
 import { ResourceView, startResourceSource } from "@capstan/shared/resource-view";
 import { buildApp } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
@@ -25,11 +26,12 @@ async function main(): Promise<void> {
     registry,
     logger,
   });
+  const target = redisTarget(config.redisUrl, config.redis);
   logger.info(
-    config.redisUrl ? { limiter: "redis", policy: config.limiter.redisDownPolicy } : { limiter: "in-process" },
-    config.redisUrl
-      ? "QPM limits shared through Redis"
-      : "REDIS_URL not set: QPM limits are enforced in process, per replica",
+    target
+      ? { limiter: "redis", redis: describeRedisTarget(target), policy: config.limiter.redisDownPolicy }
+      : { limiter: "in-process" },
+    target ? "QPM limits shared through Redis" : "REDIS_URL not set: QPM limits are enforced in process, per replica",
   );
   const app = buildApp(config, { view, logger, registry });
   await app.listen({ port: config.port, host: config.host });

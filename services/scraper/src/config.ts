@@ -86,8 +86,34 @@ export const scraperConfigSchema = z
      * Background jobs (crawls and async batches, src/crawl/): they live in this process's memory,
      * so their number, lifetime, pages and bytes are bounded (docs/scraper.md, "Jobs").
      */
+    /**
+     * Redis for crawl and batch jobs (src/crawl/shared-jobs.ts): with it, every replica serves every
+     * job and jobs survive a restart; without it, jobs live in this process's memory.
+     */
+    redisUrl: z
+      .string()
+      .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
+      .optional()
+      .describe("REDIS_URL"),
     jobs: z
       .object({
+        /**
+         * Prefix of every Redis key of the jobs (BullMQ's and the scraper's own). In braces, a Redis
+         * Cluster hash tag: all keys of one scraper land in one slot, as BullMQ and the Lua scripts
+         * need. Each Scraper needs its own (the operator sets {capstan-scraper:<namespace>/<name>}):
+         * scrapers differ in allowed hosts and proxy, so one must never run another's pages.
+         */
+        redisPrefix: z
+          .string()
+          .regex(/^\{[^{}]+\}$/, "must be a hash tag in braces, e.g. {capstan-scraper}")
+          .default("{capstan-scraper}"),
+        /**
+         * How long a replica holds a page of a shared job without renewing its lock before another
+         * replica takes the page over (a replica that died mid-page); BullMQ's lockDuration (ms).
+         */
+        lockMs: z.int().min(1_000).max(600_000).default(30_000),
+        /** Pages of one host fetched at once, by all jobs and replicas together (hosts without Crawl-delay). */
+        hostConcurrency: z.int().min(1).max(256).default(4),
         /** Pages all jobs together render at once; default WORKER_CONCURRENCY - 1 (at least 1), so /scrape always has a slot. */
         concurrency: z.int().min(1).max(256).optional(),
         /** Jobs kept (running or finished, until they expire); a new one past this evicts the oldest finished one. */
@@ -106,7 +132,7 @@ export const scraperConfigSchema = z
          */
         maxCrawlDelayMs: z.int().min(0).max(300_000).default(30_000),
         /** Most pages one crawl fetches (a larger `limit` is lowered to it). */
-        maxPages: z.int().min(1).max(100_000).default(1_000),
+        maxPages: z.int().min(1).max(100_000).default(50_000),
         /** Most bytes of results one job keeps; the job stops (completed, with a warning) when it is reached. */
         maxBytes: z
           .int()
@@ -182,6 +208,10 @@ export const SCRAPER_ENV: EnvMap = {
   SCRAPER_CRAWL_DELAY_MAX: int("jobs.maxCrawlDelayMs"),
   SCRAPER_JOB_MAX_BYTES: int("jobs.maxBytes"),
   SCRAPER_JOB_PAGE_SIZE: int("jobs.pageSize"),
+  REDIS_URL: "redisUrl",
+  SCRAPER_JOBS_REDIS_PREFIX: "jobs.redisPrefix",
+  SCRAPER_JOB_LOCK_MS: int("jobs.lockMs"),
+  SCRAPER_HOST_CONCURRENCY: int("jobs.hostConcurrency"),
 };
 
 /** The scraper's own prefixes: every variable under them must be one a Capstan process reads. */

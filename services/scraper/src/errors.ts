@@ -11,6 +11,11 @@ export const ERRORS = defineErrors({
   UNAUTHORIZED: { status: 401, message: "missing or invalid API key" },
   BLOCKED_TARGET: { status: 403, message: "target blocked by SSRF policy: {detail}" },
   NOT_FOUND: { status: 404, message: "route not found: {route}" },
+  // A Firecrawl route the SDKs know (extract, search, deep research, …) that this scraper does not serve.
+  FIRECRAWL_UNSUPPORTED: {
+    status: 404,
+    message: "{route}: a Firecrawl route Capstan's scraper does not serve (docs/scraper.md, Firecrawl compatibility)",
+  },
   JOB_NOT_FOUND: { status: 404, message: "{kind} job {id} not found (unknown, or expired)" },
   JOB_FINISHED: { status: 409, message: "{kind} job {id} already {status}: nothing to cancel" },
   METHOD_NOT_ALLOWED: { status: 405, message: "method {method} not allowed on {url}; use {allow}" },
@@ -27,6 +32,8 @@ export const ERRORS = defineErrors({
   // problem (429, as Firecrawl answers a concurrency limit), not the service's health (503).
   JOBS_FULL: { status: 429, message: "{max} jobs already running (SCRAPER_JOBS_MAX_ACTIVE): retry later" },
   JOBS_KEPT_FULL: { status: 429, message: "{max} jobs kept and none finished (SCRAPER_JOBS_MAX): retry later" },
+  // The shared jobs' Redis did not answer (REDIS_URL): the service's health, not the client's input.
+  JOBS_UNAVAILABLE: { status: 503, message: "job store unavailable: {detail}" },
   FEATURE_DISABLED: { status: 501, message: "{feature} is not configured" },
   UPSTREAM_ERROR: { status: 502, message: "{detail}" },
   TIMEOUT: { status: 504, message: "timed out after {ms} ms ({what})" },

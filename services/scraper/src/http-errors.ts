@@ -43,7 +43,10 @@ export function installErrorHandlers(app: FastifyInstance): void {
     const url = req.url.split("?")[0] ?? "";
     // Metrics and health are routes of the admin port's instance only: unknown here (404).
     const allow = allowedMethods(app, url);
-    if (allow.length === 0) return sendError(reply, new ScraperError("NOT_FOUND", [`${req.method} ${req.url}`]));
+    if (allow.length === 0) {
+      const code = /^\/v[12]\//.test(url) ? "FIRECRAWL_UNSUPPORTED" : "NOT_FOUND";
+      return sendError(reply, new ScraperError(code, [`${req.method} ${url}`]));
+    }
     reply.header("allow", allow.join(", "));
     return sendError(reply, new ScraperError("METHOD_NOT_ALLOWED", [req.method, url, allow.join(" or ")]));
   });

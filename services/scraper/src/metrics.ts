@@ -83,6 +83,12 @@ export function apiMetrics(registry: Registry) {
       labelNames: ["kind", "outcome"] as const,
       registers: [registry],
     }),
+    jobStoreErrors: new Counter({
+      name: "capstan_scraper_job_store_errors_total",
+      help: "Calls to the shared jobs' Redis that failed (timed out, refused), by operation; answered 503 JOBS_UNAVAILABLE",
+      labelNames: ["operation"] as const,
+      registers: [registry],
+    }),
     outbound: outboundMetrics(registry, "capstan_scraper"),
   };
 }

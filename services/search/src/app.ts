@@ -12,10 +12,10 @@ import {
   type Registry,
 } from "@capstan/shared";
 import { EgressGuard } from "@capstan/shared/egress";
-import { createRedis, limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
+import { limiterMetrics, RedisLimiter, WindowLimiter } from "@capstan/shared/limiter";
+import { createRedisClient, type RedisClient, redisTarget } from "@capstan/shared/redis";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyError, FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
 import { SearchKeyAuthenticator } from "./auth/search-keys.ts";
 import { type SearchConfig, type SearchConfigInput, searchConfigSchema } from "./config.ts";
 import { createEmbedders } from "./embedding/factory.ts";
@@ -33,6 +33,8 @@ import { searchRoutes } from "./routes/search.ts";
 import { searchSchemas } from "./routes/search-schemas.ts";
 import { SearchEngine } from "./search-engine.ts";
 import { createStore } from "./store/factory.ts";
+import { QdrantStore } from "./store/qdrant.ts";
+import { exportClusterState } from "./store/qdrant-cluster.ts";
 import { StoreError, type VectorStore } from "./store/types.ts";
 
 export interface SearchDeps {
@@ -48,8 +50,8 @@ export interface SearchDeps {
   logger?: Logger;
   /** Clock for key validity (tests). */
   now?: () => number;
-  /** A Redis client for the per-key limiter (not closed by the app); else one from config.redisUrl. */
-  redis?: Redis;
+  /** A Redis client for the per-key limiter (not closed by the app); else one from config.redis(Url). */
+  redis?: RedisClient;
 }
 
 export async function buildApp(input: SearchConfigInput | SearchConfig, deps: SearchDeps): Promise<FastifyInstance> {
@@ -97,11 +99,12 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     minCandidates: config.search.minCandidates,
   });
   const ingester = new Ingester({ kbs, store, embedders, metrics, logger });
-  const ownsRedis = deps.redis === undefined && config.redisUrl !== undefined;
+  const target = redisTarget(config.redisUrl, config.redis);
+  const ownsRedis = deps.redis === undefined && target !== undefined;
   const redis =
     deps.redis ??
-    (config.redisUrl
-      ? createRedis(config.redisUrl, logger, Math.max(5_000, config.limiter.redisTimeoutMs + 1_000))
+    (target
+      ? createRedisClient(target, logger, { commandTimeoutMs: Math.max(5_000, config.limiter.redisTimeoutMs + 1_000) })
       : undefined);
   // Per key, exact across replicas: the gateway's sliding-log limiter on the same Redis.
   const limiter = new WindowLimiter({
@@ -128,7 +131,11 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     internal: true,
     notReady: () =>
       deps.view.hasSynced("SearchKey", "KnowledgeBase") ? undefined : "resource view has not synced yet",
+    // A Qdrant cluster's shards and their replicas' states (not a readiness condition: with two
+    // copies of each shard a lost peer leaves search answering).
+    readyDetails: () => (store instanceof QdrantStore ? { qdrant: store.cluster.last } : {}),
   });
+  if (store instanceof QdrantStore) exportClusterState(store.cluster, metrics);
 
   const internal = internalApp(app);
   installErrors(app, metrics);

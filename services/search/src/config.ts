@@ -2,6 +2,7 @@
 // parse (loadConfig from @capstan/shared) that names every bad field.
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
 import { egressAllowList } from "@capstan/shared/egress";
+import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 import { isValidCidr } from "./auth/client-ip.ts";
 
@@ -27,6 +28,8 @@ export const searchConfigSchema = z.object({
     .string()
     .regex(/^rediss?:\/\//)
     .optional(),
+  /** The Redis topology: standalone (redisUrl), Sentinel or Cluster, and the password. */
+  redis: redisTopologySchema,
   limiter: z
     .object({
       windowMs: z.int().min(1000).max(3_600_000).default(60_000),
@@ -39,7 +42,16 @@ export const searchConfigSchema = z.object({
   dataDir: z.string().optional(),
   qdrant: z
     .object({
-      url: z.string().url().optional(),
+      /**
+       * The Qdrant to use; a comma-separated list of the peers of a Qdrant cluster lets search go
+       * on to the next peer when one does not answer (behind one Service, one URL is enough).
+       */
+      url: z
+        .string()
+        .refine((v) => v.split(",").every((u) => URL.canParse(u.trim())), {
+          message: "must be a URL (or a comma-separated list of URLs)",
+        })
+        .optional(),
       /** Sent as header api-key; never logged. apiKeyFile (a mounted Secret) is read at start. */
       apiKey: z.string().optional(),
       apiKeyFile: z.string().min(1).optional(),
@@ -54,12 +66,28 @@ export const searchConfigSchema = z.object({
         .object({ m: z.int().min(4).default(16), efConstruct: z.int().min(8).default(128) })
         .default({ m: 16, efConstruct: 128 }),
       searchEf: z.int().min(8).default(128),
+      /**
+       * How new collections are laid out on a Qdrant cluster (store/qdrant-cluster.ts). Absent:
+       * from the peers the server reports (one: Qdrant's defaults; n: n shards up to 12,
+       * replication 2, write consistency 1, so one lost peer loses neither reads nor writes).
+       */
+      collection: z
+        .object({
+          shardNumber: z.int().min(1).max(1024).optional(),
+          replicationFactor: z.int().min(1).max(16).optional(),
+          writeConsistencyFactor: z.int().min(1).max(16).optional(),
+        })
+        .default({}),
+      /** How often the shards' state on a Qdrant cluster is read for /readyz and the gauges. */
+      statusIntervalMs: z.int().min(1000).max(3_600_000).default(15_000),
     })
     .default({
       collectionPrefix: "capstan_chunks",
       timeoutMs: 10_000,
       hnsw: { m: 16, efConstruct: 128 },
       searchEf: 128,
+      collection: {},
+      statusIntervalMs: 15_000,
     }),
   embedding: z
     .object({
@@ -149,6 +177,7 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_KEY_VERIFIER: "keyVerifier",
   CAPSTAN_TRUSTED_PROXIES: { path: "trustedProxies", parse: envParsers.list },
   REDIS_URL: "redisUrl",
+  ...redisEnvMap,
   CAPSTAN_LIMITER_REDIS_DOWN_POLICY: "limiter.redisDownPolicy",
   CAPSTAN_LIMITER_REDIS_TIMEOUT_MS: { path: "limiter.redisTimeoutMs", parse: envParsers.int },
   CAPSTAN_DATA_DIR: "dataDir",
@@ -158,6 +187,10 @@ export const searchEnvMap: EnvMap = {
   QDRANT_CA_FILE: "qdrant.caFile",
   QDRANT_TIMEOUT_MS: { path: "qdrant.timeoutMs", parse: envParsers.int },
   CAPSTAN_QDRANT_COLLECTION_PREFIX: "qdrant.collectionPrefix",
+  CAPSTAN_QDRANT_STATUS_INTERVAL_MS: { path: "qdrant.statusIntervalMs", parse: envParsers.int },
+  CAPSTAN_QDRANT_SHARD_NUMBER: { path: "qdrant.collection.shardNumber", parse: envParsers.int },
+  CAPSTAN_QDRANT_REPLICATION_FACTOR: { path: "qdrant.collection.replicationFactor", parse: envParsers.int },
+  CAPSTAN_QDRANT_WRITE_CONSISTENCY_FACTOR: { path: "qdrant.collection.writeConsistencyFactor", parse: envParsers.int },
   CAPSTAN_EMBEDDING_MODEL_DIR: "embedding.modelDir",
   CAPSTAN_EMBEDDING_THREADS: { path: "embedding.threads", parse: envParsers.int },
   CAPSTAN_EMBEDDING_QUERY_THREADS: { path: "embedding.queryThreads", parse: envParsers.int },

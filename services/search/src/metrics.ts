@@ -78,6 +78,17 @@ export function searchMetrics(registry: Registry) {
       help: "Queries whose external rerank failed and fell back to the hybrid reranker",
       registers: [registry],
     }),
+    qdrantReplicas: new Gauge({
+      name: "capstan_search_qdrant_shard_replicas",
+      help: "Replicas of the shards of search's Qdrant collections by state (Active, Dead, Partial, ...), as one peer of a Qdrant cluster reports them",
+      labelNames: ["state"] as const,
+      registers: [registry],
+    }),
+    qdrantUnavailableShards: new Gauge({
+      name: "capstan_search_qdrant_unavailable_shards",
+      help: "Shards of search's Qdrant collections with no Active replica (their points cannot be read)",
+      registers: [registry],
+    }),
     outbound: outboundMetrics(registry, "capstan_search"),
   };
   // Both cache results exist at 0 from the start, so the hit-ratio panel has a series.

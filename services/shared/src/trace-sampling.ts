@@ -42,7 +42,7 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import type { FastifyInstance } from "fastify";
 
-const { suppressTracing } = core;
+const { suppressTracing, unsuppressTracing } = core;
 
 /** The share of new traces sampled when an exporter is set and OTEL_TRACES_SAMPLER is not. */
 export const DEFAULT_SAMPLE_RATIO = 0.01;
@@ -74,8 +74,12 @@ const ids = new RandomIdGenerator();
 
 /** A sampling decision taken before any span exists, and the SDK sampler that keeps it. */
 export interface Door {
-  /** The caller's context from a request's headers, and whether the request's trace is sampled. */
-  decide(headers: Record<string, unknown>): { parent: Context; sampled: boolean };
+  /**
+   * Whether a request's trace is sampled, from its headers: sampled, the caller's context to
+   * start the server span in; not sampled, the context to serve the request in
+   * (unsampledContext()).
+   */
+  decide(headers: Record<string, unknown>): { sampled: true; parent: Context } | { sampled: false; context: Context };
   /** The SDK's sampler: the configured one, except that a root server span was admitted already. */
   sampler: Sampler;
 }
@@ -84,10 +88,13 @@ export function door(configured: Sampler): Door {
   return {
     decide(headers) {
       const parent = propagation.extract(ROOT_CONTEXT, headers);
-      // A root's trace id is not known yet (the SDK makes it); a random one serves for a ratio.
-      const traceId = trace.getSpanContext(parent)?.traceId ?? ids.generateTraceId();
+      const caller = trace.getSpanContext(parent);
+      // A root's trace id is not known yet (the SDK makes it); a random one serves for a ratio,
+      // and is the one passed on when the trace is not sampled.
+      const traceId = caller?.traceId ?? ids.generateTraceId();
       const result = configured.shouldSample(parent, traceId, "", SpanKind.SERVER, {}, []);
-      return { parent, sampled: result.decision === SamplingDecision.RECORD_AND_SAMPLED };
+      if (result.decision === SamplingDecision.RECORD_AND_SAMPLED) return { sampled: true, parent };
+      return { sampled: false, context: unsampledContext(parent, caller ?? freshUnsampled(traceId)) };
     },
     sampler: {
       shouldSample(ctx: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]) {
@@ -104,18 +111,27 @@ export function door(configured: Sampler): Door {
 /** The trace context an unsampled request passes on, kept apart from the (suppressed) active span. */
 const PASS_ON = createContextKey("capstan.trace.pass-on");
 
+/** What PASS_ON holds: the span context, and the headers it injects once they were made. */
+interface PassOn {
+  spanContext: SpanContext;
+  headers?: Record<string, string>;
+}
+
+function freshUnsampled(traceId: string): SpanContext {
+  return { traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, isRemote: true };
+}
+
+/** Most requests carry no trace header: their context derives from this one, made once. */
+const SUPPRESSED_ROOT = suppressTracing(ROOT_CONTEXT);
+
 /**
- * The context an unsampled request runs in: tracing suppressed, and the trace context to pass on
- * (the caller's, else a fresh unsampled one).
+ * The context an unsampled request runs in: tracing suppressed and no active span (so neither
+ * instrumentations nor the services' own spans build anything), the caller's baggage, and the
+ * trace context to pass on (the caller's, else a fresh unsampled one).
  */
-export function unsampledContext(parent: Context): Context {
-  const passOn = trace.getSpanContext(parent) ?? {
-    traceId: ids.generateTraceId(),
-    spanId: ids.generateSpanId(),
-    traceFlags: TraceFlags.NONE,
-    isRemote: true,
-  };
-  return suppressTracing(ROOT_CONTEXT).setValue(PASS_ON, passOn);
+export function unsampledContext(parent: Context, passOn: SpanContext): Context {
+  const base = parent === ROOT_CONTEXT ? SUPPRESSED_ROOT : suppressTracing(trace.deleteSpan(parent));
+  return base.setValue(PASS_ON, { spanContext: passOn } satisfies PassOn);
 }
 
 /** Calls fn with every Fastify instance created from now on; returns the undo. */
@@ -144,22 +160,31 @@ export function joinCallers(): () => void {
 /**
  * undici/fetch calls made outside a recorded span carry the trace context there is to pass on:
  * the active span's when it is valid (a caller's, without an exporter), else an unsampled
- * request's. Calls inside a recorded span are the undici instrumentation's. Returns the undo.
+ * request's (with its baggage). Calls inside a recorded span are the undici instrumentation's.
+ * Returns the undo.
  */
 export function injectIntoUndici(): () => void {
   const onUndiciRequest = (message: unknown) => {
     const active = context.active();
     const span = trace.getSpan(active);
     if (span?.isRecording()) return;
-    const valid = span !== undefined && trace.isSpanContextValid(span.spanContext());
-    const passOn = active.getValue(PASS_ON) as SpanContext | undefined;
-    if (!valid && !passOn) return;
-    const headers: Record<string, string> = {};
-    // An unsampled request runs with tracing suppressed, which the propagator honours: its
-    // context is injected from a fresh one.
-    propagation.inject(valid ? active : trace.setSpanContext(ROOT_CONTEXT, passOn as SpanContext), headers);
+    let headers: Record<string, string>;
+    if (span !== undefined && trace.isSpanContextValid(span.spanContext())) {
+      headers = {};
+      propagation.inject(active, headers);
+    } else {
+      const passOn = active.getValue(PASS_ON) as PassOn | undefined;
+      if (!passOn) return;
+      // The propagators write nothing for a context whose tracing is suppressed, so the headers
+      // are made from the same context unsuppressed; once per request, however many calls it makes.
+      if (!passOn.headers) {
+        passOn.headers = {};
+        propagation.inject(trace.setSpanContext(unsuppressTracing(active), passOn.spanContext), passOn.headers);
+      }
+      headers = passOn.headers;
+    }
     const { request } = message as { request: { addHeader(name: string, value: string): void } };
-    for (const [name, value] of Object.entries(headers)) request.addHeader(name, value);
+    for (const name in headers) request.addHeader(name, headers[name] as string);
   };
   subscribe("undici:request:create", onUndiciRequest);
   return () => unsubscribe("undici:request:create", onUndiciRequest);

@@ -1,7 +1,7 @@
 // A process started as every Capstan process starts (tracing.test.ts runs it): startTracing()
 // with the OTEL_* variables the test gives, then the modules the instrumentations patch, imported
 // the ESM way. A Fastify route calls the test's downstream server with fetch; the fixture sends it
-// the requests of CALLS (a JSON list of `traceparent` values, null for none) and prints, per
+// the requests of CALLS (a JSON list of `traceparent` values, or of header objects; null for none) and prints, per
 // request, what the route saw of the active span, and whether ioredis and node:http were patched.
 import { startTracing } from "./tracing.ts";
 
@@ -21,8 +21,11 @@ await app.listen({ port: 0, host: "127.0.0.1" });
 const address = app.server.address();
 const port = typeof address === "object" && address ? address.port : 0;
 const seen = [];
-for (const [i, traceparent] of (JSON.parse(process.env.CALLS ?? "[]") as (string | null)[]).entries()) {
-  const res = await fetch(`http://127.0.0.1:${port}/work/${i}`, { headers: traceparent ? { traceparent } : {} });
+for (const [i, call] of (
+  JSON.parse(process.env.CALLS ?? "[]") as (string | Record<string, string> | null)[]
+).entries()) {
+  const headers = typeof call === "string" ? { traceparent: call } : (call ?? {});
+  const res = await fetch(`http://127.0.0.1:${port}/work/${i}`, { headers });
   seen.push(await res.json());
 }
 const wrapped = (fn: unknown) => Boolean((fn as { __wrapped?: boolean }).__wrapped);

@@ -21,6 +21,7 @@ interface OtlpSpan {
 
 /** The test's side of the fixture: the downstream server the route calls, and an OTLP/JSON sink. */
 const traceparents: (string | undefined)[] = [];
+const baggages: (string | undefined)[] = [];
 const spans: OtlpSpan[] = [];
 let downstream: Server;
 let sink: Server;
@@ -29,6 +30,7 @@ const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).po
 beforeAll(async () => {
   downstream = createServer((req, res) => {
     traceparents.push(req.headers.traceparent as string | undefined);
+    baggages.push(req.headers.baggage as string | undefined);
     res.end("ok");
   });
   sink = createServer((req, res) => {
@@ -51,8 +53,9 @@ afterAll(() => {
 });
 
 /** Runs the fixture process with these OTEL_* variables and calls; returns what it printed. */
-async function runFixture(otel: Record<string, string>, calls: (string | null)[]) {
+async function runFixture(otel: Record<string, string>, calls: (string | Record<string, string> | null)[]) {
   traceparents.length = 0;
+  baggages.length = 0;
   spans.length = 0;
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OTEL_")));
   const { stdout } = await promisify(execFile)(
@@ -100,7 +103,7 @@ describe("a process started like the services", () => {
         // New traces are never sampled here, so only the caller's decision counts.
         OTEL_TRACES_SAMPLER_ARG: "0",
       },
-      [SAMPLED, UNSAMPLED, null],
+      [SAMPLED, UNSAMPLED, null, { traceparent: UNSAMPLED, baggage: "tenant=blue" }, null],
     );
     expect(out).toMatchObject({ ioredis: true, http: true });
     expect(out.seen[0]?.span).toEqual({ recording: true, traceId: CALLER_TRACE });
@@ -123,5 +126,12 @@ describe("a process started like the services", () => {
     expect(traceparents[1]).toBe(UNSAMPLED);
     expect(traceparents[2]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(traceparents[2]).not.toContain(CALLER_TRACE);
+    // A caller's baggage goes on with an unsampled trace as with a sampled one; two requests
+    // without a trace header get traces of their own.
+    expect(traceparents[3]).toBe(UNSAMPLED);
+    expect(baggages[3]).toBe("tenant=blue");
+    expect(baggages.filter((b) => b !== undefined)).toHaveLength(1);
+    expect(traceparents[4]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(traceparents[4]?.split("-")[1]).not.toBe(traceparents[2]?.split("-")[1]);
   }, 120_000);
 });

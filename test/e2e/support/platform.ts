@@ -1,9 +1,10 @@
 // Installing Capstan on the e2e node the way a platform team would: the images built from this
 // repository (scripts/images/build.sh), `helm upgrade --install` of charts/capstan with a TLS
-// Secret for the ingress and a PersistentVolume for search's embedded store, then examples/.
+// Secret for the ingress, then examples/. Search's claim is the chart's own, bound by the node's
+// default StorageClass (test/ground/node-storage.ts), as on a cluster with dynamic provisioning.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
@@ -19,7 +20,6 @@ export const DEMO_NS = "capstan-demo";
 /** The host name the ingress answers to; the tests resolve it to the ingress's loopback address. */
 export const INGRESS_HOST = "capstan.test";
 export const TLS_SECRET = "capstan-ingress-tls";
-export const SEARCH_CLAIM = "capstan-search-data";
 const chart = fileURLToPath(new URL("../../../charts/capstan", import.meta.url));
 
 /** Image references written by scripts/images/build.sh next to the archives it built. */
@@ -106,7 +106,7 @@ export function ingressDispatcher(ca: string): Agent {
 /** The values a local install uses: locally built images (never pulled), dev Redis, ingress with TLS. */
 export function installValues(images: Record<string, string>, extra: string[] = []): string[] {
   const set: string[] = [];
-  for (const name of ["operator", "gateway", "search", "scraper"]) {
+  for (const name of ["operator", "gateway", "search", "scraper", "console"]) {
     const ref = images[name];
     if (!ref) throw new Error(`no ${name} image in tags.env`);
     const [repo, tag] = repoAndTag(ref);
@@ -127,12 +127,25 @@ export function installValues(images: Record<string, string>, extra: string[] = 
     `ingress.hosts[0]=${INGRESS_HOST}`,
     `ingress.tls[0].secretName=${TLS_SECRET}`,
     `ingress.tls[0].hosts[0]=${INGRESS_HOST}`,
-    `search.persistence.existingClaim=${SEARCH_CLAIM}`,
     // Traefik runs on the node and reaches pods from the bridge's host address, and only from
     // there: naming that address admits it to search's public port (no pod may call that port)
     // and makes search believe its X-Forwarded-For, so search sees the real client's address (the
     // examples allow 127.0.0.1).
     `networkPolicy.ingressController.ipBlocks[0]=${net.hostIp}/32`,
+    // The chart's platform Scraper (KnowledgeBases without scraperRef) scrapes pages served in the
+    // cluster: the platform team allows the cluster's ranges, as for the example Scraper.
+    "scraping.platformScraper.spec.allowedHosts[0]=198.18.0.0/15",
+    // One console: the node has 2 CPUs to request, and the platform (two gateways, search, the
+    // operator, the dev Redis, the platform Scraper and the example Scraper's two pods) already
+    // requests 1,650m of them; a second console left no room for the surge pod of the example
+    // Scraper's rolling update (FailedScheduling: Insufficient cpu). Two consoles sharing their
+    // sessions are tested in test/console/redis-sessions.test.ts.
+    "console.replicas=1",
+    // Sized for this node as a platform team sizes for a small one: every Scraper pod (the
+    // example's two, the platform's one, and a rolling update's surge pod) asks for 150m, not
+    // 350m, so rollouts of search and the Scrapers still find CPU to schedule on.
+    "scraper.resources.requests.cpu=50m",
+    "scraper.renderResources.requests.cpu=100m",
     ...extra,
   );
   return set;
@@ -146,8 +159,8 @@ export async function helmInstall(home: string, set: string[], timeoutMs = 240_0
   return res;
 }
 
-/** What must exist before the chart goes in: the namespace, the ingress's TLS Secret, search's volume. */
-export async function prerequisites(kube: TestKube, tls: Tls, dataDir: string): Promise<void> {
+/** What must exist before the chart goes in: the namespace and the ingress's TLS Secret. */
+export async function prerequisites(kube: TestKube, tls: Tls): Promise<void> {
   await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: SYSTEM_NS } });
   await apply(kube, {
     apiVersion: "v1",
@@ -160,43 +173,6 @@ export async function prerequisites(kube: TestKube, tls: Tls, dataDir: string): 
         "tls.key": readFileSync(join(tls.dir, "tls.key"), "utf8"),
       },
     } as object),
-  });
-  // A new cluster (no such volume yet) starts from an empty folder, not an earlier run's vectors.
-  if (!(await get(kube, "PersistentVolume", "v1", `${SEARCH_CLAIM}-pv`)))
-    rmSync(dataDir, { recursive: true, force: true });
-  await hostPathClaim(kube, SEARCH_CLAIM, dataDir);
-}
-
-/**
- * No dynamic provisioner on a one-node test cluster: a claim in the release namespace, pre-bound
- * to a hostPath volume (`<claim>-pv`) on `dir`, owned by the images' user (10001).
- */
-export async function hostPathClaim(kube: TestKube, claim: string, dir: string): Promise<void> {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  execFileSync("chown", ["10001:10001", dir]);
-  await apply(kube, {
-    apiVersion: "v1",
-    kind: "PersistentVolume",
-    metadata: { name: `${claim}-pv` },
-    spec: {
-      capacity: { storage: "1Gi" },
-      accessModes: ["ReadWriteOnce"],
-      persistentVolumeReclaimPolicy: "Retain",
-      storageClassName: "",
-      hostPath: { path: dir, type: "Directory" },
-      claimRef: { namespace: SYSTEM_NS, name: claim },
-    },
-  });
-  await apply(kube, {
-    apiVersion: "v1",
-    kind: "PersistentVolumeClaim",
-    metadata: { name: claim, namespace: SYSTEM_NS },
-    spec: {
-      accessModes: ["ReadWriteOnce"],
-      storageClassName: "",
-      volumeName: `${claim}-pv`,
-      resources: { requests: { storage: "1Gi" } },
-    },
   });
 }
 
@@ -218,7 +194,7 @@ export async function ensurePlatform(
 ): Promise<{ tls: Tls; images: Record<string, string>; installStarted: number }> {
   const images = builtImages();
   const tls = makeTls(join(home, "tls"));
-  await prerequisites(kube, tls, join(tmpdir(), "capstan-e2e-search-data"));
+  await prerequisites(kube, tls);
   const installStarted = Date.now();
   await helmInstall(home, installValues(images, extraValues));
   console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms`);

@@ -1,5 +1,8 @@
 // Usage: requests, 429s and tokens per channel, and latency, over the last hour, drawn with uPlot
-// from the gateway's own metrics (read by the console); a table gives the totals in words.
+// from the gateway's own metrics (read by the console); a table gives the totals in words. Below,
+// the tokens the gateway keeps in Redis (they survive restarts): per channel, agent, upstream and
+// model over the last 24 hours, with the cost where the Agent prices the model.
+import type { UsageRow } from "@capstan/shared/api";
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -15,6 +18,72 @@ interface Usage {
   warning: string | null;
   channels: string[];
   points: { at: number; latencySum: number; latencyCount: number; channels: Record<string, ChannelPoint> }[];
+}
+
+type HourlyRow = UsageRow;
+
+/** The rows of the last hours summed per channel, agent, upstream and model. */
+function totals(rows: HourlyRow[]): HourlyRow[] {
+  const by = new Map<string, HourlyRow>();
+  for (const r of rows) {
+    const key = [r.channel, r.agent, r.upstream, r.model].join("\t");
+    const t = by.get(key);
+    if (!t) {
+      by.set(key, { ...r, ...(r.cost ? { cost: { ...r.cost } } : {}) });
+      continue;
+    }
+    t.prompt += r.prompt;
+    t.completion += r.completion;
+    t.requests += r.requests;
+    if (r.cost && t.cost) t.cost.amount += r.cost.amount;
+  }
+  return [...by.values()];
+}
+
+function KeptUsage({ ns }: { ns: string }) {
+  const [rows, setRows] = useState<HourlyRow[]>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    get<{ rows: HourlyRow[] }>(nsPath(ns, "usage/hourly?hours=24")).then(
+      (r) => setRows(totals(r.rows)),
+      (e: ApiError) => setError(e.message),
+    );
+  }, [ns]);
+  return (
+    <>
+      {/* Not an alert: the charts above work without it (no Redis, or only Prometheus configured). */}
+      {error ? <p class="note">Tokens kept by the gateway: {error}</p> : null}
+      <table>
+        <caption>Tokens in the last 24 hours, kept by the gateway (survive restarts)</caption>
+        <thead>
+          <tr>
+            <th scope="col">Channel</th>
+            <th scope="col">Agent</th>
+            <th scope="col">Upstream</th>
+            <th scope="col">Model</th>
+            <th scope="col">Requests</th>
+            <th scope="col">Prompt tokens</th>
+            <th scope="col">Completion tokens</th>
+            <th scope="col">Cost</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(rows ?? []).map((r) => (
+            <tr key={`${r.channel}/${r.upstream}/${r.model}`} data-testid={`kept-${r.channel}-${r.upstream}`}>
+              <th scope="row">{r.channel}</th>
+              <td>{r.agent}</td>
+              <td>{r.upstream}</td>
+              <td>{r.model}</td>
+              <td>{r.requests}</td>
+              <td>{r.prompt}</td>
+              <td>{r.completion}</td>
+              <td>{r.cost ? `${r.cost.amount.toFixed(4)} ${r.cost.currency}` : "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
 }
 
 const COLORS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a"];
@@ -104,6 +173,7 @@ export function UsagePage({ ns }: { ns: string }) {
           ))}
         </tbody>
       </table>
+      <KeptUsage ns={ns} />
       {times.length > 1 ? (
         <>
           <Chart title="Requests" times={times} series={per("requests")} />

@@ -10,19 +10,17 @@ const spec = agentSpec.parse({
   parameters: { temperature: 0.2, maxTokens: 100, topP: 0.9, stop: ["END"] },
   knowledge: { knowledgeIds: ["kb_a"], citations: "field" },
 });
-const provider = spec.provider as NonNullable<typeof spec.provider>;
 
 describe("upstreamBody", () => {
-  it("puts the system prompt first, the agent's model and parameters as defaults", () => {
+  it("puts the system prompt first and the agent's parameters as defaults (no model: each upstream sets its own)", () => {
     const body = upstreamBody(
       spec,
-      provider,
       parseChatRequest({ model: "ignored", messages: [{ role: "user", content: "q" }] }),
       undefined,
       false,
     );
+    expect(body).not.toHaveProperty("model");
     expect(body).toMatchObject({
-      model: "gpt-test",
       temperature: 0.2,
       top_p: 0.9,
       max_tokens: 100,
@@ -44,7 +42,7 @@ describe("upstreamBody", () => {
       max_completion_tokens: 5,
       tools: [{ type: "function", function: { name: "f", parameters: {} } }],
     });
-    const body = upstreamBody(spec, provider, req, undefined, true);
+    const body = upstreamBody(spec, req, undefined, true);
     expect(body.temperature).toBe(1);
     expect(body.max_completion_tokens).toBe(5);
     expect(body).not.toHaveProperty("max_tokens");
@@ -68,7 +66,6 @@ describe("upstreamBody", () => {
     ]);
     const body = upstreamBody(
       spec,
-      provider,
       parseChatRequest({ model: "m", messages: [{ role: "user", content: "q" }] }),
       citations,
       false,

@@ -1,25 +1,22 @@
 // The LLM agent (and, with knowledge configured, the RAG agent): the Agent's system prompt, the
 // retrieved passages and the client's messages go to the Agent's OpenAI-compatible provider with
-// the Agent's parameters as defaults (the request's own fields win). Streams are passed through
-// chunk by chunk; the consumer pulls, so a slow client slows the upstream read (backpressure).
+// the Agent's parameters as defaults (the request's own fields win), through the router
+// (router.ts: the Agent's upstreams in order, with fallback and a breaker each). Streams are passed
+// through chunk by chunk; the consumer pulls, so a slow client slows the upstream read (backpressure).
 import type { AgentSpec } from "@capstan/shared/api";
 import { type ChatMessage, type ChatRequest, PASSTHROUGH_FIELDS } from "../chat-request.ts";
 import { GatewayError } from "../errors.ts";
-import type { SecretResolver } from "../secrets.ts";
 import { retrieveCitations } from "./knowledge.ts";
 import { ragContextMessage, referencesText } from "./passages.ts";
 import type { Retriever } from "./retrieval.ts";
+import type { UpstreamRouter } from "./router.ts";
 import { usageOf } from "./tokens.ts";
 import type { AgentContext, ChatAgent, Citation, Completion, CompletionChoice, StreamPiece, Usage } from "./types.ts";
-import type { UpstreamClient } from "./upstream.ts";
 
 export interface LlmAgentDeps {
-  upstream: UpstreamClient;
+  router: UpstreamRouter;
   retriever: Retriever;
-  secrets: SecretResolver;
 }
-
-type Provider = NonNullable<AgentSpec["provider"]>;
 
 function agentDefaults(spec: AgentSpec): Record<string, unknown> {
   const p = spec.parameters ?? {};
@@ -33,10 +30,9 @@ function agentDefaults(spec: AgentSpec): Record<string, unknown> {
   return out;
 }
 
-/** The upstream request body: pure, so it is unit-tested without a provider. */
+/** The upstream request body, without `model` (each upstream sets its own): pure, unit-tested. */
 export function upstreamBody(
   spec: AgentSpec,
-  provider: Provider,
   request: ChatRequest,
   citations: Citation[] | undefined,
   stream: boolean,
@@ -47,7 +43,7 @@ export function upstreamBody(
     messages.push({ role: "system", content: ragContextMessage(citations, spec.knowledge?.citations !== "none") });
   }
   messages.push(...request.messages);
-  const body: Record<string, unknown> = { model: provider.model, messages, ...agentDefaults(spec) };
+  const body: Record<string, unknown> = { messages, ...agentDefaults(spec) };
   for (const field of PASSTHROUGH_FIELDS) {
     const value = request[field];
     if (value !== undefined && value !== null) body[field] = value;
@@ -76,30 +72,16 @@ export class LlmAgent implements ChatAgent {
 
   private async prepare(ctx: AgentContext, stream: boolean) {
     const spec = ctx.agent.spec;
-    const provider = spec.provider as Provider;
-    let apiKey: string | undefined;
-    if (provider.apiKeySecretRef) {
-      apiKey = await this.deps.secrets.resolve(ctx.channel.namespace, provider.apiKeySecretRef);
-      if (apiKey === undefined) throw new GatewayError("provider_key_missing");
-    }
     const citations = this.mode === "rag" ? await retrieveCitations(ctx, this.deps.retriever) : undefined;
-    const body = upstreamBody(spec, provider, ctx.request, citations, stream);
-    const call = {
-      baseURL: provider.baseURL,
-      apiKey,
-      body,
-      stream,
-      timeoutMs: provider.timeoutSeconds * 1000,
-      maxRetries: provider.maxRetries,
-      signal: ctx.signal,
-      agent: `${ctx.channel.namespace}/${ctx.channel.agentName}`,
-    };
+    const body = upstreamBody(spec, ctx.request, citations, stream);
+    const call = { agent: ctx.agent, namespace: ctx.channel.namespace, body, stream, signal: ctx.signal };
     return { call, citations: citations ?? [], citeMode: spec.knowledge?.citations ?? "none" };
   }
 
   async complete(ctx: AgentContext): Promise<Completion> {
     const { call, citations, citeMode } = await this.prepare(ctx, false);
-    const res = await this.deps.upstream.call(call);
+    const res = await this.deps.router.call(call);
+    ctx.served = { upstream: res.upstream.name, model: res.upstream.target.model };
     const json = res.json ?? {};
     const rawChoices = Array.isArray(json.choices) ? (json.choices as Record<string, unknown>[]) : [];
     if (rawChoices.length === 0) throw new GatewayError("upstream_error", { detail: "the response has no choices" });
@@ -125,7 +107,8 @@ export class LlmAgent implements ChatAgent {
 
   async *stream(ctx: AgentContext): AsyncGenerator<StreamPiece> {
     const { call, citations, citeMode } = await this.prepare(ctx, true);
-    const res = await this.deps.upstream.call(call);
+    const res = await this.deps.router.call(call);
+    ctx.served = { upstream: res.upstream.name, model: res.upstream.target.model };
     if (citeMode === "field") yield { kind: "citations", citations };
     let usage: Usage | undefined;
     let text = "";

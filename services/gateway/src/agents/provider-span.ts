@@ -37,6 +37,8 @@ export function requestAttributes(body: Record<string, unknown>): Attributes {
 
 export interface ProviderTarget {
   model: string;
+  /** gen_ai.provider.name (openai, azure.ai.openai, anthropic); default openai. */
+  providerName?: string;
   hostname: string;
   port: number;
 }
@@ -48,7 +50,7 @@ export function startProviderSpan(target: ProviderTarget, body: Record<string, u
     kind: SpanKind.CLIENT,
     attributes: {
       "gen_ai.operation.name": "chat",
-      "gen_ai.provider.name": PROVIDER_NAME,
+      "gen_ai.provider.name": target.providerName ?? PROVIDER_NAME,
       "gen_ai.request.model": target.model,
       "server.address": target.hostname,
       "server.port": target.port,

@@ -8,8 +8,12 @@ import type { Usage } from "./types.ts";
 type CountTokens = (text: string) => number;
 let counter: Promise<CountTokens> | undefined;
 
-/** Loads the tokenizer once, on first use (its ranks take a moment to load). */
-export function loadTokenizer(): Promise<CountTokens> {
+/**
+ * Loads the tokenizer once, on first use: its ranks take about 250 ms and 60 MB to load, which a
+ * gateway whose providers report usage never needs (only the extractive agent and a reply
+ * without `usage` count tokens), so nothing loads them at start-up.
+ */
+function loadTokenizer(): Promise<CountTokens> {
   counter ??= import("gpt-tokenizer/encoding/o200k_base").then((m) => (text: string) => m.countTokens(text));
   return counter;
 }

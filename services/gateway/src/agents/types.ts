@@ -58,6 +58,8 @@ export interface AgentContext {
   agent: Agent;
   /** Aborted when the client goes away or the request ends. */
   signal: AbortSignal;
+  /** Set by the agent: the upstream that answered and its model (usage accounting). */
+  served?: { upstream: string; model: string };
 }
 
 export interface ChatAgent {
@@ -66,8 +68,8 @@ export interface ChatAgent {
   stream(ctx: AgentContext): AsyncIterable<StreamPiece>;
 }
 
-/** Which agent runs for an Agent resource: no provider → extractive; a provider with knowledge → rag. */
+/** Which agent runs for an Agent resource: no provider nor upstreams → extractive; with knowledge → rag. */
 export function modeOf(agent: Agent): AgentMode {
-  if (!agent.spec.provider) return "extractive";
+  if (!agent.spec.provider && !agent.spec.upstreams) return "extractive";
   return agent.spec.knowledge ? "rag" : "llm";
 }

@@ -1,11 +1,13 @@
-// The client of an OpenAI-compatible provider: POST {baseURL}/chat/completions over a pooled
-// undici Agent, with a timeout per attempt, retries before the first byte by the shared
+// The client of one LLM upstream (an OpenAI-compatible API, Azure OpenAI or Anthropic; where and
+// in which shape: wire/index.ts): one POST over a pooled undici Agent, with a timeout per attempt, retries before the first byte by the shared
 // resilience policy (connect errors, timeouts, 408/409/429/5xx; bounded, full jitter, Retry-After
 // honoured; one longer than retryMaxMs ends the call with the provider's 429 and its Retry-After),
 // a GenAI span (provider-span.ts; the undici instrumentation injects its traceparent) and the GenAI
 // client metrics (gen_ai_client_operation_duration_seconds and gen_ai_client_token_usage for
 // every call, sampled or not), and provider statuses mapped to gateway errors (429 → 429,
-// 400/422 → 400, timeout → 504, anything else → 502).
+// 400/422 → 400, timeout → 504, anything else → 502). Answers come back in OpenAI's shape
+// whatever the provider (the target's translation runs before metrics and spans see them).
+// Falling to another upstream and circuit breaking are the router's (router.ts).
 // Every connection goes through the platform's egress guard (@capstan/shared/egress): a baseURL
 // that resolves to loopback, link-local, cluster or private addresses is refused (502
 // upstream_refused naming the range) unless CAPSTAN_EGRESS_ALLOWED_HOSTS lists it. A provider's
@@ -24,10 +26,12 @@ import type { GatewayMetrics } from "../metrics.ts";
 import { endProviderSpan, failProviderSpan, startProviderSpan, tracedStream } from "./provider-span.ts";
 import type { Usage } from "./types.ts";
 import { AttemptTimeout, bufferedRequest } from "./upstream-http.ts";
+import type { UpstreamTarget } from "./wire/index.ts";
 
 export interface UpstreamCall {
-  baseURL: string;
+  target: UpstreamTarget;
   apiKey: string | undefined;
+  /** The OpenAI chat body, `model` already the target's. */
   body: Record<string, unknown>;
   stream: boolean;
   timeoutMs: number;
@@ -48,7 +52,8 @@ export interface UpstreamOptions {
   onBlocked?: (target: string, reason: string) => void;
 }
 
-const RETRY_STATUSES = new Set([408, 409, 429, 500, 502, 503, 504]);
+// 529: Anthropic's "overloaded".
+const RETRY_STATUSES = new Set([408, 409, 429, 500, 502, 503, 504, 529]);
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
 export class ClientGone extends Error {
@@ -121,7 +126,7 @@ export interface UpstreamResponse {
   attempts: number;
 }
 
-/** Where a provider's chat completions are, parsed once per base URL (not per request). */
+/** Where a provider's chat operation is, parsed once per URL (not per request). */
 interface Endpoint {
   origin: string;
   path: string;
@@ -166,14 +171,14 @@ export class UpstreamClient {
     return p;
   }
 
-  private endpoint(baseURL: string): Endpoint {
-    let e = this.endpoints.get(baseURL);
+  private endpoint(target: string): Endpoint {
+    let e = this.endpoints.get(target);
     if (!e) {
-      const url = new URL(`${baseURL.replace(/\/+$/, "")}/chat/completions`);
+      const url = new URL(target);
       const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
       e = { origin: url.origin, path: `${url.pathname}${url.search}`, hostname: url.hostname, port };
       if (this.endpoints.size >= 1024) this.endpoints.clear();
-      this.endpoints.set(baseURL, e);
+      this.endpoints.set(target, e);
     }
     return e;
   }
@@ -184,19 +189,25 @@ export class UpstreamClient {
    */
   call(call: UpstreamCall): Promise<UpstreamResponse> {
     const started = performance.now();
-    const model = String(call.body.model);
+    const { target } = call;
+    const model = target.model;
     const genai = this.opts.metrics.genai.client(model);
-    const endpoint = this.endpoint(call.baseURL);
-    const span = startProviderSpan({ model, hostname: endpoint.hostname, port: endpoint.port }, call.body);
+    const endpoint = this.endpoint(target.url);
+    const span = startProviderSpan(
+      { model, hostname: endpoint.hostname, port: endpoint.port, providerName: target.providerName },
+      call.body,
+    );
     const attempts = span
       ? context.with(trace.setSpan(context.active(), span), () => this.attempts(call))
       : this.attempts(call);
     return attempts.then(
       (res) => {
         if (res.events) {
-          const events = this.measured(res.events, genai, started);
+          const translated = target.stream ? target.stream(res.events, Math.floor(Date.now() / 1000)) : res.events;
+          const events = this.measured(translated, genai, started);
           return { ...res, events: span ? tracedStream(span, events, started, errorTypeOf) : events };
         }
+        if (res.json && target.response) res.json = target.response(res.json);
         genai.done((performance.now() - started) / 1000, undefined, res.json?.usage as Usage | undefined);
         if (span) endProviderSpan(span, res.json, res.attempts);
         return res;
@@ -242,13 +253,18 @@ export class UpstreamClient {
   }
 
   private async attempts(call: UpstreamCall): Promise<UpstreamResponse> {
-    const { origin, path } = this.endpoint(call.baseURL);
+    const { target } = call;
+    const { origin, path } = this.endpoint(target.url);
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: call.stream ? "text/event-stream" : "application/json",
+      ...target.headers,
     };
-    if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
-    const payload = JSON.stringify(call.body);
+    if (call.apiKey) {
+      const [name, value] = target.keyHeader(call.apiKey);
+      headers[name] = value;
+    }
+    const payload = JSON.stringify(target.body(call.body));
     const opts = { origin, path, method: "POST" as const, headers, body: payload };
     try {
       return await this.policy(call.maxRetries).execute(({ attempt }) => this.attempt(call, opts, attempt), {

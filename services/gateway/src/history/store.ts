@@ -4,7 +4,8 @@
 // retention are trimmed on every write (XADD MINID), the stream is capped at maxEntries and expires
 // after the retention when the channel goes quiet. Read it with GET /api/v1/history (the channel's
 // own key) or `redis-cli XREVRANGE capstan:history:<ns>/<name> + - COUNT 10`. Keys are never stored.
-import type { Redis } from "ioredis";
+// On a Redis Cluster the append script's two keys share the stream's slot (markerKeyOf).
+import { companionKey, type RedisClient } from "@capstan/shared/redis";
 import type { Citation, Usage } from "../agents/types.ts";
 import type { ChatMessage } from "../chat-request.ts";
 
@@ -69,12 +70,12 @@ type AppendRunner = (
 ) => Promise<number>;
 
 export class RedisHistoryStore implements HistoryStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly opts: HistoryOptions;
 
   private readonly run: AppendRunner;
 
-  constructor(redis: Redis, opts: HistoryOptions) {
+  constructor(redis: RedisClient, opts: HistoryOptions) {
     this.redis = redis;
     this.opts = opts;
     if (!(redis as unknown as Record<string, unknown>).capstanHistoryAppend) {
@@ -88,11 +89,19 @@ export class RedisHistoryStore implements HistoryStore {
     return `${this.opts.keyPrefix}${channelId}`;
   }
 
+  /**
+   * The exchange's write marker, in the stream's hash slot (a script's keys must share one on a
+   * Redis Cluster): `{<stream key>}:written:<id>`, which hashes as the stream key itself does.
+   */
+  markerKeyOf(channelId: string, exchangeId: string): string {
+    return companionKey(this.keyOf(channelId), `written:${exchangeId}`);
+  }
+
   async append(channelId: string, record: ExchangeRecord): Promise<void> {
     const minId = Date.now() - this.opts.retentionSeconds * 1000;
     await this.run(
       this.keyOf(channelId),
-      `${this.opts.keyPrefix}written:${record.id}`,
+      this.markerKeyOf(channelId, record.id),
       String(minId),
       this.opts.maxEntries,
       this.opts.retentionSeconds,

@@ -40,7 +40,7 @@ function requestAttributes(agent: Agent, request: ChatRequest): Attributes {
 export function startAgentSpan(agent: Agent, mode: AgentMode, request: ChatRequest, parent: Context): Span | undefined {
   if (!recordingNow(parent)) return undefined;
   const name = agent.metadata.name;
-  const model = agent.spec.provider?.model;
+  const model = agent.spec.provider?.model ?? agent.spec.upstreams?.[0]?.model;
   return tracerOf().startSpan(
     `invoke_agent ${name}`,
     {

@@ -7,8 +7,8 @@
 // the trial, so none of them waits on a Redis that may still be frozen. One log line per change
 // between open and closed (never one per request); the state is a metric.
 import type { Logger } from "@capstan/shared";
+import type { RedisClient } from "@capstan/shared/redis";
 import { CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll } from "cockatiel";
-import type { Redis } from "ioredis";
 import type { GatewayMetrics } from "../metrics.ts";
 
 export type BreakerState = "closed" | "open" | "half_open";
@@ -27,7 +27,7 @@ export class RedisUnavailable extends Error {
 class CallTimeout extends Error {}
 
 export interface RedisBreakerOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** How long one call may wait for Redis before it counts as a failure. */
   timeoutMs: number;
   /** Consecutive failures that open the breaker. */

@@ -81,19 +81,19 @@ describe("the scraper API's plugins", () => {
 
   it("publishes scrape, bulk, web search, jobs, map and health, every error in the {success:false,error,code} shape", async () => {
     const doc = (await keyed().inject({ method: "GET", url: "/openapi.json" })).json();
-    expect(Object.keys(doc.paths).sort()).toEqual([
-      "/batch/scrape",
-      "/batch/scrape/{id}",
-      "/batch/scrape/{id}/errors",
-      "/crawl",
-      "/crawl/{id}",
-      "/crawl/{id}/errors",
-      "/health",
-      "/map",
-      "/scrape",
-      "/scrape/bulk",
-      "/search",
-    ]);
+    const jobPaths = ["/batch/scrape", "/batch/scrape/{id}", "/batch/scrape/{id}/errors", "/crawl", "/crawl/{id}"];
+    jobPaths.push("/crawl/{id}/errors", "/map");
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      [
+        ...jobPaths,
+        "/health",
+        "/scrape",
+        "/scrape/bulk",
+        "/search",
+        // Firecrawl's v1 and v2 routes (firecrawl/dialects.ts), for its SDKs.
+        ...["v1", "v2"].flatMap((v) => [...jobPaths, "/scrape"].map((p) => `/${v}${p}`)),
+      ].sort(),
+    );
     expect(doc.paths["/crawl/{id}"].delete.responses["409"].description).toContain("JOB_FINISHED");
     expect(doc.paths["/crawl/{id}"].get.responses["404"].description).toContain("JOB_NOT_FOUND");
     const scrape = doc.paths["/scrape"].post;

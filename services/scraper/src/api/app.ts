@@ -13,8 +13,14 @@ import {
   type Registry,
 } from "@capstan/shared";
 import type { FastifyInstance } from "fastify";
+import type { Redis } from "ioredis";
 import type { ScraperConfig } from "../config.ts";
+import type { JobBackend } from "../crawl/backend.ts";
+import type { JobDeps } from "../crawl/crawler.ts";
 import { JobStore } from "../crawl/jobs.ts";
+import { MemoryJobs } from "../crawl/memory-jobs.ts";
+import { jobsRedis } from "../crawl/redis.ts";
+import { SharedJobs } from "../crawl/shared-jobs.ts";
 import { SiteFiles } from "../crawl/site-files.ts";
 import { installErrorHandlers } from "../http-errors.ts";
 import { Limiter } from "../limiter.ts";
@@ -36,6 +42,11 @@ export interface AppDeps {
   llm?: LlmClient;
   /** The jobs' clock (tests move it to expire jobs); default Date.now. */
   now?: () => number;
+  /**
+   * Redis connections for shared jobs (config.redisUrl set): `state` for the jobs' state, `queue`
+   * for BullMQ. Default: jobsRedis() of redis.ts with config.redisUrl.
+   */
+  redis?: { state: () => Redis; queue: () => Redis };
 }
 
 export type { BulkEntry } from "./response-schemas.ts";
@@ -64,6 +75,9 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
   );
   const siteDispatcher = guard.dispatcher(config.proxy);
   const siteFiles = new SiteFiles({ guard, dispatcher: siteDispatcher, metrics, maxBytes: config.maxResourceBytes });
+  const jobDeps: JobDeps = { config, service, guard, jobLimiter, siteFiles, ...(deps.now ? { now: deps.now } : {}) };
+  const onPage = (kind: "crawl" | "batch", outcome: "ok" | "error" | "robots_blocked") =>
+    metrics.jobPages.inc({ kind, outcome });
   const store = new JobStore({
     ...config.jobs,
     ...(deps.now ? { now: deps.now } : {}),
@@ -74,8 +88,24 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
       const { id, kind, status, completed, failed } = job;
       logger.info({ job: id, kind, status, completed, failed, ms: Math.round(ms) }, "job finished");
     },
-    onPage: (kind, outcome) => metrics.jobPages.inc({ kind, outcome }),
+    onPage,
   });
+  // With Redis, jobs are shared by every replica and kept across restarts; without, in memory.
+  const redisUrl = config.redisUrl;
+  const connections = deps.redis ?? (redisUrl ? jobsRedis(redisUrl, logger) : undefined);
+  const stateRedis = connections?.state();
+  const jobs: JobBackend =
+    connections && stateRedis
+      ? new SharedJobs({
+          redis: stateRedis,
+          queueRedis: connections.queue,
+          jobDeps,
+          logger,
+          onPage,
+          onStoreError: (operation) => metrics.jobStoreErrors.inc({ operation }),
+          ...(deps.now ? { now: deps.now } : {}),
+        })
+      : new MemoryJobs(store, jobDeps);
   const sweepTimer = setInterval(() => store.sweep(), 60_000);
   sweepTimer.unref();
 
@@ -102,7 +132,8 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
   app.addHook("onClose", async () => {
     clearInterval(probeTimer);
     clearInterval(sweepTimer);
-    await store.close();
+    await jobs.close();
+    if (stateRedis && !deps.redis) stateRedis.disconnect();
     await siteDispatcher.close();
     if (!deps.renderClient) await renderClient.close();
   });
@@ -132,8 +163,8 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     limiter,
     llm,
     metrics,
-    store,
-    jobDeps: { config, service, guard, jobLimiter, siteFiles, ...(deps.now ? { now: deps.now } : {}) },
+    jobs,
+    jobDeps,
   });
 
   return app;

@@ -15,7 +15,7 @@ export async function runBatch(job: Job, body: BatchBody, urls: string[], deps: 
     next: () => urls[next++],
     visit: async (url) => {
       try {
-        job.addPage(await scrapeForJob(deps, job, scrapeInput(url, body), false));
+        job.addPage(await scrapeForJob(deps, job.signal, scrapeInput(url, body), false));
       } catch (err) {
         if (!job.signal.aborted) job.addError(url, err);
       } finally {

@@ -49,9 +49,9 @@ export function jobConcurrency(deps: JobDeps, asked: number | undefined): number
 }
 
 /** Scrapes one URL for a job: a background slot, then the scrape service (guard, worker slot, render). */
-export function scrapeForJob(deps: JobDeps, job: Job, input: ScrapeInput, links: boolean) {
-  return deps.jobLimiter.run(() => deps.service.scrape(input, { signal: job.signal, bulk: true, links }), {
-    signal: job.signal,
+export function scrapeForJob(deps: JobDeps, signal: AbortSignal, input: ScrapeInput, links: boolean) {
+  return deps.jobLimiter.run(() => deps.service.scrape(input, { signal, bulk: true, links }), {
+    signal,
     force: true,
   });
 }
@@ -61,13 +61,13 @@ export function scrapeForJob(deps: JobDeps, job: Job, input: ScrapeInput, links:
  * bound a large site would grow the set without end. Past it, new URLs are not queued; the crawl
  * goes on with what it has.
  */
-const MAX_SEEN = 100_000;
+export const MAX_SEEN = 100_000;
 
 /**
  * A crawl paced by Crawl-delay stops starting pages once less than this share of the job's
  * lifetime is left, so that its results can still be read before the job expires and is dropped.
  */
-const READ_SHARE = 0.1;
+export const READ_SHARE = 0.1;
 
 interface Candidate {
   url: URL;
@@ -181,7 +181,7 @@ export async function runCrawl(job: Job, body: CrawlBody, deps: JobDeps): Promis
     }
     if (delayMs > 0) forecast(url.host, delayMs);
     try {
-      const data = await scrapeForJob(deps, job, scrapeInput(url.href, body.scrapeOptions), true);
+      const data = await scrapeForJob(deps, job.signal, scrapeInput(url.href, body.scrapeOptions), true);
       const { links, ...rest } = data;
       const keep = body.scrapeOptions.formats.includes("links") ? data : rest;
       if (scope.pathWanted(url)) job.addPage(keep);

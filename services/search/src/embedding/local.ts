@@ -24,7 +24,9 @@ export interface LocalEmbedderOptions extends ModelFiles {
   onBatch?: (size: number, seconds: number) => void;
 }
 
-const WORKER = new URL("./embed-worker.ts", import.meta.url);
+// The workers' script: beside this module in the sources, beside the bundle's modules in an image
+// (scripts/images/bundle.mjs writes it as embed-worker.mjs next to the process's main.mjs).
+const WORKER = new URL(import.meta.url.endsWith(".ts") ? "./embed-worker.ts" : "./embed-worker.mjs", import.meta.url);
 
 export class LocalEmbedder implements Embedder {
   readonly name: string;
@@ -67,7 +69,9 @@ export class LocalEmbedder implements Embedder {
         ...(opts.onBatch ? { onBatch: opts.onBatch } : {}),
       });
     const queries = lane("queries", { ...model, threads: opts.queryThreads ?? 1 });
-    const documents = lane("documents", model);
+    // Document batches are large and rare: their activations are freed after each run (no arena).
+    // Queries are small and constant: the arena's reuse keeps their latency.
+    const documents = lane("documents", { ...model, memArena: false });
     try {
       const [q, d] = await Promise.all([queries.start(), documents.start()]);
       return new LocalEmbedder(

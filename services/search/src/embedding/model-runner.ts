@@ -18,6 +18,13 @@ export interface ModelOptions extends ModelFiles {
   batchSize: number;
   /** onnxruntime intra-op threads (the matrix kernels' parallelism). */
   threads: number;
+  /**
+   * Keep onnxruntime's CPU memory arena (default true): the activations of the largest batch
+   * stay allocated for the next run. Off, each run allocates and frees its own: a lane that
+   * embeds document batches of 32 × 256 tokens otherwise holds about 160 MB for good after its
+   * first batch (bench/memory/idle-rss.ts).
+   */
+  memArena?: boolean;
 }
 
 export interface BatchTiming {
@@ -83,6 +90,7 @@ export class EmbeddingModel {
       // and fuses layer norm, GELU and attention (see docs/benchmarks.md, "Embedding speed").
       graphOptimizationLevel: "all",
       executionProviders: ["cpu"],
+      enableCpuMemArena: opts.memArena ?? true,
     });
     for (const name of ["input_ids", "attention_mask"]) {
       if (!session.inputNames.includes(name)) throw new Error(`model ${opts.onnx} has no ${name} input`);

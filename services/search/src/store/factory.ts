@@ -34,6 +34,8 @@ export async function createStore(config: SearchConfig, logger: Logger, metrics?
       timeoutMs: q.timeoutMs,
       hnsw: q.hnsw,
       searchEf: q.searchEf,
+      collection: q.collection,
+      clusterStatusMs: q.statusIntervalMs,
       ...(metrics ? { metrics: metrics.outbound } : {}),
     });
   }

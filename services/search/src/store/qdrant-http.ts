@@ -2,7 +2,9 @@
 // @qdrant/js-client-rest because that client builds its own connection pool and offers no way to
 // trust a private CA (a secured in-cluster Qdrant), and because every call needs the shared
 // resilience policy (timeout per attempt, bounded full-jitter retries, Retry-After, metrics) and
-// error messages that never carry the API key.
+// error messages that never carry the API key. `url` may list the peers of a Qdrant cluster
+// (comma-separated): calls go to one of them until it fails to answer (no connection, a timeout),
+// and the next attempt goes to the next peer, so one lost peer costs a retry, not a failure.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { OutboundMetrics } from "@capstan/shared";
@@ -10,6 +12,7 @@ import { type Failure, OutboundPolicy } from "@capstan/shared/resilience";
 import { StoreError } from "./types.ts";
 
 export interface QdrantHttpOptions {
+  /** One URL, or the peers of a cluster as a comma-separated list. */
   url: string;
   apiKey?: string | undefined;
   /** PEM CA bundle trusted for an https URL (in addition to the system roots). */
@@ -40,7 +43,9 @@ function classify(err: unknown): Failure {
 }
 
 export class QdrantHttp {
-  private readonly base: URL;
+  private readonly bases: URL[];
+  /** The peer calls go to; moved on when it does not answer. */
+  private current = 0;
   private readonly agent: HttpAgent;
   private readonly send: typeof httpRequest;
   private readonly opts: QdrantHttpOptions;
@@ -58,8 +63,12 @@ export class QdrantHttp {
       metrics: opts.metrics,
       timeoutError: (ms, target) => new QdrantCallError(`${target}: no answer within ${ms} ms`, undefined),
     });
-    this.base = new URL(opts.url.endsWith("/") ? opts.url : `${opts.url}/`);
-    const tls = this.base.protocol === "https:";
+    this.bases = opts.url
+      .split(",")
+      .map((u) => u.trim())
+      .filter(Boolean)
+      .map((u) => new URL(u.endsWith("/") ? u : `${u}/`));
+    const tls = this.bases[0]?.protocol === "https:";
     // Keep-alive pools: a search is one small request, a fresh TCP (and TLS) handshake would dominate it.
     this.agent = tls
       ? new HttpsAgent({ keepAlive: true, maxSockets: 32, ...(opts.ca ? { ca: opts.ca } : {}) })
@@ -69,7 +78,7 @@ export class QdrantHttp {
 
   /** Where the server is, without credentials (for logs). */
   get origin(): string {
-    return this.base.origin;
+    return this.bases.map((b) => b.origin).join(",");
   }
 
   /** One REST call with retries; `op` names it in metrics and errors. Returns Qdrant's `result`. */
@@ -79,7 +88,13 @@ export class QdrantHttp {
 
   /** One attempt; the policy's signal ends it at its timeout (a frozen server holds nothing). */
   private once<T>(method: string, path: string, body: unknown, signal: AbortSignal): Promise<T> {
-    const url = new URL(path.replace(/^\//, ""), this.base);
+    const peer = this.current;
+    const url = new URL(path.replace(/^\//, ""), this.bases[peer]);
+    // No answer from this peer (refused, reset, timed out): the next attempt goes to the next one.
+    const moveOn = () => {
+      if (this.current === peer) this.current = (peer + 1) % this.bases.length;
+    };
+    signal.addEventListener("abort", moveOn, { once: true });
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const what = `qdrant ${method} ${url.pathname}`;
     return new Promise<T>((resolve, reject) => {
@@ -96,6 +111,8 @@ export class QdrantHttp {
           },
         },
         (res) => {
+          // The peer answered: a later abort (the policy ends every attempt's signal) is not its fault.
+          signal.removeEventListener("abort", moveOn);
           readBody(res).then((text) => {
             const status = res.statusCode ?? 0;
             if (status >= 200 && status < 300) {
@@ -114,6 +131,7 @@ export class QdrantHttp {
         },
       );
       req.on("error", (err) => {
+        moveOn();
         reject(
           err instanceof QdrantCallError
             ? err

@@ -4,6 +4,7 @@
 // filled after a model change, `retired` (with `retiredAt`) the one replaced by the last switch.
 // Switching is one point upsert, which Qdrant applies atomically: that is the alias flip.
 import { createHash } from "node:crypto";
+import { QdrantCluster } from "./qdrant-cluster.ts";
 import { QdrantCallError, type QdrantHttp } from "./qdrant-http.ts";
 import { type CollectionInfo, pointIdOf } from "./types.ts";
 
@@ -39,23 +40,20 @@ export class QdrantRegistry {
    */
   private readonly writes = new Map<string, number>();
 
-  constructor(http: QdrantHttp, prefix: string, ttlMs: number) {
+  /** Creates the registry sharded and replicated on a Qdrant cluster (qdrant-cluster.ts). */
+  private readonly cluster: QdrantCluster;
+
+  constructor(http: QdrantHttp, prefix: string, ttlMs: number, cluster?: QdrantCluster) {
     this.http = http;
+    this.cluster = cluster ?? new QdrantCluster(http, {}, { prefix });
     this.name = `${prefix}_registry`;
     this.ttlMs = ttlMs;
   }
 
   private async ensure(): Promise<void> {
     if (this.ready) return;
-    const r = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${this.name}/exists`);
-    if (!r.exists) {
-      try {
-        await this.http.call("create", "PUT", `collections/${this.name}`, { vectors: { size: 1, distance: "Dot" } });
-      } catch (err) {
-        // Another replica creating it first is fine.
-        const again = await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${this.name}/exists`);
-        if (!again.exists) throw err;
-      }
+    if (!(await this.cluster.exists(this.name))) {
+      await this.cluster.create(this.name, "registry", { vectors: { size: 1, distance: "Dot" } });
     }
     this.ready = true;
   }

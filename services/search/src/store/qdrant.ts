@@ -6,8 +6,10 @@
 // knowledge base's generations (serving, building, retired) live as one point of
 // `<prefix>_registry` (qdrant-registry.ts): a model change fills the new model's collection
 // beside the old one, and the switch is one atomic registry upsert.
-// Searches and scores: qdrant-query.ts.
+// Searches and scores: qdrant-query.ts. On a Qdrant cluster, collections are created sharded and
+// replicated (qdrant-cluster.ts) and the shards' state is read in the background for /readyz.
 import type { OutboundMetrics } from "@capstan/shared";
+import { type ClusterLayoutConfig, QdrantCluster } from "./qdrant-cluster.ts";
 import {
   countPoints,
   deleteDocumentPoints,
@@ -59,6 +61,10 @@ export interface QdrantStoreOptions {
   infoTtlMs?: number;
   /** How long a replaced generation still answers searches that name its model (> the caches' TTL). */
   retireGraceMs?: number;
+  /** Shards, replicas and write consistency of new collections on a cluster (absent: from the peers). */
+  collection?: ClusterLayoutConfig;
+  /** How often the shards' state is read for status (0: never). */
+  clusterStatusMs?: number;
 }
 
 export class QdrantStore implements VectorStore {
@@ -71,6 +77,8 @@ export class QdrantStore implements VectorStore {
   private readonly ready = new Set<string>();
   /** Pending deletions of retired generations, by knowledge base. */
   private readonly retireTimers = new Map<string, NodeJS.Timeout>();
+  /** Collection creation and shard state on a Qdrant cluster. */
+  readonly cluster: QdrantCluster;
 
   constructor(opts: QdrantStoreOptions) {
     this.opts = opts;
@@ -83,7 +91,11 @@ export class QdrantStore implements VectorStore {
       maxRetries: opts.maxRetries ?? 2,
       metrics: opts.metrics,
     });
-    this.reg = new QdrantRegistry(this.http, this.prefix, opts.infoTtlMs ?? 5000);
+    this.cluster = new QdrantCluster(this.http, opts.collection, {
+      prefix: this.prefix,
+      everyMs: opts.clusterStatusMs,
+    });
+    this.reg = new QdrantRegistry(this.http, this.prefix, opts.infoTtlMs ?? 5000, this.cluster);
   }
 
   get registry(): string {
@@ -106,22 +118,11 @@ export class QdrantStore implements VectorStore {
     };
   }
 
-  /** Creates a collection; another replica creating it first (409) is fine. */
-  private async create(name: string, body: unknown): Promise<void> {
-    await this.http.call("create", "PUT", `collections/${name}`, body).catch(async (err) => {
-      if (!(await this.exists(name))) throw err;
-    });
-  }
-
-  private async exists(name: string): Promise<boolean> {
-    return (await this.http.call<{ exists: boolean }>("exists", "GET", `collections/${name}/exists`)).exists;
-  }
-
   private async ensureData(info: CollectionInfo): Promise<string> {
     const l = this.layout(info);
     if (this.ready.has(l.collection)) return l.collection;
-    if (!(await this.exists(l.collection))) {
-      await this.create(l.collection, {
+    if (!(await this.cluster.exists(l.collection))) {
+      await this.cluster.create(l.collection, "data", {
         vectors: { size: l.vectorSize, distance: l.distance },
         hnsw_config: { m: l.hnsw.m, payload_m: l.hnsw.payloadM as number, ef_construct: l.hnsw.efConstruct },
       });
@@ -387,6 +388,7 @@ export class QdrantStore implements VectorStore {
   }
 
   async close(): Promise<void> {
+    this.cluster.close();
     for (const t of this.retireTimers.values()) clearTimeout(t);
     this.retireTimers.clear();
     this.http.close();

@@ -8,3 +8,4 @@ export * from "./render.ts";
 export * from "./resources.ts";
 export * from "./scraper.ts";
 export * from "./search-key.ts";
+export * from "./usage.ts";

@@ -64,6 +64,8 @@ export const KINDS = {
       { name: "Channel", type: "string", jsonPath: ".spec.channelName" },
       { name: "Agent", type: "string", jsonPath: ".spec.agentRef.name" },
       { name: "QPM", type: "integer", jsonPath: ".spec.qpm" },
+      { name: "TPM", type: "integer", jsonPath: ".spec.tpm", priority: 1 },
+      { name: "Spent", type: "integer", jsonPath: ".status.budget.spent", priority: 1 },
       { name: "Key", type: "string", jsonPath: ".status.keyPrefix" },
       { name: "Expires", type: "string", jsonPath: ".status.expiresAt" },
       ready,

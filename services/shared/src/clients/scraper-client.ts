@@ -219,7 +219,10 @@ export class ScraperClient {
     } catch (err) {
       if (caller?.aborted || signal.aborted) throw err;
       const code = ((err as { cause?: { code?: string } }).cause?.code ?? "NETWORK") as string;
-      throw new ScraperClientError(`cannot reach the scraper: ${code}`, code);
+      // Which scraper: the platform default (scraping.url, or the Service of the Scraper the chart
+      // creates) and a KnowledgeBase's scraperRef differ, and status shows this message. The origin
+      // only: a URL's user-info is never shown.
+      throw new ScraperClientError(`cannot reach the scraper at ${new URL(this.settings.url).origin}: ${code}`, code);
     }
     let parsed: Record<string, unknown> | undefined;
     try {

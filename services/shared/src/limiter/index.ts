@@ -2,5 +2,4 @@
 export * from "./decision.ts";
 export * from "./limiter.ts";
 export * from "./memory-limiter.ts";
-export * from "./redis.ts";
 export * from "./redis-limiter.ts";

@@ -3,9 +3,10 @@
 // per limited subject, checked and updated by one Lua script in one round trip (EVALSHA). The
 // script reads Redis' own clock (TIME), so replicas with skewed clocks still agree, and Redis runs
 // scripts one at a time, so no two replicas can both take the last slot: at most `limit` requests
-// are accepted in any window, however many replicas share the Redis.
+// are accepted in any window, however many replicas share the Redis. One key per subject, so the
+// script runs unchanged on a Redis Cluster (the slot of `<prefix><subject>`).
 import type { Socket } from "node:net";
-import type { Redis } from "ioredis";
+import { isCluster, type RedisClient } from "../redis/client.ts";
 import type { LimitDecision } from "./decision.ts";
 
 // KEYS[1] = the channel's log; ARGV = limit, window (ms), unique member id.
@@ -34,7 +35,7 @@ return {allowed, limit - count, math.ceil(reset / 1000)}
 type ScriptRunner = (key: string, limit: number, windowMs: number, member: string) => Promise<[number, number, number]>;
 
 export class RedisLimiter {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   private readonly windowMs: number;
   private readonly prefix: string;
   private readonly instance = Math.random().toString(36).slice(2, 10);
@@ -43,7 +44,7 @@ export class RedisLimiter {
   private corked = false;
   private readonly run: ScriptRunner;
 
-  constructor(redis: Redis, opts: { windowMs: number; keyPrefix: string }) {
+  constructor(redis: RedisClient, opts: { windowMs: number; keyPrefix: string }) {
     this.redis = redis;
     this.windowMs = opts.windowMs;
     this.prefix = opts.keyPrefix;
@@ -98,7 +99,8 @@ export class RedisLimiter {
    * ~30 µs of CPU per request at low concurrency). Only when the client does not auto-pipeline.
    */
   private cork(): void {
-    if (this.corked || this.redis.options.enableAutoPipelining) return;
+    // A cluster client spreads commands over one socket per node: nothing single to cork.
+    if (this.corked || isCluster(this.redis) || this.redis.options.enableAutoPipelining) return;
     const stream = (this.redis as unknown as { stream?: Socket }).stream;
     if (!stream?.writable) return;
     this.corked = true;

@@ -7,10 +7,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { apiKeyCheck } from "../../api-key.ts";
 import { ScraperError } from "../../errors.ts";
+import { DIALECTS } from "../../firecrawl/dialects.ts";
+import { firecrawlScrapeRoutes } from "./firecrawl-scrape.ts";
 import { type JobRoutesOptions, jobRoutes } from "./jobs.ts";
 import { type ScrapeRoutesOptions, scrapeRoutes } from "./scrape.ts";
 
-export type ApiOptions = ScrapeRoutesOptions & JobRoutesOptions;
+export type ApiOptions = ScrapeRoutesOptions & Omit<JobRoutesOptions, "dialect">;
 
 export const scraperApi: FastifyPluginAsync<ApiOptions> = async (app, options) => {
   const { config } = options;
@@ -24,5 +26,7 @@ export const scraperApi: FastifyPluginAsync<ApiOptions> = async (app, options) =
     });
   }
   await app.register(scrapeRoutes, options);
-  await app.register(jobRoutes, options);
+  // The job routes three times: unprefixed (the scraper's own), /v1 and /v2 (Firecrawl's SDKs).
+  for (const dialect of DIALECTS) await app.register(jobRoutes, { ...options, dialect });
+  await app.register(firecrawlScrapeRoutes, { service: options.service });
 };

@@ -1,32 +1,31 @@
-// The Firecrawl v1 style job routes: POST /crawl, GET and DELETE /crawl/{id}, GET
-// /crawl/{id}/errors, the same four for /batch/scrape, and POST /map. Registered inside the API
-// plugin (routes/api.ts), so the key check covers them. The jobs themselves are in src/crawl/.
+// The job routes: POST /crawl, GET and DELETE /crawl/{id}, GET /crawl/{id}/errors, the same four
+// for /batch/scrape, and POST /map, in one of three dialects (firecrawl/dialects.ts): unprefixed
+// (the scraper's own, Firecrawl v1's names), /v1 and /v2 (Firecrawl's SDKs). Registered inside the
+// API plugin (routes/api.ts), so the key check covers them. The jobs themselves are in src/crawl/.
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { runBatch } from "../../crawl/batch.ts";
-import { type JobDeps, runCrawl } from "../../crawl/crawler.ts";
-import type { Job, JobKind, JobStore } from "../../crawl/jobs.ts";
+import type { JobBackend, JobView } from "../../crawl/backend.ts";
+import type { JobDeps } from "../../crawl/crawler.ts";
+import type { JobKind } from "../../crawl/jobs.ts";
 import { mapSite } from "../../crawl/map.ts";
 import {
-  batchBodySchema,
-  crawlBodySchema,
   jobCancelledSchema,
   jobErrorsSchema,
   jobIdParams,
   jobPageQuery,
   jobStartedSchema,
-  jobStatusSchema,
-  mapBodySchema,
-  mapResponseSchema,
 } from "../../crawl/schemas.ts";
 import { CrawlScope } from "../../crawl/scope.ts";
 import { isScraperError, ScraperError } from "../../errors.ts";
+import type { JobDialect } from "../../firecrawl/dialects.ts";
 import type { Limiter } from "../../limiter.ts";
 import { errorResponses } from "../response-schemas.ts";
 import { abortOnClose, bodyValidator } from "./scrape.ts";
 
 export interface JobRoutesOptions {
-  store: JobStore;
+  /** Paths, bodies and answers: the scraper's own, Firecrawl v1's or v2's (firecrawl/dialects.ts). */
+  dialect: JobDialect;
+  jobs: JobBackend;
   jobDeps: JobDeps;
   limiter: Limiter;
 }
@@ -41,17 +40,15 @@ function baseUrl(req: FastifyRequest): string {
   return `${req.protocol}://${req.host}`;
 }
 
-function statusOf(job: Job, req: FastifyRequest, skip: number, asked: number | undefined, pageSize: number) {
-  const size = Math.min(asked ?? pageSize, pageSize);
-  const data: Job["pages"] = [];
-  let bytes = 0;
-  for (let i = skip; i < job.pages.length && data.length < size; i++) {
-    const page = job.pages[i] as Job["pages"][number];
-    bytes += Buffer.byteLength(JSON.stringify(page));
-    if (data.length > 0 && bytes > PAGE_MAX_BYTES) break;
-    data.push(page);
-  }
+/** A page of results' size: the `limit` asked, at most SCRAPER_JOB_PAGE_SIZE, about PAGE_MAX_BYTES. */
+export function pageSlice(skip: number, asked: number | undefined, pageSize: number) {
+  return { skip, size: Math.min(asked ?? pageSize, pageSize), maxBytes: PAGE_MAX_BYTES };
+}
+
+function statusOf(job: JobView, req: FastifyRequest, skip: number, dialect: JobDialect) {
+  const data = job.pages;
   const end = skip + data.length;
+  const next = end < job.pageCount ? `${baseUrl(req)}${dialect.prefix}${PATHS[job.kind]}/${job.id}?skip=${end}` : null;
   return {
     success: true as const,
     status: job.status,
@@ -60,52 +57,57 @@ function statusOf(job: Job, req: FastifyRequest, skip: number, asked: number | u
     failed: job.failed,
     creditsUsed: job.completed,
     expiresAt: new Date(job.expiresAt).toISOString(),
-    next: end < job.pages.length ? `${baseUrl(req)}${PATHS[job.kind]}/${job.id}?skip=${end}` : null,
+    ...(next === null && dialect.omitNullNext ? {} : { next }),
     ...(job.warning ? { warning: job.warning } : {}),
     data,
   };
 }
 
 export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, options) => {
-  const { store, jobDeps, limiter } = options;
+  const { jobs, jobDeps, limiter, dialect } = options;
+  const { prefix, op, tag } = dialect;
+  /** An operationId, unique across the dialects: crawl, v1Crawl, v2Crawl. */
+  const opId = (name: string) => (op ? `${op}${name[0]?.toUpperCase()}${name.slice(1)}` : name);
   const { config, service } = jobDeps;
   const app = plain.withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(bodyValidator);
 
   /** GET status, DELETE and GET errors of one kind of job. */
   function jobReadRoutes(kind: JobKind, name: string, opName: string) {
-    const path = PATHS[kind];
+    const path = `${prefix}${PATHS[kind]}`;
     app.get(
       `${path}/:id`,
       {
         schema: {
-          operationId: `get${opName}Status`,
+          operationId: opId(`get${opName}Status`),
           summary: `Progress and results of a ${name}, one page at a time (follow next)`,
           description: `At most SCRAPER_JOB_PAGE_SIZE (${config.jobs.pageSize}) results and about 10 MB per answer.`,
-          tags: ["jobs"],
+          tags: [tag],
           security,
           params: jobIdParams,
           querystring: jobPageQuery,
-          response: { 200: jobStatusSchema, ...errorResponses(400, 401, 404) },
+          response: { 200: dialect.status, ...errorResponses(400, 401, 404, 503) },
         },
       },
-      async (req) =>
-        statusOf(store.get(kind, req.params.id), req, req.query.skip, req.query.limit, config.jobs.pageSize),
+      async (req) => {
+        const slice = pageSlice(req.query.skip, req.query.limit, config.jobs.pageSize);
+        return statusOf(await jobs.view(kind, req.params.id, slice), req, req.query.skip, dialect);
+      },
     );
     app.delete(
       `${path}/:id`,
       {
         schema: {
-          operationId: `cancel${opName}`,
+          operationId: opId(`cancel${opName}`),
           summary: `Cancel a ${name}: pages in flight are aborted, none is fetched afterwards; results so far stay`,
-          tags: ["jobs"],
+          tags: [tag],
           security,
           params: jobIdParams,
-          response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409) },
+          response: { 200: jobCancelledSchema, ...errorResponses(400, 401, 404, 409, 503) },
         },
       },
       async (req) => {
-        await store.cancel(kind, req.params.id);
+        await jobs.cancel(kind, req.params.id);
         return { success: true as const, status: "cancelled" as const };
       },
     );
@@ -113,62 +115,59 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
       `${path}/:id/errors`,
       {
         schema: {
-          operationId: `get${opName}Errors`,
+          operationId: opId(`get${opName}Errors`),
           summary: `Pages of a ${name} that failed, and URLs robots.txt disallowed`,
-          tags: ["jobs"],
+          tags: [tag],
           security,
           params: jobIdParams,
-          response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404) },
+          response: { 200: jobErrorsSchema, ...errorResponses(400, 401, 404, 503) },
         },
       },
-      async (req) => {
-        const job = store.get(kind, req.params.id);
-        return { success: true as const, errors: job.errors, robotsBlocked: job.robotsBlocked };
-      },
+      async (req) => ({ success: true as const, ...(await jobs.errors(kind, req.params.id)) }),
     );
   }
 
   app.post(
-    "/crawl",
+    `${prefix}/crawl`,
     {
       schema: {
-        operationId: "crawl",
+        operationId: opId("crawl"),
         summary: "Start crawling a site from a URL (async): answers the job's id at once",
         description:
           "Same site and under the start path by default; robots.txt honoured (Disallow, and Crawl-delay up to " +
           "SCRAPER_CRAWL_DELAY_MAX between pages of a host); sitemaps read unless ignoreSitemap. " +
           "Each page is rendered like POST /scrape, with scrapeOptions.",
-        tags: ["jobs"],
+        tags: [tag],
         security,
-        body: crawlBodySchema,
+        body: dialect.crawlBody,
         response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 502, 503) },
       },
     },
     async (req) => {
-      const body = req.body;
+      const body = dialect.toCrawl(req.body as never);
       // A bad pattern or a refused start URL is answered now, not found later in the job's errors.
       new CrawlScope(new URL((await service.precheck({ url: body.url })).href), body);
-      const job = store.start("crawl", (j) => runCrawl(j, body, jobDeps));
-      return { success: true as const, id: job.id, url: `${baseUrl(req)}/crawl/${job.id}` };
+      const id = await jobs.startCrawl(body);
+      return { success: true as const, id, url: `${baseUrl(req)}${prefix}/crawl/${id}` };
     },
   );
   jobReadRoutes("crawl", "crawl", "Crawl");
 
   app.post(
-    "/batch/scrape",
+    `${prefix}/batch/scrape`,
     {
       schema: {
-        operationId: "batchScrape",
+        operationId: opId("batchScrape"),
         summary: "Start scraping a list of URLs (async): answers the job's id at once",
         description: `At most SCRAPER_CRAWL_MAX_PAGES (${config.jobs.maxPages}) URLs. Scrape options are top-level fields, as in Firecrawl v1.`,
-        tags: ["jobs"],
+        tags: [tag],
         security,
-        body: batchBodySchema,
+        body: dialect.batchBody,
         response: { 200: jobStartedSchema, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 502, 503) },
       },
     },
     async (req) => {
-      const body = req.body;
+      const body = dialect.toBatch(req.body as never);
       if (body.urls.length > config.jobs.maxPages) {
         throw new ScraperError("BAD_REQUEST", [`at most ${config.jobs.maxPages} URLs per batch`]);
       }
@@ -184,11 +183,11 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
         }
       }
       if (urls.length === 0) throw new ScraperError("BAD_REQUEST", ["no valid URL in urls"]);
-      const job = store.start("batch", (j) => runBatch(j, body, urls, jobDeps));
+      const id = await jobs.startBatch(body, urls);
       return {
         success: true as const,
-        id: job.id,
-        url: `${baseUrl(req)}/batch/scrape/${job.id}`,
+        id,
+        url: `${baseUrl(req)}${prefix}/batch/scrape/${id}`,
         ...(body.ignoreInvalidURLs ? { invalidURLs } : {}),
       };
     },
@@ -196,22 +195,22 @@ export const jobRoutes: FastifyPluginAsync<JobRoutesOptions> = async (plain, opt
   jobReadRoutes("batch", "batch scrape", "BatchScrape");
 
   app.post(
-    "/map",
+    `${prefix}/map`,
     {
       schema: {
-        operationId: "map",
+        operationId: opId("map"),
         summary: "List a site's URLs from its sitemaps and the links of its start page",
-        tags: ["jobs"],
+        tags: [tag],
         security,
-        body: mapBodySchema,
-        response: { 200: mapResponseSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503, 504) },
+        body: dialect.mapBody,
+        response: { 200: dialect.mapResponse, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503, 504) },
       },
     },
     async (req, reply) => {
       if (limiter.full) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 1 });
-      await service.precheck({ url: req.body.url });
-      const links = await mapSite(req.body, jobDeps, abortOnClose(reply));
-      return { success: true as const, links };
+      const body = dialect.toMap(req.body as never);
+      await service.precheck({ url: body.url });
+      return dialect.mapAnswer(await mapSite(body, jobDeps, abortOnClose(reply)));
     },
   );
 };

@@ -1,0 +1,272 @@
+// Idle resident memory of Capstan's processes after 1,000 requests, each run as its image runs
+// it: the bundle scripts/images/bundle.mjs writes, started with `node <bundle>/main.mjs` and the
+// environment its image sets (IMAGE_ENV below, kept equal to the Dockerfile's). With
+// BENCH_BEFORE=<checkout> the previous tree's process (its sources, `node src/main.ts`, as its
+// image ran them) is measured in the same run, one after the other, for the ratio.
+//
+//   node bench/memory/idle-rss.ts [--smoke]       BENCH_SERVICES=gateway,console,search (default all)
+//                                                 BENCH_BEFORE=/work/main  REQUESTS=1000  IDLE_S=10
+//                                                 NODE_FLAGS="..." (node options of the processes measured)
+//
+// gateway: chat completions through an LLM Agent on the loopback fake provider (which reports
+// usage), no Redis. console: standalone mode (a YAML folder), signed in, listing Agents.
+// search: the embedded store and the default model, one document ingested, then searches.
+// After the requests, IDLE_S seconds without traffic, then VmRSS and Pss from /proc. Every
+// request must answer as expected (bench/work.ts), or the run stops.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SearchClient } from "@capstan/shared/clients/search-client";
+import { Pool } from "undici";
+import { freePort } from "../../test/ground/ports.ts";
+import { type ManagedProcess, startProcess, waitFor } from "../../test/ground/process.ts";
+import { CHAT_BODY, cleanup, completionContent, startFakeUpstream, writeResources } from "../gateway/harness.ts";
+import { expectCount, sized, workChecked } from "../work.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const REQUESTS = Number(process.env.REQUESTS ?? sized(1000, 20));
+const IDLE_MS = Number(process.env.IDLE_S ?? sized(10, 1)) * 1000;
+const SERVICES = (process.env.BENCH_SERVICES ?? "gateway,console,search").split(",");
+const BEFORE = process.env.BENCH_BEFORE;
+const NODE_FLAGS = (process.env.NODE_FLAGS ?? "").split(" ").filter(Boolean);
+const scratch = mkdtempSync(join(tmpdir(), "capstan-rss-"));
+const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
+
+interface Arm {
+  label: string;
+  /** The process's entry point for `node`. */
+  entry: (service: string) => string;
+  /** The environment its image gives each process (the Dockerfile's runtime stages). */
+  env: (service: string) => Record<string, string>;
+}
+
+/** What this tree's Dockerfile sets in each image. */
+const IMAGE_ENV: Record<string, Record<string, string>> = {
+  gateway: { MALLOC_ARENA_MAX: "2" },
+  console: { MALLOC_ARENA_MAX: "2", NODE_OPTIONS: "--max-semi-space-size=1" },
+  search: { MALLOC_ARENA_MAX: "2" },
+};
+
+/** This tree's bundles, made once per service into the scratch folder. */
+function bundled(service: string): string {
+  const out = join(scratch, `bundle-${service}`);
+  execFileSync(process.execPath, [join(ROOT, "scripts/images/bundle.mjs"), service, out], { cwd: ROOT });
+  const dir = { gateway: "services/gateway", search: "services/search", console: "console" }[service];
+  return join(out, dir as string, "src/main.mjs");
+}
+
+const arms: Arm[] = [{ label: "this tree (bundle)", entry: bundled, env: (s) => IMAGE_ENV[s] ?? {} }];
+if (BEFORE) {
+  const src = { gateway: "services/gateway", search: "services/search", console: "console" };
+  arms.push({
+    label: `before (${BEFORE}, sources)`,
+    entry: (s) => join(BEFORE, src[s as keyof typeof src], "src/main.ts"),
+    env: () => ({}),
+  });
+}
+
+function memoryOf(pid: number): { rss: number; pss: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  const kb = (text: string, key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(text)?.[1] ?? Number.NaN);
+  return { rss: kb(status, "VmRSS"), pss: kb(rollup, "Pss") };
+}
+
+async function start(name: string, entry: string, env: Record<string, string>, readyUrl: string) {
+  const proc: ManagedProcess = startProcess(name, process.execPath, [...NODE_FLAGS, entry], {
+    ...process.env,
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    NODE_ENV: "production",
+    ...env,
+  });
+  await waitFor(`${name} ready`, async () => (await fetch(readyUrl)).status === 200, { timeoutMs: 120_000, proc });
+  return proc;
+}
+
+/** `total` requests over `width` connections; each answer must pass `ok`. */
+async function drive(
+  origin: string,
+  total: number,
+  request: () => Parameters<Pool["request"]>[0],
+  ok: (status: number, body: string) => boolean,
+) {
+  const pool = new Pool(origin, { connections: 8 });
+  let sent = 0;
+  let good = 0;
+  let first = "";
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (sent < total) {
+        sent++;
+        const res = await pool.request(request());
+        const body = await res.body.text();
+        if (ok(res.statusCode, body)) good++;
+        else first ||= `${res.statusCode} ${body.slice(0, 200)}`;
+      }
+    }),
+  );
+  await pool.close();
+  expectCount(`answers as expected${first ? ` (first other: ${first})` : ""}`, good, total);
+}
+
+type Service = (entry: string, armEnv: Record<string, string>) => Promise<ManagedProcess>;
+
+const services: Record<string, Service> = {
+  async gateway(entry, armEnv) {
+    const upstream = await startFakeUpstream();
+    const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
+    const [port, internal] = [await freePort(), await freePort()];
+    const proc = await start(
+      "gateway",
+      entry,
+      {
+        PORT: String(port),
+        CAPSTAN_INTERNAL_PORT: String(internal),
+        CAPSTAN_RESOURCES_DIR: dir,
+        CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
+        ...armEnv,
+      },
+      `http://127.0.0.1:${internal}/readyz`,
+    );
+    await drive(
+      `http://127.0.0.1:${port}`,
+      REQUESTS,
+      () => ({
+        method: "POST",
+        path: "/api/v1/chat/completions",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: CHAT_BODY,
+      }),
+      (status, body) => status === 200 && completionContent(body) !== undefined,
+    );
+    return proc;
+  },
+
+  async console(entry, armEnv) {
+    const dir = mkdtempSync(join(scratch, "console-"));
+    mkdirSync(join(dir, "resources"));
+    mkdirSync(join(dir, "state"));
+    writeFileSync(
+      join(dir, "resources/agent.yaml"),
+      "apiVersion: capstan.dev/v1alpha1\nkind: Agent\nmetadata: {name: bench, namespace: default}\nspec:\n  description: bench\n",
+    );
+    writeFileSync(join(dir, "token"), "bench-admin-token\n");
+    const [port, internal] = [await freePort(), await freePort()];
+    const proc = await start(
+      "console",
+      entry,
+      {
+        PORT: String(port),
+        CAPSTAN_INTERNAL_PORT: String(internal),
+        CAPSTAN_CONSOLE_STANDALONE_RESOURCES_DIR: join(dir, "resources"),
+        CAPSTAN_CONSOLE_STANDALONE_STATE_DIR: join(dir, "state"),
+        CAPSTAN_CONSOLE_ADMIN_TOKEN_FILE: join(dir, "token"),
+        CAPSTAN_CONSOLE_SIGN_IN_PER_MINUTE: "1000",
+        // The page's assets: this tree's console/dist when built, else none (the API is what runs).
+        CAPSTAN_CONSOLE_ASSETS_DIR: join(ROOT, "console/dist"),
+        ...armEnv,
+      },
+      `http://127.0.0.1:${internal}/readyz`,
+    );
+    const signIn = await fetch(`http://127.0.0.1:${port}/api/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: "bench-admin-token" }),
+    });
+    const cookie = signIn.headers.get("set-cookie")?.split(";")[0] ?? "";
+    expectCount("sign-ins with a session cookie", signIn.ok && cookie ? 1 : 0, 1);
+    await drive(
+      `http://127.0.0.1:${port}`,
+      REQUESTS,
+      () => ({ method: "GET", path: "/api/namespaces/default/agents", headers: { cookie } }),
+      (status, body) => status === 200 && body.includes('"bench"'),
+    );
+    return proc;
+  },
+
+  async search(entry, armEnv) {
+    const dir = mkdtempSync(join(scratch, "search-"));
+    mkdirSync(join(dir, "resources"));
+    writeFileSync(
+      join(dir, "resources/kb.yaml"),
+      "apiVersion: capstan.dev/v1alpha1\nkind: KnowledgeBase\nmetadata: {name: bench, namespace: bench}\nspec:\n  knowledgeId: kb_bench\n  embedding: {provider: local, model: all-MiniLM-L6-v2}\n",
+    );
+    const [port, internal] = [await freePort(), await freePort()];
+    const token = "bench-internal-token-0123456789abcdef";
+    const proc = await start(
+      "search",
+      entry,
+      {
+        PORT: String(port),
+        CAPSTAN_INTERNAL_PORT: String(internal),
+        CAPSTAN_RESOURCES_DIR: join(dir, "resources"),
+        CAPSTAN_INTERNAL_TOKEN: token,
+        CAPSTAN_DATA_DIR: join(dir, "vectors"),
+        ...armEnv,
+      },
+      `http://127.0.0.1:${internal}/readyz`,
+    );
+    const client = new SearchClient({
+      baseURL: `http://127.0.0.1:${internal}`,
+      token,
+      namespace: "bench",
+      ingestTimeoutMs: 600_000,
+    });
+    const kb = { namespace: "bench", knowledgeId: "kb_bench" };
+    await client.ensureKnowledgeBase(kb);
+    const text = readFileSync(join(ROOT, "README.md"), "utf8");
+    const { chunks } = await client.upsertDocument(kb, "readme", { docsName: "README.md", text });
+    expectCount("document ingested", chunks > 0 ? 1 : 0, 1);
+    const body = JSON.stringify({
+      knowledgeIds: ["kb_bench"],
+      text: "How do I install the platform?",
+      minSimilarity: 0,
+    });
+    await drive(
+      `http://127.0.0.1:${internal}`,
+      REQUESTS,
+      () => ({
+        method: "POST",
+        path: "/v1/rag/search",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${token}`,
+          "x-capstan-namespace": "bench",
+        },
+        body,
+      }),
+      (status, answer) => status === 200 && answer.includes("readme"),
+    );
+    return proc;
+  },
+};
+
+const rows: string[] = [];
+try {
+  for (const service of SERVICES) {
+    const run = services[service];
+    if (!run) throw new Error(`unknown service ${service} (gateway, console, search)`);
+    const figures: { label: string; rss: number; pss: number }[] = [];
+    for (const arm of arms) {
+      const proc = await run(arm.entry(service), arm.env(service));
+      await new Promise((r) => setTimeout(r, IDLE_MS));
+      const m = memoryOf(proc.child.pid as number);
+      figures.push({ label: arm.label, ...m });
+      await cleanup();
+      await proc.stop();
+    }
+    const [after, before] = figures;
+    const ratio = before && after ? ` (${(after.rss / before.rss).toFixed(2)} of before)` : "";
+    for (const f of figures) rows.push(`${service}\t${f.label}\tRSS ${mib(f.rss)}\tPSS ${mib(f.pss)}`);
+    if (ratio) rows.push(`${service}\tratio${ratio}`);
+    console.log(rows.slice(-figures.length - (ratio ? 1 : 0)).join("\n"));
+  }
+} finally {
+  await cleanup();
+  rmSync(scratch, { recursive: true, force: true });
+}
+workChecked(`${REQUESTS} requests per process answered as expected; load ${loadavg()[0]?.toFixed(1)}`);
+console.log(rows.join("\n"));

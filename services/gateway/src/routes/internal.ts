@@ -1,0 +1,74 @@
+// The gateway's internal API, on the internal port only (with /metrics and the health checks; a
+// NetworkPolicy keeps it inside the platform), read by the operator and the console. Nothing here
+// carries a key or a prompt.
+//   GET /internal/v1/upstreams[?agent=ns/name]   this replica's circuit breaker of every Agent
+//                                                upstream it has called
+//   GET /internal/v1/budget?channel=ns/name      the channel's budget spend in the current period
+//   GET /internal/v1/usage?namespace=ns[&channel=name][&hours=24]
+//                                                hourly tokens and requests per channel, agent,
+//                                                upstream and model (Redis: every replica's),
+//                                                with a cost where the Agent prices the model
+// Without Redis the budget and usage answers are 503 (there is nothing shared to read).
+import type { ResourceView } from "@capstan/shared/resource-view";
+import type { FastifyPluginAsync } from "fastify";
+import { z } from "zod";
+import type { UpstreamRouter } from "../agents/router.ts";
+import { GatewayError } from "../errors.ts";
+import { withCost } from "../limiter/usage-cost.ts";
+import type { UsageReader } from "../limiter/usage-reader.ts";
+
+export interface InternalRouteOptions {
+  router: UpstreamRouter;
+  usage: UsageReader | undefined;
+  view: ResourceView;
+}
+
+const channelId = z.string().regex(/^[a-z0-9][-a-z0-9.]*\/[a-z0-9][-a-z0-9.]*$/, "channel must be namespace/name");
+const usageQuery = z.object({
+  namespace: z.string().regex(/^[a-z0-9][-a-z0-9]*$/, "namespace must be a namespace name"),
+  channel: z.string().optional(),
+  hours: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 90)
+    .default(24),
+});
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new GatewayError("invalid_request", { detail: r.error.issues[0]?.message ?? "bad query" });
+  return r.data;
+}
+
+export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (app, opts) => {
+  const reader = () => {
+    if (!opts.usage) throw new GatewayError("usage_unavailable");
+    return opts.usage;
+  };
+
+  app.get("/upstreams", async (req) => {
+    const agent = (req.query as { agent?: unknown }).agent;
+    const all = opts.router.states();
+    return { upstreams: typeof agent === "string" ? all.filter((s) => s.agent === agent) : all };
+  });
+
+  app.get("/budget", async (req) => {
+    const id = parse(channelId, (req.query as { channel?: unknown }).channel);
+    const [namespace, name] = id.split("/") as [string, string];
+    const channel = opts.view.get("AccessChannel", namespace, name);
+    if (!channel) throw new GatewayError("not_found", { method: "GET", url: `channel ${id}` });
+    const spend = await reader().budget({ id, tpm: channel.spec.tpm, budget: channel.spec.budget });
+    return { budget: spend ?? null };
+  });
+
+  app.get("/usage", async (req) => {
+    const q = parse(usageQuery, req.query);
+    const channels = opts.view
+      .list("AccessChannel")
+      .filter((c) => c.metadata.namespace === q.namespace && (!q.channel || c.metadata.name === q.channel))
+      .map((c) => `${q.namespace}/${c.metadata.name}`);
+    const rows = await reader().usage(channels, q.hours);
+    return { hours: q.hours, usage: withCost(rows, opts.view, q.namespace) };
+  });
+};
