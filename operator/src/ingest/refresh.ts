@@ -72,6 +72,18 @@ export function failureReason(err: unknown): string {
   return "IngestionFailed";
 }
 
+/**
+ * Search itself is away (restarting, not ready yet): no answer at all, its own "not ready", or a
+ * 502/503 without search's error code (a proxy in front). Worth waiting for. Search answering that
+ * its embedding provider or vector store is down is not: the source fails at once, keeps its
+ * documents and is retried with the reconcile's backoff.
+ */
+function searchAway(err: unknown): boolean {
+  if (!(err instanceof SearchApiError)) return false;
+  if (err.status === 0 || err.code === "SEARCH_ERR_NOT_READY") return true;
+  return err.code === undefined && (err.status === 502 || err.status === 503);
+}
+
 /** A refresh id: the time it began, and randomness against two beginning at once. */
 export function newRefreshId(now: Date): string {
   return `r${now.getTime().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
@@ -149,7 +161,7 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T
   });
 }
 
-/** Writes one document, waiting (with jittered backoff) through a search restart up to SEARCH_PATIENCE_MS. */
+/** Writes one document, waiting (with jittered backoff) through a search restart for up to SEARCH_PATIENCE_MS. */
 async function write(d: RefreshDeps, run: RefreshRun, doc: Doc) {
   const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const deadline = Date.now() + SEARCH_PATIENCE_MS;
@@ -158,7 +170,7 @@ async function write(d: RefreshDeps, run: RefreshRun, doc: Doc) {
     try {
       return await d.search.upsertDocument(run.ref, doc.docsId, doc.body);
     } catch (err) {
-      if (failureReason(err) !== SEARCH_UNAVAILABLE || Date.now() >= deadline) throw err;
+      if (!searchAway(err) || Date.now() >= deadline) throw err;
       await sleep(Math.random() * Math.min(10_000, 500 * 2 ** attempt));
     }
   }
