@@ -15,7 +15,7 @@
 import type { KnowledgeBase, Scraper } from "@capstan/shared/api";
 import { knowledgeIdOf, ownerFirst } from "@capstan/shared/api";
 import { CONFIG_MAP, type KubeObject } from "@capstan/shared/kube";
-import { platformScraperUrl } from "../config.ts";
+import { platformScraperUrl, platformScraperVia } from "../config.ts";
 import { findCondition, kubeTime } from "../controller/conditions.ts";
 import type { Reconcile, Result } from "../controller/controller.ts";
 import { OperatorError } from "../errors.ts";
@@ -56,15 +56,18 @@ async function scrapeTarget(ctx: OperatorContext, kb: KB): Promise<ScrapeTarget>
     const s = ctx.config.scraping;
     if (!s.enabled) throw new OperatorError("SCRAPING_DISABLED", { name: "the platform" });
     const url = platformScraperUrl(ctx.config);
-    return { url, timeoutSeconds: s.timeout, maxRetries: s.max_retries, apiKey: s.api_key };
+    const via = platformScraperVia(ctx.config);
+    return { url, timeoutSeconds: s.timeout, maxRetries: s.max_retries, apiKey: s.api_key, via };
   }
   const scraper = ctx.informers.scrapers.get(kb.metadata.namespace as string, ref.name) as Scraper | undefined;
   if (!scraper) throw new OperatorError("SCRAPER_NOT_FOUND", { name: ref.name });
   if (!scraper.spec.client.enabled) throw new OperatorError("SCRAPING_DISABLED", { name: `Scraper ${ref.name}` });
   const keyRef = scraperApiKeyRef(scraper);
   const key = keyRef ? await suppliedKey(ctx.client, kb.metadata.namespace as string, keyRef) : undefined;
+  const url = scraperEndpoint(scraper);
   return {
-    url: scraperEndpoint(scraper),
+    url,
+    via: `Scraper ${kb.metadata.namespace}/${ref.name} (${url})`,
     timeoutSeconds: scraper.spec.client.timeoutSeconds,
     maxRetries: scraper.spec.client.maxRetries,
     apiKey: key?.ok ? key.value : undefined,
