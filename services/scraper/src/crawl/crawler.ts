@@ -241,7 +241,10 @@ class Crawl {
   private forecast(host: string, delayMs: number): void {
     const { job } = this;
     const left = job.total - job.completed;
-    if (job.stopped || delayMs * (left - 1) <= this.fetchUntil - this.now()) return job.warn("forecast", undefined);
+    if (job.stopped || delayMs * (left - 1) <= this.fetchUntil - this.now()) {
+      job.warn("forecast", undefined);
+      return;
+    }
     job.warn(
       "forecast",
       `at ${duration(delayMs)} between pages of ${host} (robots.txt Crawl-delay), the ${left} pages still to fetch (known so far) ` +
