@@ -133,6 +133,8 @@ beforeAll(async () => {
   kube = e2eKube();
   home = mkdtempSync(join(tmpdir(), "capstan-e2e-releases-"));
   kc = ["--kubeconfig", inject("e2eKubeconfig")];
+  // The watched namespace exists before the release's Roles go in (examples/ creates it later too).
+  await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: DEMO_NS } });
   const installed = await ensurePlatform(kube, home, [`operator.watchNamespaces[0]=${DEMO_NS}`]);
   dispatcher = ingressDispatcher(installed.tls.ca);
 }, 900_000);
