@@ -161,6 +161,8 @@ describe("helm test", () => {
 describe("a second release side by side", () => {
   it("installs beside the first, passes helm test, serves chat and search through the ingress, and leaves the first's resources alone", async () => {
     const started = Date.now();
+    // The watched namespace exists before the release's Roles go in.
+    await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: TWO.tenant } });
     const install = await helm(
       ["upgrade", "--install", TWO.release, chart, "-n", TWO.ns, "--create-namespace", "--wait", "--timeout", "300s"]
         .concat(kc)

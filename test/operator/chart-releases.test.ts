@@ -163,6 +163,8 @@ describe("NOTES.txt and the helm test Pod", () => {
     const script = JSON.stringify(pod.spec);
     expect(script).toContain(`http://capstan-gateway.${r.ns}.svc:8090/readyz`);
     expect(script).toContain(`http://capstan-search.${r.ns}.svc:8091/readyz`);
+    // The gateway's public port as its Service exposes it (gateway.servicePort), not the pod's.
+    expect(script).toContain(`http://capstan-gateway.${r.ns}.svc:80/api/v1/chat/completions`);
     await dryRunApply(admin, pod, r.ns);
     // With metricsFrom set, the internal ports admit the test Pod by its labels.
     const labels = (pod.metadata as { labels?: Record<string, string> }).labels ?? {};
