@@ -51,6 +51,8 @@ export const KINDS: Record<string, { plural: string; namespaced: boolean }> = {
   HTTPRoute: { plural: "httproutes", namespaced: true },
   ValidatingAdmissionPolicy: { plural: "validatingadmissionpolicies", namespaced: false },
   ValidatingAdmissionPolicyBinding: { plural: "validatingadmissionpolicybindings", namespaced: false },
+  // The `helm test` Pod (tests.enabled), a test hook.
+  Pod: { plural: "pods", namespaced: true },
   // The platform Scraper (scraping.platformScraper), a post-install/post-upgrade hook.
   Scraper: { plural: "scrapers", namespaced: true },
 };

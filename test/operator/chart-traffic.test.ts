@@ -124,7 +124,9 @@ describe("traffic", () => {
     expect(gatewayInternal?.[2]?.podSelector.matchLabels).toMatchObject({
       "app.kubernetes.io/name": "capstan-operator",
     });
-    expect(gatewayInternal).toHaveLength(3);
+    // ... and the release's `helm test` Pod (tests.enabled), which checks /readyz.
+    expect(gatewayInternal?.[3]?.podSelector.matchLabels).toMatchObject({ "app.kubernetes.io/name": "capstan-test" });
+    expect(gatewayInternal).toHaveLength(4);
     expect(seLabels).toMatchObject(policy("capstan-search").podSelector.matchLabels);
     // The public port from anywhere; the internal port (documents API, the internal token's
     // search, metrics, health) from the operator's pods (ingestion), the gateway's (retrieval) and,
@@ -135,9 +137,11 @@ describe("traffic", () => {
     expect(internalRule?.ports).toEqual([{ port: c.search.internalPort, protocol: "TCP" }]);
     expect(internalRule?.from).toHaveLength(3);
     expect(internalRule?.from?.[2]).toEqual({ namespaceSelector: {} });
-    expect((one(narrowed, "NetworkPolicy", "capstan-search").spec as Policy).ingress[1]?.from?.slice(2)).toEqual([
-      scrapers,
-    ]);
+    // ... or from the metricsFrom peers and the release's `helm test` Pod.
+    const searchNarrowed = (one(narrowed, "NetworkPolicy", "capstan-search").spec as Policy).ingress[1]?.from;
+    expect(searchNarrowed?.slice(2, 3)).toEqual([scrapers]);
+    expect(searchNarrowed?.[3]?.podSelector.matchLabels).toMatchObject({ "app.kubernetes.io/name": "capstan-test" });
+    expect(searchNarrowed).toHaveLength(4);
     const operatorPod = podLabels(one(objects, "Deployment", `${release}-capstan-operator`));
     expect(operatorPod).toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? { none: "x" });
     expect(gwLabels).not.toMatchObject(internalRule?.from?.[0]?.podSelector.matchLabels ?? {});

@@ -209,10 +209,13 @@ describe("charts/capstan with helm", () => {
   it("installs, upgrades and uninstalls a release on the API server", async () => {
     const kc = ["--kubeconfig", kubeconfig, "-n", ns];
     // The reference policy is cluster-scoped: bound to this namespace only, so that other test
-    // files' users are not checked by this release's policy while it is installed.
-    const set = [...MINIMAL, `admission.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=${ns}`].flatMap(
-      (v) => ["--set", v],
-    );
+    // files' users are not checked by this release's policy while it is installed; the operator
+    // watches this namespace only, so that chart-releases.test.ts's releases may coexist with it.
+    const set = [
+      ...MINIMAL,
+      `admission.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=${ns}`,
+      `operator.watchNamespaces[0]=${ns}`,
+    ].flatMap((v) => ["--set", v]);
     const install = await helm(["install", release, chart, ...kc, "--set", "installCRDs=false", ...set], home);
     expect(install.stderr).toBe("");
     expect(install.code).toBe(0);

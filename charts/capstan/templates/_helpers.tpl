@@ -316,3 +316,9 @@ keeps its sessions there; the operator gives the gateway and search the same var
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* The release's `helm test` Pod, admitted by the NetworkPolicies to the internal ports. */}}
+{{- define "capstan.testSelector" -}}
+app.kubernetes.io/name: {{ include "capstan.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
