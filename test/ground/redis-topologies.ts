@@ -102,6 +102,43 @@ export interface RedisClusterGround {
  * A Redis Cluster of `masters` masters with one replica each (node timeout `nodeTimeoutMs`). With
  * `host`, the nodes listen on it too and announce it, so their clients (and CLUSTER SLOTS) use it.
  */
+/** One cluster-enabled node on ports of its own, retried on new ports when it cannot bind them. */
+async function startClusterNode(
+  name: string,
+  dir: string,
+  opts: { password?: string; nodeTimeoutMs?: number },
+  announce: string[],
+): Promise<RedisNode & { stop(): Promise<void> }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    // The cluster bus gets its own free port (cluster-port), not port+10000, which may not exist.
+    const busPort = await freePort();
+    const args = () =>
+      dataArgs(port, dir, opts.password, [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        `nodes-${port}.conf`,
+        "--cluster-port",
+        String(busPort),
+        "--cluster-node-timeout",
+        String(opts.nodeTimeoutMs ?? 1000),
+        // A replica of a lost master takes over however long ago it last heard from it.
+        "--cluster-replica-validity-factor",
+        "0",
+        ...announce,
+      ]);
+    const n = node(name, port, args, opts.password);
+    try {
+      await n.restart();
+      return n;
+    } catch (err) {
+      await n.stop();
+      if (attempt >= 3 || !/Address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
 export async function startRedisCluster(
   opts: { masters?: number; password?: string; nodeTimeoutMs?: number; host?: string } = {},
 ): Promise<RedisClusterGround> {
@@ -112,27 +149,10 @@ export async function startRedisCluster(
   const nodes: Array<RedisNode & { stop(): Promise<void> }> = [];
   try {
     for (let i = 0; i < masters * 2; i++) {
-      const port = await freePort();
-      // The cluster bus gets its own free port (cluster-port), not port+10000, which may not exist.
-      const busPort = await freePort();
-      const args = () =>
-        dataArgs(port, dir, opts.password, [
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          `nodes-${port}.conf`,
-          "--cluster-port",
-          String(busPort),
-          "--cluster-node-timeout",
-          String(opts.nodeTimeoutMs ?? 1000),
-          // A replica of a lost master takes over however long ago it last heard from it.
-          "--cluster-replica-validity-factor",
-          "0",
-          ...announce,
-        ]);
-      const n = node(`redis-cluster-${i}`, port, args, opts.password);
-      nodes.push(n);
-      await n.restart();
+      // A port freePort() found free can be taken before redis binds it (another file's server, an
+      // outgoing connection's ephemeral port): a node that could not bind is started again on
+      // other ports, a bounded number of times.
+      nodes.push(await startClusterNode(`redis-cluster-${i}`, dir, opts, announce));
     }
     const addrs = nodes.map((n) => `${host}:${n.port}`);
     await cli(
