@@ -9,10 +9,7 @@ import {
   type KnowledgeBaseInfo,
   type KnowledgeBaseRef,
   type KnowledgeBaseSettings,
-  type PruneRequest,
-  type PruneResult,
   SearchClient,
-  type UpsertResult,
 } from "@capstan/shared/clients/search-client";
 
 export type { CarriedUploads, DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef, KnowledgeBaseSettings };
@@ -21,11 +18,12 @@ export interface SearchDocuments {
   ensureKnowledgeBase(knowledgeId: KnowledgeBaseRef, settings: KnowledgeBaseSettings): Promise<unknown>;
   /** Idempotent: a missing knowledge base is not an error. */
   deleteKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<unknown>;
-  /** embedded: false when search held the same content already (only its stamps moved). */
-  upsertDocument(knowledgeId: KnowledgeBaseRef, docsId: string, doc: DocumentInput): Promise<UpsertResult>;
+  upsertDocument(
+    knowledgeId: KnowledgeBaseRef,
+    docsId: string,
+    doc: DocumentInput,
+  ): Promise<{ docsId: string; chunks: number }>;
   deleteDocument(knowledgeId: KnowledgeBaseRef, docsId: string): Promise<unknown>;
-  /** The end of a refresh: what its sources no longer have goes (search decides from the stamps). */
-  pruneDocuments(knowledgeId: KnowledgeBaseRef, request: PruneRequest): Promise<PruneResult>;
   getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined>;
   /** Makes the generation built after a model change serve (absent: this backend has none). */
   switchKnowledgeBase?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<unknown>;
@@ -68,9 +66,6 @@ export class TokenSearchDocuments implements SearchDocuments {
   }
   deleteDocument(id: KnowledgeBaseRef, docsId: string) {
     return this.c.deleteDocument(id, docsId);
-  }
-  pruneDocuments(id: KnowledgeBaseRef, request: PruneRequest) {
-    return this.c.pruneDocuments(id, request);
   }
   getKnowledgeBase(id: KnowledgeBaseRef) {
     return this.c.getKnowledgeBase(id);
