@@ -54,7 +54,7 @@ log(
 const t0 = performance.now();
 let done = 0;
 for (let doc = 0; done < TOTAL; doc++) {
-  done += await ingester.upsert(KEY, `doc${doc}`, { docsName: `doc${doc}`, text: docText(doc) });
+  done += (await ingester.upsert(KEY, `doc${doc}`, { docsName: `doc${doc}`, text: docText(doc) })).chunks;
   const s = (performance.now() - t0) / 1000;
   log(`${done} chunks in ${s.toFixed(0)} s: ${(done / s).toFixed(1)} chunks/s (load ${load()})`);
 }

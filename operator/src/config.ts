@@ -294,6 +294,18 @@ export function platformScraperUrl(c: OperatorConfig): string {
   return c.scraping.url ?? serviceUrl(c.platformScraper, c.namespace, 3002);
 }
 
+/**
+ * How status names the scraper of a KnowledgeBase without scraperRef when a page cannot be
+ * fetched: the chart's platform Scraper (whose Service is the default url), or the url configured
+ * in its place.
+ */
+export function platformScraperVia(c: OperatorConfig): string {
+  const url = platformScraperUrl(c);
+  return c.scraping.url
+    ? `the platform scraping url ${url}`
+    : `the platform Scraper ${c.namespace}/${c.platformScraper} (${url})`;
+}
+
 /** The documents API: the internal port of the search Service. */
 export function searchInternalUrl(c: OperatorConfig): string {
   return c.search.internalUrl ?? serviceUrl(SEARCH_NAME, c.namespace, c.search.internalPort);

@@ -6,8 +6,8 @@ import { defineErrors, renderMessage } from "@capstan/shared";
 export const ERRORS = defineErrors({
   SCRAPER_NOT_FOUND: { message: "Scraper {name} does not exist", reason: "ScraperNotFound" },
   SCRAPING_DISABLED: { message: "scraping is disabled for {name}", reason: "ScrapingDisabled" },
-  SCRAPE_FAILED: { message: "scraping {url} failed: {detail}", reason: "ScrapeFailed" },
-  CRAWL_FAILED: { message: "crawling {url} failed: {detail}", reason: "CrawlFailed" },
+  SCRAPE_FAILED: { message: "scraping {url} through {via} failed: {detail}", reason: "ScrapeFailed" },
+  CRAWL_FAILED: { message: "crawling {url} through {via} failed: {detail}", reason: "CrawlFailed" },
   CONFIG_MAP_NOT_FOUND: { message: "ConfigMap {name} does not exist", reason: "ConfigMapNotFound" },
   CONFIG_MAP_KEY_NOT_FOUND: { message: "ConfigMap {name} has no key {key}", reason: "ConfigMapKeyNotFound" },
   LEASE_LOST: { message: "leadership lost: {detail}", reason: "LeaseLost" },

@@ -12,6 +12,7 @@ import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
 import { operatorMetrics } from "./fleet-metrics.ts";
 import { type GatewayUsage, HttpGatewayUsage } from "./ingest/gateway-usage.ts";
+import { RefreshJobs } from "./ingest/refresh-jobs.ts";
 import { ClientScrape, type Scrape } from "./ingest/scrape.ts";
 import { type SearchDocuments, TokenSearchDocuments } from "./ingest/search-documents.ts";
 import { ObjectClient } from "./kube/client.ts";
@@ -141,6 +142,8 @@ export class Operator {
       scrape: deps.scrape ?? new ClientScrape(outbound),
       gatewayUsage: deps.gatewayUsage ?? new HttpGatewayUsage(() => gatewayInternalUrl(config), outbound),
       metrics: operatorMetrics(this.registry, this.informers, deps.now),
+      // A refresh that ends enqueues its KnowledgeBase: the next reconcile writes its status.
+      refreshes: new RefreshJobs((key) => this.controllers.knowledgeBase?.enqueue(key)),
     };
     const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };
     const make = (kind: string, reconcile: Reconcile, workers = config.maxConcurrentReconciles) =>
@@ -301,6 +304,8 @@ export class Operator {
   private async stopControllers(): Promise<void> {
     this.leading = false;
     await Promise.all(Object.values(this.controllers).map((c) => c.stop()));
+    // Refreshes stop too; the next leader (or this one after a restart) resumes them.
+    await this.context.refreshes.stopAll();
   }
 
   /** Graceful stop: finish in-flight reconciles, release the Lease, stop watching. */

@@ -1,80 +1,73 @@
-// Standalone ingestion: what the operator's KnowledgeBase reconciler does in a cluster, once at
-// start. Inline texts go straight to the search service's documents API; URL sources are fetched
-// through the scraper first, crawl sources crawled through it (one document per page). A source that fails is reported and skipped, never fatal.
-
-import { docsIdFor, kbSettings } from "@capstan/operator/translate";
+// Standalone ingestion: the operator's refresh (@capstan/operator/ingest, runRefresh), run once
+// per KnowledgeBase at start and on a saved change, with the scraping section's scraper. The
+// same module as in a cluster: the same document ids (a URL source by its name, a crawl's pages by
+// URL), the same metadata (`source`), the same stamps, and the same closing prune (a page gone
+// from a site, a source gone from the spec: their documents are deleted). A source that fails is
+// reported and skipped, never fatal; its previous documents stay.
+import { ClientScrape, newRefreshId, runRefresh, type ScrapeTarget } from "@capstan/operator/ingest";
+import { kbSettings } from "@capstan/operator/translate";
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
-import type { ScraperClient } from "@capstan/shared/clients/scraper-client";
-import { crawlPages } from "@capstan/shared/clients/scraper-crawl";
+import { type ScrapingSettingsInput, scrapingSettingsSchema } from "@capstan/shared/clients/scraper-client";
 import type { SearchClient } from "@capstan/shared/clients/search-client";
 
 export interface IngestSummary {
   knowledgeId: string;
+  /** Documents written (or confirmed unchanged), of them embedded, and the chunks embedded. */
   documents: number;
+  embedded: number;
   chunks: number;
+  /** Documents of gone pages and sources deleted. */
+  pruned: number;
   failures: string[];
 }
 
-type Source = KnowledgeBase["spec"]["sources"][number];
-interface Doc {
-  id: string;
-  body: { docsName: string; text: string; metadata?: Record<string, string> };
-}
+const scrape = new ClientScrape();
 
-/** A source's documents, with the operator's document ids (a crawl: one per page URL). */
-async function documentsOf(kb: KnowledgeBase, source: Source, scraper: ScraperClient | undefined): Promise<Doc[]> {
-  if (source.text !== undefined) {
-    return [{ id: docsIdFor(source.name, "text"), body: { docsName: source.name, text: source.text } }];
-  }
-  if (source.configMap) throw new Error("ConfigMap sources need a cluster");
-  if (!scraper) throw new Error("the scraper is not running");
-  const waitFor = kb.spec.scrapeOptions?.waitFor ? { waitFor: kb.spec.scrapeOptions.waitFor } : {};
-  if (source.crawl) {
-    const { url, limit, maxDepth, includePaths, excludePaths } = source.crawl;
-    const request = { url, limit, maxDepth, includePaths, excludePaths, scrapeOptions: waitFor };
-    const pages = await crawlPages(scraper, request);
-    return pages.map((p) => ({
-      id: docsIdFor(source.name, "crawl", p.url),
-      body: { docsName: `${source.name}/${p.url}`, text: p.markdown, metadata: { sourceURL: p.url } },
-    }));
-  }
-  const url = source.url as string;
-  const page = await scraper.scrape(url, { pageOptions: waitFor });
-  return [
-    {
-      id: docsIdFor(source.name, "url", url),
-      body: { docsName: source.name, text: page.markdown, metadata: { sourceURL: url } },
-    },
-  ];
+function targetOf(settings: ScrapingSettingsInput): ScrapeTarget {
+  const s = scrapingSettingsSchema.parse(settings);
+  return {
+    url: s.url,
+    timeoutSeconds: s.timeout,
+    maxRetries: s.max_retries,
+    apiKey: s.api_key,
+    via: `the scraper ${s.url}`,
+  };
 }
 
 export async function ingestKnowledgeBase(
   kb: KnowledgeBase,
-  deps: { search: SearchClient; scraper: ScraperClient | undefined },
+  deps: { search: SearchClient; scraping: ScrapingSettingsInput | undefined; now?: () => Date },
 ): Promise<IngestSummary> {
   const knowledgeId = knowledgeIdOf(kb);
+  const now = deps.now ?? (() => new Date());
   // The same id in two namespaces is two knowledge bases: the documents API takes both.
   const ref = { namespace: kb.metadata.namespace || "default", knowledgeId };
-  await deps.search.ensureKnowledgeBase(ref, kbSettings(kb));
-  const summary: IngestSummary = { knowledgeId, documents: 0, chunks: 0, failures: [] };
-  for (const source of kb.spec.sources) {
-    try {
-      for (const doc of await documentsOf(kb, source, deps.scraper)) {
-        const result = await deps.search.upsertDocument(ref, doc.id, doc.body);
-        summary.documents += 1;
-        summary.chunks += result.chunks;
-      }
-    } catch (err) {
-      summary.failures.push(`${source.name}: ${(err as Error).message}`);
-    }
-  }
-  // A changed model is built beside the previous one (kept in the data dir): switch to it once
-  // every source is in, the uploads carried into it first; with a failure the previous one keeps
-  // answering until the next start.
-  if (summary.failures.length === 0) {
-    await deps.search.carryUploads(ref);
-    await deps.search.switchKnowledgeBase(ref);
-  }
-  return summary;
+  const info = await deps.search.ensureKnowledgeBase(ref, kbSettings(kb));
+  const scraping = deps.scraping;
+  const outcome = await runRefresh(
+    {
+      search: deps.search,
+      scrape,
+      target: async () => {
+        if (!scraping) throw new Error("the scraper is not running");
+        return targetOf(scraping);
+      },
+      configMap: async () => {
+        throw new Error("ConfigMap sources need a cluster");
+      },
+      now,
+    },
+    // A changed model is built beside the previous one (kept in the data dir) and switched to once
+    // every source is in, the uploads carried into it first.
+    { ref, spec: kb.spec, refresh: newRefreshId(now()), buildingModel: info.building?.model },
+  );
+  return {
+    knowledgeId,
+    documents: outcome.documents,
+    embedded: outcome.embedded,
+    chunks: outcome.embeddedChunks,
+    pruned: outcome.pruned ?? 0,
+    failures: outcome.failed.map((f) => `${f.source}: ${f.message}`),
+  };
 }

@@ -13,7 +13,6 @@ import { docsIdFor } from "@capstan/operator/translate";
 import { loadConfig, loadConfigOrExit } from "@capstan/shared";
 import type { AnyResource, KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
-import { ScraperClient } from "@capstan/shared/clients/scraper-client";
 import { SearchClient } from "@capstan/shared/clients/search-client";
 import { describeRedisTarget, redisEnvMap, redisTarget, redisTopologySchema } from "@capstan/shared/redis";
 import { readResources } from "@capstan/shared/resource-view";
@@ -273,11 +272,13 @@ async function main(): Promise<void> {
   const searchClient = new SearchClient({ baseURL: searchUrl, internalURL: searchInternalUrl, token });
   // The scraping section's url, timeout, max_retries and api_key (a local scraper that did not
   // start leaves none).
-  const scraperClient =
-    scraping.client && (!scraping.startLocal || ready[2]) ? new ScraperClient(scraping.client) : undefined;
+  const scrapingClient = scraping.client && (!scraping.startLocal || ready[2]) ? scraping.client : undefined;
   const ingest = async (kb: KnowledgeBase) => {
-    const s = await ingestKnowledgeBase(kb, { search: searchClient, scraper: scraperClient });
-    say(`Knowledge base ${s.knowledgeId}: ${s.documents} documents, ${s.chunks} chunks ingested`);
+    const s = await ingestKnowledgeBase(kb, { search: searchClient, scraping: scrapingClient });
+    say(
+      `Knowledge base ${s.knowledgeId}: ${s.documents} documents, ${s.chunks} chunks ingested` +
+        ` (${s.documents - s.embedded} unchanged, ${s.pruned} removed)`,
+    );
     for (const f of s.failures) say(`  skipped ${f}`);
   };
   for (const kb of resources.filter((r) => r.kind === "KnowledgeBase")) await ingest(kb);
@@ -304,7 +305,7 @@ async function main(): Promise<void> {
         `    -d '{"knowledgeIds":["${knowledgeIdOf(kbId as KnowledgeBase)}"],"text":"how long are keys valid"}'`,
     );
   }
-  if (scraper && scraperClient)
+  if (scraper && scrapingClient)
     say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
   say(
     `Metrics:                   ${gatewayInternalUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperAdminUrl}/metrics` : ""}`,

@@ -135,8 +135,8 @@ describe("CRDs on a real API server", () => {
     [
       "crawl limit above its bound",
       "KnowledgeBase",
-      { sources: [{ name: "d", crawl: { url: "https://example.com/docs/", limit: 5000 } }] },
-      /spec\.sources\[0\]\.crawl\.limit.*less than or equal to 1000/,
+      { sources: [{ name: "d", crawl: { url: "https://example.com/docs/", limit: 50_001 } }] },
+      /spec\.sources\[0\]\.crawl\.limit.*less than or equal to 50000/,
     ],
     [
       "crawl without a start URL",

@@ -2,7 +2,7 @@
 // test ground's Chromium) crawling a small loopback site with a depth and a path limit. The
 // crawl's pages become exactly the expected documents, each searchable; a refresh after a page is
 // removed from the site deletes its document; a refresh with the scraper stopped keeps every
-// document and names the failed source in status; a crawl given up on is cancelled on the scraper.
+// document and names the failed source in status, and the scraper it could not reach; a crawl given up on is cancelled on the scraper.
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
 import { type CrawlApi, CrawlError, crawlPages } from "@capstan/shared/clients/scraper-crawl";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -147,13 +147,17 @@ describe("a KnowledgeBase with a crawl source", () => {
     expect(after).not.toContain(TEXT["/docs/comets"]);
 
     // The scraper stops: the crawl fails, every document stays, the source is named.
+    const scraperUrl = stack.scraper?.url as string;
     await stack.stopScraper();
     await patch(client, KB, { spec: { description: "v3" } });
     const third = await refreshed("False");
     expect(third.status).toMatchObject({ documents: 2, failures: 1, failedSources: ["Handbook"] });
     expect(condition(third, "Degraded")).toMatchObject({ status: "True", reason: "SourcesFailed" });
     expect(condition(third, "Ingested")).toMatchObject({ reason: "CrawlFailed" });
-    expect(condition(third, "Ingested")?.message).toContain("crawling");
+    // The message names the scraper the source goes through (here the url configured in place of the platform Scraper).
+    expect(condition(third, "Ingested")?.message).toContain(
+      `crawling ${site.origin}/docs/ through the platform scraping url ${scraperUrl} failed`,
+    );
     const kept = await texts();
     expect(kept).toContain(TEXT["/docs/telescopes"]);
     expect(kept).toContain(TEXT["/docs/"]);

@@ -3,6 +3,7 @@
 // API at the interface level (used where the real search service is not started).
 import type { AddressInfo } from "node:net";
 import { createLogger, createRegistry, listenInternal } from "@capstan/shared";
+import type { PruneRequest } from "@capstan/shared/clients/search-client";
 import { SearchClient } from "@capstan/shared/clients/search-client";
 import { KubeApiError, kubeConfigFromFile } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
@@ -220,7 +221,7 @@ export async function whenCondition(
 export class InMemorySearchDocuments implements SearchDocuments {
   readonly kbs = new Map<
     string,
-    { settings: KnowledgeBaseSettings; docs: Map<string, DocumentInput & { chunks: number }> }
+    { settings: KnowledgeBaseSettings; docs: Map<string, DocumentInput & { chunks: number; contentHash: string }> }
   >();
   readonly deleted: string[] = [];
   readonly calls: string[] = [];
@@ -245,8 +246,27 @@ export class InMemorySearchDocuments implements SearchDocuments {
     if (!kb) throw new Error(`knowledge base ${id} not found`);
     const size = kb.settings.chunking?.size ?? 800;
     const chunks = Math.max(1, Math.ceil(doc.text.length / size));
-    kb.docs.set(docsId, { ...doc, chunks });
-    return { docsId, chunks };
+    const contentHash = `${size}:${doc.text}`;
+    const before = kb.docs.get(docsId);
+    const embedded = before?.contentHash !== contentHash;
+    kb.docs.set(docsId, { ...doc, chunks, contentHash });
+    return { knowledgeId: ref.knowledgeId, docsId, chunks, embedded, contentHash };
+  }
+  /** The same rule as search's (services/search/src/store/types.ts: prunable). */
+  async pruneDocuments(ref: KnowledgeBaseRef, r: PruneRequest) {
+    const kb = this.kbs.get(keyOf(ref));
+    let deleted = 0;
+    for (const [docsId, d] of kb?.docs ?? []) {
+      const gone =
+        d.source === undefined
+          ? (r.legacy ?? []).includes(docsId) && d.refresh !== r.refresh
+          : !r.sources.includes(d.source) || (r.complete.includes(d.source) && d.refresh !== r.refresh);
+      if (gone) {
+        kb?.docs.delete(docsId);
+        deleted++;
+      }
+    }
+    return { knowledgeId: ref.knowledgeId, deleted };
   }
   async deleteDocument(ref: KnowledgeBaseRef, docsId: string) {
     this.kbs.get(keyOf(ref))?.docs.delete(docsId);

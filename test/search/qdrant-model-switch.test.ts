@@ -105,6 +105,7 @@ beforeAll(async () => {
     deleteKnowledgeBase: (id) => s.deleteKnowledgeBase(id),
     upsertDocument: (id, docsId, doc) => s.upsertDocument(id, docsId, doc),
     deleteDocument: (id, docsId) => s.deleteDocument(id, docsId),
+    pruneDocuments: (id, request) => s.pruneDocuments(id, request),
     getKnowledgeBase: (id) => s.getKnowledgeBase(id),
     carryUploads: (id, model) => s.carryUploads(id, model),
     switchKnowledgeBase: async (id, model) => {

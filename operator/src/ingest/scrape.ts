@@ -12,6 +12,8 @@ export interface ScrapeTarget {
   timeoutSeconds: number;
   maxRetries: number;
   apiKey?: string | undefined;
+  /** Which Scraper this is, as status names it when a page cannot be fetched through it. */
+  via: string;
 }
 
 export interface ScrapedText {
@@ -69,7 +71,7 @@ export class ClientScrape implements Scrape {
       const page = await this.client(t).scrape(pageUrl, { pageOptions: { ...options, screenshot: false } });
       return { markdown: page.markdown, ...(page.metadata?.title ? { title: page.metadata.title } : {}) };
     } catch (err) {
-      throw new OperatorError("SCRAPE_FAILED", { url: pageUrl, detail: detailOf(err) });
+      throw new OperatorError("SCRAPE_FAILED", { url: pageUrl, via: t.via, detail: detailOf(err) });
     }
   }
 
@@ -77,7 +79,7 @@ export class ClientScrape implements Scrape {
     try {
       return await crawlPages(this.client(t), request, options);
     } catch (err) {
-      throw new OperatorError("CRAWL_FAILED", { url: request.url, detail: detailOf(err) });
+      throw new OperatorError("CRAWL_FAILED", { url: request.url, via: t.via, detail: detailOf(err) });
     }
   }
 }

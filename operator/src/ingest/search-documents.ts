@@ -9,7 +9,10 @@ import {
   type KnowledgeBaseInfo,
   type KnowledgeBaseRef,
   type KnowledgeBaseSettings,
+  type PruneRequest,
+  type PruneResult,
   SearchClient,
+  type UpsertResult,
 } from "@capstan/shared/clients/search-client";
 
 export type { CarriedUploads, DocumentInput, KnowledgeBaseInfo, KnowledgeBaseRef, KnowledgeBaseSettings };
@@ -18,12 +21,11 @@ export interface SearchDocuments {
   ensureKnowledgeBase(knowledgeId: KnowledgeBaseRef, settings: KnowledgeBaseSettings): Promise<unknown>;
   /** Idempotent: a missing knowledge base is not an error. */
   deleteKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<unknown>;
-  upsertDocument(
-    knowledgeId: KnowledgeBaseRef,
-    docsId: string,
-    doc: DocumentInput,
-  ): Promise<{ docsId: string; chunks: number }>;
+  /** embedded: false when search held the same content already (only its stamps moved). */
+  upsertDocument(knowledgeId: KnowledgeBaseRef, docsId: string, doc: DocumentInput): Promise<UpsertResult>;
   deleteDocument(knowledgeId: KnowledgeBaseRef, docsId: string): Promise<unknown>;
+  /** The end of a refresh: what its sources no longer have goes (search decides from the stamps). */
+  pruneDocuments(knowledgeId: KnowledgeBaseRef, request: PruneRequest): Promise<PruneResult>;
   getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined>;
   /** Makes the generation built after a model change serve (absent: this backend has none). */
   switchKnowledgeBase?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<unknown>;
@@ -66,6 +68,9 @@ export class TokenSearchDocuments implements SearchDocuments {
   }
   deleteDocument(id: KnowledgeBaseRef, docsId: string) {
     return this.c.deleteDocument(id, docsId);
+  }
+  pruneDocuments(id: KnowledgeBaseRef, request: PruneRequest) {
+    return this.c.pruneDocuments(id, request);
   }
   getKnowledgeBase(id: KnowledgeBaseRef) {
     return this.c.getKnowledgeBase(id);

@@ -6,6 +6,7 @@ import type { ResourceType } from "@capstan/shared/kube";
 import type { OperatorConfig } from "../config.ts";
 import type { OperatorMetrics } from "../fleet-metrics.ts";
 import type { GatewayUsage } from "../ingest/gateway-usage.ts";
+import type { RefreshJobs } from "../ingest/refresh-jobs.ts";
 import type { Scrape } from "../ingest/scrape.ts";
 import type { SearchDocuments } from "../ingest/search-documents.ts";
 import type { ObjectClient } from "../kube/client.ts";
@@ -35,4 +36,6 @@ export interface OperatorContext {
   /** Budget spend and upstream breakers, read from the gateway's internal API. */
   gatewayUsage: GatewayUsage;
   metrics: OperatorMetrics;
+  /** KnowledgeBase refreshes running beside the reconciles. */
+  refreshes: RefreshJobs;
 }

@@ -1,8 +1,8 @@
-// status.progress while a KnowledgeBase is ingested: sources done and pages crawled so far,
+// status.progress while a KnowledgeBase is refreshed: sources done and pages crawled so far,
 // written at most every PROGRESS_INTERVAL_MS (a crawl reports after every poll that brought
-// pages, a source when it ends), one write at a time; close() waits for the last one so it never
-// lands after the refresh's final status.
-import type { KnowledgeBase } from "@capstan/shared/api";
+// pages, a source when it ends), one write at a time, each carrying the refresh's id
+// (status.refresh); close() waits for the last one so it never lands after the final status.
+import type { KnowledgeBase, KnowledgeBaseStatus } from "@capstan/shared/api";
 import type { KubeObject } from "@capstan/shared/kube";
 import { kbProgressStatus, type RunGenerations } from "../translate/knowledge-base.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
@@ -12,34 +12,31 @@ export const PROGRESS_INTERVAL_MS = 2_000;
 
 export class ProgressWriter {
   private done = 0;
-  private readonly pages = new Map<string, number>();
+  private pages = 0;
   private last = 0;
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly ctx: OperatorContext;
   private readonly kb: KnowledgeBase & KubeObject;
   private readonly gens: RunGenerations | undefined;
+  private readonly refresh: KnowledgeBaseStatus["refresh"];
 
-  constructor(ctx: OperatorContext, kb: KnowledgeBase & KubeObject, gens: RunGenerations | undefined) {
+  constructor(
+    ctx: OperatorContext,
+    kb: KnowledgeBase & KubeObject,
+    gens: RunGenerations | undefined,
+    refresh: KnowledgeBaseStatus["refresh"],
+  ) {
     this.ctx = ctx;
     this.kb = kb;
     this.gens = gens;
+    this.refresh = refresh;
   }
 
-  /** Pages crawled by every crawl source so far. */
-  get crawledPages(): number {
-    let n = 0;
-    for (const p of this.pages.values()) n += p;
-    return n;
-  }
-
-  sourceDone(): void {
-    this.done++;
-    this.maybeWrite();
-  }
-
-  crawled(sourceId: string, pages: number): void {
-    this.pages.set(sourceId, pages);
+  /** Sources done and pages crawled by every crawl source so far. */
+  update(done: number, pages: number): void {
+    this.done = done;
+    this.pages = pages;
     this.maybeWrite();
   }
 
@@ -53,7 +50,8 @@ export class ProgressWriter {
     const now = this.ctx.now();
     if (this.closed || now.getTime() - this.last < PROGRESS_INTERVAL_MS) return;
     this.last = now.getTime();
-    const status = kbProgressStatus(this.kb, this.done, this.kb.spec.sources.length, now, this.gens, this.crawledPages);
+    const total = this.kb.spec.sources.length;
+    const status = kbProgressStatus(this.kb, this.done, total, now, this.gens, this.pages, this.refresh);
     this.chain = this.chain
       .then(() => (this.closed ? false : writeStatus(this.ctx.client, KNOWLEDGE_BASE, this.kb, status)))
       .then(

@@ -1,15 +1,14 @@
 // When a KnowledgeBase is refreshed again: on its interval, and sooner while sources fail; which
-// documents a run leaves; and which generation its status names.
+// the documents of the legacy annotation; and which generation its status names.
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { describe, expect, it } from "vitest";
 import {
   docsIdFor,
-  documentsAfterRun,
   FAILING_SINCE_ANNOTATION,
   FIRST_RETRY_MS,
   kbCountsStatus,
   kbProgressStatus,
-  parseDocuments,
+  legacyDocuments,
   refreshDueIn,
 } from "./knowledge-base.ts";
 
@@ -57,87 +56,14 @@ describe("refreshDueIn", () => {
   });
 });
 
-describe("documentsAfterRun", () => {
+describe("legacyDocuments", () => {
   const a = docsIdFor("a", "url");
-  const b = docsIdFor("b", "configMap");
-  const bKey = (k: string) => docsIdFor("b", "configMap", k);
-  const previous = JSON.stringify({ [a]: [a], [b]: [bKey("x"), bKey("y")] });
-
-  it("keeps every document of a source that failed (the scraper was down)", () => {
-    const r = documentsAfterRun({
-      previous,
-      sourceIds: [a, b],
-      produced: new Map([[b, [bKey("x"), bKey("y")]]]),
-      failed: new Set([a]),
-      incompleteBuild: false,
-    });
-    expect(r.stale).toEqual([]);
-    expect(r.documents).toEqual([a, bKey("x"), bKey("y")].sort());
-    expect(JSON.parse(r.annotation)[a]).toEqual([a]);
-  });
-
-  it("keeps the documents of a source that failed half-way and those it wrote", () => {
-    const r = documentsAfterRun({
-      previous,
-      sourceIds: [a, b],
-      produced: new Map([
-        [a, [a]],
-        [b, [bKey("z")]],
-      ]),
-      failed: new Set([b]),
-      incompleteBuild: false,
-    });
-    expect(r.stale).toEqual([]);
-    expect(JSON.parse(r.annotation)[b]).toEqual([bKey("x"), bKey("y"), bKey("z")].sort());
-  });
-
-  it("deletes the documents of sources removed from the spec, and of ConfigMap keys gone", () => {
-    const r = documentsAfterRun({
-      previous,
-      sourceIds: [b],
-      produced: new Map([[b, [bKey("x")]]]),
-      failed: new Set(),
-      incompleteBuild: false,
-    });
-    expect(r.stale).toEqual([a, bKey("y")].sort());
-    expect(r.documents).toEqual([bKey("x")]);
-  });
-
-  it("deletes nothing while a new model's generation is incomplete", () => {
-    const r = documentsAfterRun({
-      previous,
-      sourceIds: [b],
-      produced: new Map(),
-      failed: new Set([b]),
-      incompleteBuild: true,
-    });
-    expect(r.stale).toEqual([]);
-    expect(r.documents).toContain(a);
-  });
-
-  it("reads the legacy comma list: kept while a source fails, cleaned once a run is complete", () => {
-    const legacy = `${a},${bKey("x")},doc_gone`;
-    const failing = documentsAfterRun({
-      previous: legacy,
-      sourceIds: [a, b],
-      produced: new Map([[b, [bKey("x")]]]),
-      failed: new Set([a]),
-      incompleteBuild: false,
-    });
-    expect(failing.stale).toEqual([]);
-    expect(failing.documents).toEqual([a, bKey("x"), "doc_gone"].sort());
-    const complete = documentsAfterRun({
-      previous: failing.annotation,
-      sourceIds: [a, b],
-      produced: new Map([
-        [a, [a]],
-        [b, [bKey("x")]],
-      ]),
-      failed: new Set(),
-      incompleteBuild: false,
-    });
-    expect(complete.stale).toEqual(["doc_gone"]);
-    expect(parseDocuments(complete.annotation)).toEqual({ [a]: [a], [b]: [bKey("x")] });
+  const b = docsIdFor("b", "configMap", "x");
+  it("reads every id of the old annotation, per source or the older comma list", () => {
+    expect(legacyDocuments(JSON.stringify({ [a]: [a], [b]: [b, a] }))).toEqual([a, b].sort());
+    expect(legacyDocuments(`${b},${a},`)).toEqual([a, b].sort());
+    expect(legacyDocuments(undefined)).toEqual([]);
+    expect(legacyDocuments("{not json")).toEqual(["{not json"]);
   });
 });
 

@@ -9,9 +9,9 @@ import { parseDuration } from "./duration.ts";
 
 export const KB_FINALIZER = "capstan.dev/knowledge-base";
 /**
- * The documents each source put into search at the last run, as JSON {sourceId: [docsId, ...]}
- * (sourceId = docsIdFor(name, kind)). Written before namespacing as a comma-separated list of
- * document ids with no owner; that form is still read (see documentsAfterRun).
+ * Legacy: where operators before search held the documents kept each source's document ids, as
+ * JSON {sourceId: [docsId, ...]} (earlier: a comma-separated list). Read once, by the first
+ * complete refresh, whose prune deletes those it did not write; then removed.
  */
 export const DOCUMENTS_ANNOTATION = "capstan.dev/documents";
 
@@ -79,36 +79,9 @@ export function parseDocuments(annotation: string | undefined): SourceDocs {
   return { "": raw.split(",").filter(Boolean) };
 }
 
-/**
- * What a refresh leaves in search. A source that failed keeps the documents it had (a scraper
- * restarting must not empty a knowledge base); only the documents of sources gone from the spec
- * are deleted, and none at all while a new model's generation is incomplete (a delete reaches the
- * serving generation too). Documents of the legacy list, whose source is unknown, are kept while
- * any source fails and deleted (when no source produced them) once a run is complete.
- */
-export function documentsAfterRun(f: {
-  previous: string | undefined;
-  sourceIds: string[];
-  produced: Map<string, string[]>;
-  failed: Set<string>;
-  incompleteBuild: boolean;
-}): { annotation: string; stale: string[]; documents: string[] } {
-  const before = parseDocuments(f.previous);
-  const next: SourceDocs = {};
-  for (const id of f.sourceIds) {
-    const made = f.produced.get(id) ?? [];
-    const docs = f.failed.has(id) ? [...(before[id] ?? []), ...made] : made;
-    if (docs.length > 0) next[id] = [...new Set(docs)].sort();
-  }
-  const kept = new Set(Object.values(next).flat());
-  const gone = Object.values(before)
-    .flat()
-    .filter((d) => !kept.has(d));
-  const keepAll = f.incompleteBuild || (f.failed.size > 0 && (before[""]?.length ?? 0) > 0);
-  if (keepAll && gone.length > 0) next[""] = [...new Set(gone)].sort();
-  const stale = keepAll ? [] : [...new Set(gone)].sort();
-  const documents = [...new Set(Object.values(next).flat())].sort();
-  return { annotation: Object.keys(next).length ? JSON.stringify(next) : "", stale, documents };
+/** Every document id of the legacy annotation (either form). */
+export function legacyDocuments(annotation: string | undefined): string[] {
+  return [...new Set(Object.values(parseDocuments(annotation)).flat())].sort();
 }
 
 export function kbSettings(kb: KnowledgeBase): KnowledgeBaseSettings {
@@ -279,6 +252,7 @@ export function kbProgressStatus(
   now: Date,
   gens?: RunGenerations,
   pages?: number,
+  refresh?: KnowledgeBaseStatus["refresh"],
 ): KnowledgeBaseStatus {
   const st = kb.status ?? {};
   const kept = (st.conditions ?? []).filter((c) => c.type !== "Ingested");
@@ -306,6 +280,7 @@ export function kbProgressStatus(
     ...(gens?.collection ? { collection: gens.collection } : {}),
     ...(gens?.vectors ? { vectors: gens.vectors } : {}),
     ...(gens ? { building: gens.building } : {}),
+    ...(refresh ? { refresh } : {}),
   });
 }
 

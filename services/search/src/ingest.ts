@@ -1,13 +1,18 @@
 // Ingestion behind the documents API: chunk a document with its knowledge base's chunking,
 // embed the chunks (uncached, in slices, logging progress), and replace the document's chunks
-// in one store call, so re-ingesting a changed document leaves nothing orphaned. After a model
+// in one store call, so re-ingesting a changed document leaves nothing orphaned. A document
+// whose content hash (name, text, metadata, chunking) is the one stored is not embedded again:
+// a refresh only moves its stamps (refresh, fetchedAt), so a refresh of an unchanged site costs
+// reads, not embedding. After a model
 // change documents go to the generation being built (with its model and chunking) until the
 // caller switches to it; searches keep reading the serving one meanwhile (uploads made before the
 // build are copied into it by carry-uploads.ts). Knowledge bases are addressed by store key
 // (`<namespace>.<kb_id>`, see storeKey).
 
+import { createHash } from "node:crypto";
 import type { Logger } from "@capstan/shared";
 import { chunkingSpec, embeddingSpec } from "@capstan/shared/api";
+import type { DocumentInput } from "@capstan/shared/clients/documents-wire";
 import type { z } from "zod";
 import { chunkText } from "./chunking.ts";
 import { DocumentLocks } from "./document-lock.ts";
@@ -19,6 +24,8 @@ import {
   type ChunkWithVector,
   type CollectionInfo,
   embeddingIdFor,
+  type PruneRule,
+  stampsOf,
   storeKey,
   type VectorStore,
 } from "./store/types.ts";
@@ -28,10 +35,20 @@ export interface KnowledgeBaseSettings {
   chunking?: unknown;
 }
 
-export interface DocumentInput {
-  docsName: string;
-  text: string;
-  metadata?: Record<string, string | number | boolean> | undefined;
+export type { DocumentInput };
+
+/** What an upsert did: the document's chunks, whether they were embedded now, the hash stored. */
+export interface UpsertOutcome {
+  chunks: number;
+  embedded: boolean;
+  contentHash: string;
+}
+
+/** The hash an upsert compares: of everything that decides the document's chunks and their payload. */
+export function contentHashOf(doc: DocumentInput, chunking: CollectionInfo["chunking"]): string {
+  const metadata = Object.entries(doc.metadata ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const input = JSON.stringify([chunking.size, chunking.overlap, doc.docsName, doc.origin ?? "", metadata, doc.text]);
+  return `sha256:${createHash("sha256").update(input).digest("hex").slice(0, 32)}`;
 }
 
 export interface IngesterDeps {
@@ -165,11 +182,26 @@ export class Ingester {
     return deleted;
   }
 
+  /** The end of a refresh: the documents of the generation written to that go under the rule. */
+  async prune(knowledgeId: string, rule: PruneRule): Promise<number> {
+    const deleted = await this.d.store.pruneDocuments(knowledgeId, rule);
+    this.d.kbs.invalidate(knowledgeId);
+    if (deleted > 0) this.d.logger.info({ knowledgeId, deleted, refresh: rule.refresh }, "documents pruned");
+    return deleted;
+  }
+
   /** Chunks and embeds a document for a generation. */
   private async prepare(info: CollectionInfo, docsId: string, doc: DocumentInput): Promise<ChunkWithVector[]> {
     const { knowledgeId } = info;
     const texts = chunkText(doc.text, info.chunking);
     const extra = Object.fromEntries(Object.entries(doc.metadata ?? {}).map(([k, v]) => [k, String(v)]));
+    const stamps = stampsOf({
+      source: doc.source,
+      origin: doc.origin,
+      fetchedAt: doc.fetchedAt,
+      refresh: doc.refresh,
+      contentHash: contentHashOf(doc, info.chunking),
+    });
     const vectors = await this.embedTexts(info.model, texts, { knowledgeId, docsId });
     return texts.map((text, chunkIndex) => ({
       vector: vectors[chunkIndex] as Float32Array,
@@ -182,8 +214,27 @@ export class Ingester {
         totalChunks: texts.length,
         text,
         ...(Object.keys(extra).length > 0 ? { extra } : {}),
+        ...stamps,
       },
     }));
+  }
+
+  /**
+   * The same content is stored in the generation written to (same model, same hash, same
+   * source, every chunk there): its stamps are moved to this write's and its chunk count
+   * returned; undefined otherwise. Called under the document's lock.
+   */
+  private async unchanged(info: CollectionInfo, docsId: string, doc: DocumentInput, hash: string) {
+    const gens = await this.d.store.generations(info.knowledgeId);
+    const writable = gens && (gens.building ?? gens.serving);
+    if (!writable || writable.model !== info.model) return undefined;
+    const records = await this.d.store.documentChunks(info.knowledgeId, docsId, gens.building ? "building" : "serving");
+    const first = records[0];
+    if (!first || first.contentHash !== hash || records.length !== first.totalChunks) return undefined;
+    if (first.source !== doc.source) return undefined;
+    const stamps = stampsOf({ refresh: doc.refresh, fetchedAt: doc.fetchedAt });
+    if (Object.keys(stamps).length > 0) await this.d.store.stampDocument(info.knowledgeId, docsId, stamps);
+    return records.length;
   }
 
   /** The generation document writes go to: the one being built, else the serving one. */
@@ -192,7 +243,7 @@ export class Ingester {
     return gens && (gens.building ?? gens.serving);
   }
 
-  async upsert(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<number> {
+  async upsert(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<UpsertOutcome> {
     const started = performance.now();
     this.d.metrics.ingestsInFlight.inc();
     try {
@@ -202,6 +253,12 @@ export class Ingester {
       // generation now written to (a model that keeps changing is a 503 to retry).
       for (let attempt = 0; attempt < 3 && !chunks; attempt++) {
         const info = (await this.writable(knowledgeId)) ?? (await this.ensure(knowledgeId, {}));
+        const hash = contentHashOf(doc, info.chunking);
+        const kept = await this.withDocument(knowledgeId, docsId, () => this.unchanged(info, docsId, doc, hash));
+        if (kept !== undefined) {
+          this.d.metrics.ingestedDocuments.inc({ outcome: "unchanged" });
+          return { chunks: kept, embedded: false, contentHash: hash };
+        }
         const prepared = await this.prepare(info, docsId, doc);
         chunks = await this.withDocument(knowledgeId, docsId, async () => {
           const now = await this.writable(knowledgeId);
@@ -214,10 +271,13 @@ export class Ingester {
         throw new SearchError("SEARCH_ERR_STORE", { detail: "the embedding model changed during the write" });
       this.d.kbs.invalidate(knowledgeId);
       this.d.metrics.ingestedChunks.inc(chunks.length);
+      this.d.metrics.ingestedDocuments.inc({ outcome: "embedded" });
       const seconds = (performance.now() - started) / 1000;
       this.d.metrics.ingestDuration.observe(seconds);
       this.d.logger.info({ knowledgeId, docsId, chunks: chunks.length, seconds }, "document ingested");
-      return chunks.length;
+      const info = await this.writable(knowledgeId);
+      const contentHash = chunks[0]?.record.contentHash ?? (info ? contentHashOf(doc, info.chunking) : "");
+      return { chunks: chunks.length, embedded: true, contentHash };
     } finally {
       this.d.metrics.ingestsInFlight.dec();
     }

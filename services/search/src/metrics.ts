@@ -56,6 +56,12 @@ export function searchMetrics(registry: Registry) {
       help: "Chunks embedded and stored by the documents API",
       registers: [registry],
     }),
+    ingestedDocuments: new Counter({
+      name: "capstan_search_ingested_documents_total",
+      help: "Documents written through the documents API: embedded, or unchanged (same content hash: nothing embedded)",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
     ingestDuration: new Histogram({
       name: "capstan_search_ingest_duration_seconds",
       help: "Time to chunk, embed and store one document",

@@ -37,12 +37,6 @@ export function batchRequestSchema(cfg: SearchConfig["search"]) {
 
 const docsIdPattern = /^[^\s/\\\p{Cc}][^/\\\p{Cc}]{0,511}$/u;
 
-export const documentBodySchema = z.object({
-  docsName: z.string().min(1, "must be a non-empty string").max(1024),
-  text: z.string(),
-  metadata: z.record(z.string().max(128), z.union([z.string(), z.number(), z.boolean()])).optional(),
-});
-
 export const docsIdSchema = z.string().regex(docsIdPattern, "must be 1-512 characters without slashes or controls");
 export const knowledgeIdParam = z.string().regex(KNOWLEDGE_ID_PATTERN, "must be a knowledge id of the form kb_<id>");
 

@@ -4,6 +4,20 @@
 // store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses use the same envelope as search. A model change builds a new
 // generation beside the serving one (PUT answers with both); POST .../carry-uploads copies the
 // uploads into it a page at a time (carry-uploads.ts), then POST .../switch makes it serve.
+// Schema first: every body is parsed, and every answer typed, by the wire schemas the client
+// checks answers against (@capstan/shared/clients/documents-wire). A KnowledgeBase refresh lists
+// the documents of a source (GET .../documents?source=) and ends with one prune (POST .../prune).
+import {
+  carryBodySchema,
+  type DocumentList,
+  documentInputSchema,
+  documentListQuerySchema,
+  type KnowledgeBaseInfo,
+  knowledgeBaseSettingsSchema,
+  type PruneResult,
+  pruneBodySchema,
+  type UpsertResult,
+} from "@capstan/shared/clients/documents-wire";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
@@ -11,8 +25,8 @@ import { carryUploads } from "../carry-uploads.ts";
 import type { SearchConfig } from "../config.ts";
 import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
-import { docsIdSchema, documentBodySchema, knowledgeIdParam, parseBody } from "../schemas.ts";
-import { type CollectionInfo, storeKey, type VectorStore } from "../store/types.ts";
+import { docsIdSchema, knowledgeIdParam, parseBody } from "../schemas.ts";
+import { type CollectionInfo, stampsOf, storeKey, type VectorStore } from "../store/types.ts";
 import { UPLOAD_PREFIX } from "./public-documents.ts";
 
 export interface DocumentRoutesDeps {
@@ -28,11 +42,7 @@ interface Params {
   docsId?: string;
 }
 
-const carryBody = z.object({
-  model: z.string().min(1).max(256).optional(),
-  from: z.string().min(1).max(512).optional(),
-  limit: z.int("must be an integer").min(1, "must be at least 1").max(256, "must be at most 256").default(16),
-});
+const switchBody = z.object({ model: z.string().min(1).max(256).optional() });
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -78,16 +88,12 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
   app.put(base, async (req) => {
     const { namespace, id, knowledgeId } = params(req);
     await d.ingester.adoptLegacy(namespace, id);
-    const body = req.body ?? {};
-    if (typeof body !== "object" || Array.isArray(body)) {
-      throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: must be a JSON object" });
-    }
-    await d.ingester.ensure(knowledgeId, body as Record<string, unknown>);
+    await d.ingester.ensure(knowledgeId, parseBody(knowledgeBaseSettingsSchema, req.body ?? {}));
     const gens = await d.store.generations(knowledgeId);
     if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${knowledgeId} not created` });
     const info = gens.serving;
     const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
-    return ok({
+    return ok<KnowledgeBaseInfo>({
       knowledgeId: id,
       model: info.model,
       dimensions: info.dimensions,
@@ -111,7 +117,7 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     // operator keeps them out of what its sources produce (status.uploaded).
     const docs = await d.store.documents(knowledgeId, UPLOAD_PREFIX);
     const uploaded = { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) };
-    return ok({
+    return ok<KnowledgeBaseInfo>({
       knowledgeId: id,
       model,
       dimensions,
@@ -126,15 +132,7 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
   // that model's. Asked again after it happened (a lost answer), it answers switched: false.
   app.post(`${base}/switch`, async (req) => {
     const { id, knowledgeId } = params(req);
-    const body = (req.body ?? {}) as { model?: unknown };
-    if (
-      typeof body !== "object" ||
-      Array.isArray(body) ||
-      (body.model !== undefined && typeof body.model !== "string")
-    ) {
-      throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "body: {model?: string}" });
-    }
-    const model = body.model as string | undefined;
+    const { model } = parseBody(switchBody, req.body ?? {});
     const switched = await d.ingester.switchGeneration(knowledgeId, model);
     const serving = switched ?? (await d.store.getCollection(knowledgeId));
     if (!serving || (!switched && model !== undefined && serving.model !== model)) {
@@ -154,7 +152,7 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
   // (`limit` uploads at most) a call; the caller repeats with from = next until there is none.
   app.post(`${base}/carry-uploads`, async (req) => {
     const { id, knowledgeId } = params(req);
-    const body = parseBody(carryBody, req.body ?? {});
+    const body = parseBody(carryBodySchema, req.body ?? {});
     return ok({ knowledgeId: id, ...(await carryUploads(d, knowledgeId, body)) });
   });
 
@@ -166,9 +164,31 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
 
   app.put(`${base}/documents/:docsId`, { bodyLimit: d.config.documents.maxBodyBytes }, async (req) => {
     const { id, knowledgeId, docsId } = params(req);
-    const body = parseBody(documentBodySchema, req.body);
-    const chunks = await d.ingester.upsert(knowledgeId, docsId, body);
-    return ok({ knowledgeId: id, docsId, chunks });
+    const body = parseBody(documentInputSchema, req.body);
+    const outcome = await d.ingester.upsert(knowledgeId, docsId, body);
+    return ok<UpsertResult>({ knowledgeId: id, docsId, ...outcome });
+  });
+
+  // The documents of the generation written to (of one source, with ?source=), a page at a time.
+  app.get(`${base}/documents`, async (req) => {
+    const { id, knowledgeId } = params(req);
+    const q = parseBody(documentListQuerySchema, req.query ?? {}, "query");
+    const page = await d.store.ingestedPage(knowledgeId, q.source, q.from, q.limit);
+    const documents = page.documents.map((doc) => ({
+      docsId: doc.docsId,
+      docsName: doc.docsName,
+      chunks: doc.chunks,
+      ...stampsOf(doc),
+    }));
+    return ok<DocumentList>({ knowledgeId: id, documents, ...(page.next !== undefined ? { next: page.next } : {}) });
+  });
+
+  // The end of a refresh: what its sources no longer have (see pruneBodySchema).
+  app.post(`${base}/prune`, async (req) => {
+    const { id, knowledgeId } = params(req);
+    const rule = parseBody(pruneBodySchema, req.body ?? {});
+    const deleted = await d.ingester.prune(knowledgeId, rule);
+    return ok<PruneResult>({ knowledgeId: id, deleted });
   });
 
   app.delete(`${base}/documents/:docsId`, async (req) => {

@@ -167,7 +167,7 @@ export const publicDocumentRoutes: FastifyPluginAsync<PublicDocumentRoutesOption
         });
       }
       const doc = await convert(format, req.body);
-      const chunks = await d.ingester.upsert(key, UPLOAD_PREFIX + name, {
+      const { chunks } = await d.ingester.upsert(key, UPLOAD_PREFIX + name, {
         docsName: name,
         text: doc.markdown,
         metadata: {

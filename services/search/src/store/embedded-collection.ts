@@ -1,7 +1,16 @@
 // The embedded store's in-memory shape of one knowledge base generation (a usearch HNSW index,
 // the chunk payloads and each document's keys) and how a new one is made.
 import { Index, MetricKind, ScalarKind } from "usearch";
-import type { ChunkRecord, CollectionInfo, DocumentPage, DocumentSummary } from "./types.ts";
+import {
+  type ChunkRecord,
+  type CollectionInfo,
+  type DocumentPage,
+  type DocumentSummary,
+  type IngestStamps,
+  type PruneRule,
+  prunable,
+  stampsOf,
+} from "./types.ts";
 
 export interface EmbeddedStoreOptions {
   dataDir?: string | undefined;
@@ -77,7 +86,13 @@ export function summaryOf(col: Collection, docsId: string): DocumentSummary | un
   const keys = col.docs.get(docsId);
   const first = keys?.[0] === undefined ? undefined : col.chunks.get(keys[0]);
   if (!keys || !first) return undefined;
-  return { docsId, docsName: first.docsName, chunks: keys.length, ...(first.extra ? { extra: first.extra } : {}) };
+  return {
+    docsId,
+    docsName: first.docsName,
+    chunks: keys.length,
+    ...(first.extra ? { extra: first.extra } : {}),
+    ...stampsOf(first),
+  };
 }
 
 /** VectorStore.documentPage on one generation: its documents of the prefix in docsId order, from `from` on. */
@@ -86,9 +101,11 @@ export function pageOf(
   prefix: string,
   from: string | undefined,
   scan: number,
+  source?: string,
 ): DocumentPage {
+  const keep = (id: string) => id.startsWith(prefix) && (source === undefined || firstOf(col, id)?.source === source);
   // Plain string order (UTF-16 code units) for both the sort and the position comparison.
-  const ids = [...(col?.docs.keys() ?? [])].filter((id) => id.startsWith(prefix)).sort();
+  const ids = [...(col?.docs.keys() ?? [])].filter(keep).sort();
   const start = from === undefined ? 0 : ids.findIndex((id) => id >= from);
   const window = start < 0 ? [] : ids.slice(start, start + scan);
   const documents = window.flatMap((id) => {
@@ -106,4 +123,28 @@ export function chunksOf(col: Collection | undefined, docsId: string): ChunkReco
     return r ? [{ ...r }] : [];
   });
   return records.sort((a, b) => a.chunkIndex - b.chunkIndex);
+}
+
+function firstOf(col: Collection | undefined, docsId: string): ChunkRecord | undefined {
+  const key = col?.docs.get(docsId)?.[0];
+  return key === undefined ? undefined : col?.chunks.get(key);
+}
+
+/** Sets stamps on every chunk of a document; false when the generation does not have it. */
+export function stampDoc(col: Collection, docsId: string, stamps: IngestStamps): boolean {
+  const keys = col.docs.get(docsId);
+  if (!keys) return false;
+  for (const k of keys) {
+    const r = col.chunks.get(k);
+    if (r) Object.assign(r, stampsOf(stamps));
+  }
+  return true;
+}
+
+/** The documents of a generation that go under a prune rule. */
+export function prunableDocs(col: Collection, rule: PruneRule): string[] {
+  return [...col.docs.keys()].filter((id) => {
+    const first = firstOf(col, id);
+    return first !== undefined && prunable(first, rule);
+  });
 }

@@ -14,6 +14,8 @@ import {
   type PersistedChunks,
   type Place,
   pageOf,
+  prunableDocs,
+  stampDoc,
   track,
 } from "./embedded-collection.ts";
 import {
@@ -28,7 +30,9 @@ import {
   type DocumentSummary,
   type GenerationName,
   type Generations,
+  type IngestStamps,
   mergeHits,
+  type PruneRule,
   StoreError,
   sameModel,
   type VectorHit,
@@ -254,6 +258,28 @@ export class EmbeddedStore implements VectorStore {
       n += removed;
     }
     return n;
+  }
+
+  /** The generation written to: the one being built, else the serving one. */
+  private writable = (knowledgeId: string) =>
+    this.entries.get(knowledgeId)?.building ?? this.entries.get(knowledgeId)?.serving;
+
+  async stampDocument(knowledgeId: string, docsId: string, stamps: IngestStamps): Promise<void> {
+    const col = this.writable(knowledgeId);
+    if (col && stampDoc(col, docsId, stamps)) this.markDirty(col);
+  }
+
+  async pruneDocuments(knowledgeId: string, rule: PruneRule): Promise<number> {
+    const col = this.writable(knowledgeId);
+    if (!col) return 0;
+    const gone = prunableDocs(col, rule);
+    for (const id of gone) this.removeDoc(col, id);
+    if (gone.length > 0) this.markDirty(col);
+    return gone.length;
+  }
+
+  async ingestedPage(knowledgeId: string, source: string | undefined, from: string | undefined, limit: number) {
+    return pageOf(this.writable(knowledgeId), "", from, limit, source);
   }
 
   async documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]> {

@@ -4,8 +4,18 @@
 // page's position is a point id. One document's chunks: a scroll over its docsId. Both without
 // vectors, 256 points a request at most.
 import type { QdrantHttp } from "./qdrant-http.ts";
-import { kbFilter } from "./qdrant-payload.ts";
-import type { ChunkRecord, DocumentPage, DocumentSummary } from "./types.ts";
+import { type Filter, kbFilter, pruneFilters } from "./qdrant-payload.ts";
+import {
+  type ChunkRecord,
+  type ChunkWithVector,
+  type DocumentPage,
+  type DocumentSummary,
+  type IngestStamps,
+  type PruneRule,
+  pointIdOf,
+  STAMP_FIELDS,
+  stampsOf,
+} from "./types.ts";
 
 interface ScrollAnswer {
   points: { id: string | number; payload?: Partial<ChunkRecord> | null }[];
@@ -22,13 +32,15 @@ export async function pageDocuments(
   docsIdPrefix: string,
   from: string | undefined,
   scan: number,
+  source?: string,
 ): Promise<DocumentPage> {
   const filter = kbFilter(knowledgeId);
   filter.must.push({ key: "chunkIndex", match: { value: 0 } });
+  if (source !== undefined) filter.must.push({ key: "source", match: { value: source } });
   const page = await http.call<ScrollAnswer>("scroll", "POST", `collections/${collection}/points/scroll`, {
     filter,
     limit: scan,
-    with_payload: ["docsId", "docsName", "totalChunks", "extra"],
+    with_payload: ["docsId", "docsName", "totalChunks", "extra", ...STAMP_FIELDS],
     with_vector: false,
     ...(from !== undefined ? { offset: from } : {}),
   });
@@ -40,6 +52,7 @@ export async function pageDocuments(
       docsName: p.docsName ?? p.docsId,
       chunks: p.totalChunks ?? 0,
       ...(p.extra ? { extra: p.extra } : {}),
+      ...stampsOf(p),
       at: String(id),
     });
   }
@@ -89,4 +102,78 @@ export async function documentChunks(
     offset = page.next_page_offset;
   } while (offset !== undefined && offset !== null);
   return out.sort((a, b) => (a.chunkIndex ?? 0) - (b.chunkIndex ?? 0));
+}
+
+/** VectorStore.stampDocument on one collection: one payload update of the document's points. */
+export async function stampPoints(
+  http: QdrantHttp,
+  collection: string,
+  knowledgeId: string,
+  docsId: string,
+  stamps: IngestStamps,
+): Promise<void> {
+  await http.call("set_payload", "POST", `collections/${collection}/points/payload?wait=true`, {
+    payload: stampsOf(stamps),
+    filter: kbFilter(knowledgeId, docsId),
+  });
+}
+
+export const countPoints = (http: QdrantHttp, collection: string, filter: Filter) =>
+  http
+    .call<{ count: number }>("count", "POST", `collections/${collection}/points/count`, { filter, exact: true })
+    .then((r) => r.count);
+
+/** VectorStore.pruneDocuments on one collection: per filter, its documents counted, then deleted. */
+export async function prunePoints(
+  http: QdrantHttp,
+  collection: string,
+  knowledgeId: string,
+  rule: PruneRule,
+): Promise<number> {
+  let deleted = 0;
+  for (const filter of pruneFilters(knowledgeId, rule)) {
+    const firsts = { ...filter, must: [...filter.must, { key: "chunkIndex", match: { value: 0 } }] };
+    const n = await countPoints(http, collection, firsts);
+    if (n === 0) continue;
+    await http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
+    deleted += n;
+  }
+  return deleted;
+}
+
+/** VectorStore.replaceDocument on one collection: the new points upserted, then the old ones left over deleted. */
+export async function writePoints(
+  http: QdrantHttp,
+  collection: string,
+  knowledgeId: string,
+  docsId: string,
+  chunks: ChunkWithVector[],
+  batch: number,
+): Promise<void> {
+  const ids = chunks.map((c) => pointIdOf(c.record.embeddingId));
+  for (let i = 0; i < chunks.length; i += batch) {
+    const points = chunks.slice(i, i + batch).map((c, j) => ({
+      id: ids[i + j] as string,
+      vector: Array.from(c.vector),
+      payload: { ...c.record, knowledgeId, docsId },
+    }));
+    await http.call("upsert", "PUT", `collections/${collection}/points?wait=true`, { points });
+  }
+  // Then remove what the new version no longer has: no window where the document is missing.
+  const filter = kbFilter(knowledgeId, docsId);
+  if (ids.length > 0) filter.must_not = [{ has_id: ids }];
+  await http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
+}
+
+/** A document's points of one collection deleted; how many there were. */
+export async function deleteDocumentPoints(
+  http: QdrantHttp,
+  collection: string,
+  knowledgeId: string,
+  docsId: string,
+): Promise<number> {
+  const filter = kbFilter(knowledgeId, docsId);
+  const found = await countPoints(http, collection, filter);
+  if (found > 0) await http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
+  return found;
 }

@@ -3,8 +3,9 @@
 
 export interface Condition {
   key?: string;
-  match?: { value: string | number };
+  match?: { value: string | number } | { any: string[] };
   has_id?: string[];
+  is_empty?: { key: string };
 }
 export interface Filter {
   must: Condition[];
@@ -30,4 +31,33 @@ export function kbFilter(knowledgeId: string, docsId?: string): Filter {
   const must: Condition[] = [{ key: "knowledgeId", match: { value: knowledgeId } }];
   if (docsId !== undefined) must.push({ key: "docsId", match: { value: docsId } });
   return { must };
+}
+
+/**
+ * The filters of a prune rule (types.ts: prunable), each selecting whole documents (every chunk
+ * carries the stamps): documents of sources gone, those of complete sources the refresh did not
+ * stamp, and legacy ones it did not write.
+ */
+export function pruneFilters(
+  knowledgeId: string,
+  rule: { refresh: string; sources: string[]; complete: string[]; legacy: string[] },
+): Filter[] {
+  const kb = kbFilter(knowledgeId).must;
+  const notThisRefresh: Condition = { key: "refresh", match: { value: rule.refresh } };
+  const filters: Filter[] = [
+    {
+      must: kb,
+      must_not: [
+        { is_empty: { key: "source" } },
+        ...(rule.sources.length ? [{ key: "source", match: { any: rule.sources } }] : []),
+      ],
+    },
+  ];
+  if (rule.complete.length > 0) {
+    filters.push({ must: [...kb, { key: "source", match: { any: rule.complete } }], must_not: [notThisRefresh] });
+  }
+  if (rule.legacy.length > 0) {
+    filters.push({ must: [...kb, { key: "docsId", match: { any: rule.legacy } }], must_not: [notThisRefresh] });
+  }
+  return filters;
 }

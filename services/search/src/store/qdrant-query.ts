@@ -42,3 +42,22 @@ export function toHits(points: ScoredPoint[], minScore: number): VectorHit[] {
     .map((p) => ({ record: p.payload as unknown as ChunkRecord, score: cosineToScore(p.score) }))
     .filter((h) => h.score >= minScore);
 }
+
+/** A batch's searches by physical collection: one per (query, knowledge base) that has a readable generation. */
+export function groupByCollection(
+  qs: VectorQuery[],
+  entries: Map<string, RegistryEntry | undefined>,
+  collectionName: (info: CollectionInfo) => string,
+): Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]> {
+  const byCollection = new Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]>();
+  for (const [owner, q] of qs.entries()) {
+    if (q.limit <= 0) continue;
+    for (const knowledgeId of new Set(q.knowledgeIds)) {
+      const info = readable(entries.get(knowledgeId), q.model);
+      if (!info) continue;
+      const name = collectionName(info);
+      byCollection.set(name, [...(byCollection.get(name) ?? []), { owner, q, knowledgeId }]);
+    }
+  }
+  return byCollection;
+}

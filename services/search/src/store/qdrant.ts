@@ -10,10 +10,19 @@
 // replicated (qdrant-cluster.ts) and the shards' state is read in the background for /readyz.
 import type { OutboundMetrics } from "@capstan/shared";
 import { type ClusterLayoutConfig, QdrantCluster } from "./qdrant-cluster.ts";
-import { documentChunks, listDocuments, pageDocuments } from "./qdrant-documents.ts";
+import {
+  countPoints,
+  deleteDocumentPoints,
+  documentChunks,
+  listDocuments,
+  pageDocuments,
+  prunePoints,
+  stampPoints,
+  writePoints,
+} from "./qdrant-documents.ts";
 import { QdrantHttp } from "./qdrant-http.ts";
 import { type Filter, kbFilter, PAYLOAD_INDEXES, slug } from "./qdrant-payload.ts";
-import { readable, type ScoredPoint, tenantSearch, toHits } from "./qdrant-query.ts";
+import { groupByCollection, type ScoredPoint, tenantSearch, toHits } from "./qdrant-query.ts";
 import { isMissing, QdrantRegistry, type RegistryEntry, settingsOf } from "./qdrant-registry.ts";
 import {
   type ChunkRecord,
@@ -26,8 +35,9 @@ import {
   type DocumentSummary,
   type GenerationName,
   type Generations,
+  type IngestStamps,
   mergeHits,
-  pointIdOf,
+  type PruneRule,
   StoreError,
   sameModel,
   type VectorHit,
@@ -280,43 +290,17 @@ export class QdrantStore implements VectorStore {
         throw new StoreError(`vector has ${c.vector.length} dimensions, collection has ${info.dimensions}`);
       }
     }
-    const ids = chunks.map((c) => pointIdOf(c.record.embeddingId));
     const size = this.opts.upsertBatch ?? 256;
-    await this.onData(info, async (name) => {
-      for (let i = 0; i < chunks.length; i += size) {
-        const points = chunks.slice(i, i + size).map((c, j) => ({
-          id: ids[i + j] as string,
-          vector: Array.from(c.vector),
-          payload: { ...c.record, knowledgeId, docsId },
-        }));
-        await this.http.call("upsert", "PUT", `collections/${name}/points?wait=true`, { points });
-      }
-      // Then remove what the new version no longer has: no window where the document is missing.
-      const filter = kbFilter(knowledgeId, docsId);
-      if (ids.length > 0) filter.must_not = [{ has_id: ids }];
-      await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
-    });
-  }
-
-  private count(name: string, filter: Filter): Promise<number> {
-    return this.http
-      .call<{ count: number }>("count", "POST", `collections/${name}/points/count`, { filter, exact: true })
-      .then((r) => r.count);
+    await this.onData(info, (name) => writePoints(this.http, name, knowledgeId, docsId, chunks, size));
   }
 
   async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
     const e = await this.reg.get(knowledgeId);
     if (!e) return 0;
-    const filter = kbFilter(knowledgeId, docsId);
     let n = 0;
     for (const g of [settingsOf(e), e.building]) {
       if (!g) continue;
-      n += await this.onData(g, async (name) => {
-        const found = await this.count(name, filter);
-        if (found > 0)
-          await this.http.call("delete", "POST", `collections/${name}/points/delete?wait=true`, { filter });
-        return found;
-      });
+      n += await this.onData(g, (name) => deleteDocumentPoints(this.http, name, knowledgeId, docsId));
     }
     return n;
   }
@@ -333,10 +317,28 @@ export class QdrantStore implements VectorStore {
     return this.onGeneration(knowledgeId, g, [], (c) => documentChunks(this.http, c, knowledgeId, docsId));
   }
 
-  /** Runs fn on one generation's collection; `none` when that generation does not exist. */
-  private async onGeneration<T>(id: string, g: GenerationName, none: T, fn: (c: string) => Promise<T>): Promise<T> {
+  async stampDocument(id: string, docsId: string, stamps: Pick<IngestStamps, "refresh" | "fetchedAt">) {
+    await this.onGeneration(id, "writable", undefined, (c) => stampPoints(this.http, c, id, docsId, stamps));
+  }
+
+  async pruneDocuments(id: string, rule: PruneRule): Promise<number> {
+    return this.onGeneration(id, "writable", 0, (c) => prunePoints(this.http, c, id, rule));
+  }
+
+  async ingestedPage(id: string, source: string | undefined, from: string | undefined, limit: number) {
+    const none: DocumentPage = { documents: [] };
+    return this.onGeneration(id, "writable", none, (c) => pageDocuments(this.http, c, id, "", from, limit, source));
+  }
+
+  /** Runs fn on one generation's collection (writable: building, else serving); `none` when there is none. */
+  private async onGeneration<T>(
+    id: string,
+    g: GenerationName | "writable",
+    none: T,
+    fn: (c: string) => Promise<T>,
+  ): Promise<T> {
     const e = await this.reg.get(id);
-    const info = g === "building" ? e?.building : e && settingsOf(e);
+    const info = g === "building" || (g === "writable" && e?.building) ? e?.building : e && settingsOf(e);
     return info ? this.onData(info, fn) : none;
   }
 
@@ -344,7 +346,10 @@ export class QdrantStore implements VectorStore {
     const all = kbFilter(knowledgeId);
     const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
     return this.onGeneration(knowledgeId, generation, undefined, async (name) => {
-      const [chunks, documents] = await Promise.all([this.count(name, all), this.count(name, firsts)]);
+      const [chunks, documents] = await Promise.all([
+        countPoints(this.http, name, all),
+        countPoints(this.http, name, firsts),
+      ]);
       return { documents, chunks };
     });
   }
@@ -358,16 +363,7 @@ export class QdrantStore implements VectorStore {
     // One batch request per physical collection, holding one search per (query, knowledge base).
     const entries = new Map<string, RegistryEntry | undefined>();
     for (const id of new Set(qs.flatMap((q) => q.knowledgeIds))) entries.set(id, await this.reg.get(id));
-    const byCollection = new Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]>();
-    for (const [owner, q] of qs.entries()) {
-      if (q.limit <= 0) continue;
-      for (const knowledgeId of new Set(q.knowledgeIds)) {
-        const info = readable(entries.get(knowledgeId), q.model);
-        if (!info) continue;
-        const name = this.collectionName(info);
-        byCollection.set(name, [...(byCollection.get(name) ?? []), { owner, q, knowledgeId }]);
-      }
-    }
+    const byCollection = groupByCollection(qs, entries, (info) => this.collectionName(info));
     const lists: VectorHit[][][] = qs.map(() => []);
     await Promise.all(
       [...byCollection].map(async ([name, items]) => {

@@ -39,6 +39,45 @@ export interface ChunkRecord {
   text: string;
   /** Caller-supplied document metadata (string values), kept with every chunk. */
   extra?: Record<string, string>;
+  /** Of a document ingested from a KnowledgeBase source, on every chunk (see IngestStamps). */
+  source?: string;
+  contentHash?: string;
+  origin?: string;
+  fetchedAt?: string;
+  refresh?: string;
+}
+
+/**
+ * What search knows of a document ingested from a KnowledgeBase source: the source's id, a hash
+ * of what was ingested, where and when its content was fetched, and the refresh that last wrote
+ * or confirmed it (documents/registry of the documents API: search is their one authority).
+ */
+export type IngestStamps = Pick<ChunkRecord, "source" | "contentHash" | "origin" | "fetchedAt" | "refresh">;
+export const STAMP_FIELDS = ["source", "contentHash", "origin", "fetchedAt", "refresh"] as const;
+
+/** The stamps of a record, without undefined fields. */
+export function stampsOf(r: IngestStamps): IngestStamps {
+  const out: IngestStamps = {};
+  for (const k of STAMP_FIELDS) if (r[k] !== undefined) out[k] = r[k];
+  return out;
+}
+
+/** The end of a refresh (see the documents API's prune): which documents of a generation go. */
+export interface PruneRule {
+  refresh: string;
+  /** The KnowledgeBase's sources now: documents of any other source go. */
+  sources: string[];
+  /** Sources that completed this refresh: their documents it did not write or confirm go. */
+  complete: string[];
+  /** Documents written before documents carried their source: they go unless this refresh wrote them. */
+  legacy: string[];
+}
+
+/** Whether a document (its first chunk's record) goes under a prune rule. */
+export function prunable(r: Pick<ChunkRecord, "docsId" | "source" | "refresh">, rule: PruneRule): boolean {
+  if (r.source === undefined) return rule.legacy.includes(r.docsId) && r.refresh !== rule.refresh;
+  if (!rule.sources.includes(r.source)) return true;
+  return rule.complete.includes(r.source) && r.refresh !== rule.refresh;
 }
 
 export interface ChunkWithVector {
@@ -85,7 +124,7 @@ export interface CollectionStats {
 }
 
 /** One document of a knowledge base as listed: its chunk count and the metadata of its first chunk. */
-export interface DocumentSummary {
+export interface DocumentSummary extends IngestStamps {
   docsId: string;
   docsName: string;
   chunks: number;
@@ -156,6 +195,24 @@ export interface VectorStore {
   replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
   /** Removes the document from every generation; number of chunks removed. */
   deleteDocument(knowledgeId: string, docsId: string): Promise<number>;
+  /** Sets stamps on every chunk of a document of the generation written to (a refresh confirming it). */
+  stampDocument(
+    knowledgeId: string,
+    docsId: string,
+    stamps: Pick<IngestStamps, "refresh" | "fetchedAt">,
+  ): Promise<void>;
+  /** Deletes the documents of the generation written to that go under the rule; documents deleted. */
+  pruneDocuments(knowledgeId: string, rule: PruneRule): Promise<number>;
+  /**
+   * One page of the generation written to (building, else serving): documents of `source` (absent:
+   * all), from position `from`, at most `limit`, with their stamps.
+   */
+  ingestedPage(
+    knowledgeId: string,
+    source: string | undefined,
+    from: string | undefined,
+    limit: number,
+  ): Promise<DocumentPage>;
   /** The serving generation's documents whose id starts with `docsIdPrefix`, by id. */
   documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]>;
   /**

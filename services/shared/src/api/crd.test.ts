@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { readResources } from "../resource-view/file-source.ts";
-import { allCrds } from "./crd.ts";
+import { allCrds, openApiSchema } from "./crd.ts";
 import { KIND_NAMES } from "./kinds.ts";
 import { renderCrds } from "./render.ts";
 
@@ -42,6 +43,34 @@ describe("generated CRDs", () => {
       expect((crd as { spec: { names: { categories: string[] } } }).spec.names.categories).toEqual(["capstan"]);
       walk(version?.schema.openAPIV3Schema, kind);
     }
+  });
+});
+
+describe("openApiSchema", () => {
+  it("keeps fields named like the keywords it drops or copies (id, $schema, default), at every depth", () => {
+    const item = z.strictObject({ id: z.string(), default: z.strictObject({ id: z.int() }) });
+    const schema = openApiSchema(
+      z.strictObject({ id: z.string(), $schema: z.string(), items: z.array(item), byName: z.record(z.string(), item) }),
+    );
+    const itemSchema = {
+      type: "object",
+      properties: {
+        id: { type: "string" },
+        // a field named default is a schema like any other: its strict object loses additionalProperties too
+        default: { type: "object", properties: { id: { type: "integer" } }, required: ["id"] },
+      },
+      required: ["id", "default"],
+    };
+    expect(schema).toEqual({
+      type: "object",
+      properties: {
+        id: { type: "string" },
+        $schema: { type: "string" },
+        items: { type: "array", items: itemSchema },
+        byName: { type: "object", additionalProperties: itemSchema },
+      },
+      required: ["id", "$schema", "items", "byName"],
+    });
   });
 });
 

@@ -9,20 +9,36 @@ type JsonSchema = Record<string, unknown>;
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
-/** Removes what zod emits but a structural CRD schema must not (or need not) carry. */
+/** Keywords zod may emit that a structural CRD schema must not (or need not) carry. */
+const DROPPED = new Set(["$schema", "$id", "id"]);
+/** Keywords whose value is data, not schemas: copied as they are. */
+const VERBATIM = new Set(["default", "enum", "x-kubernetes-validations"]);
+/** Keywords whose value maps names the author chose (any name, `id` too) to schemas. */
+const NAMED_SCHEMAS = new Set(["properties", "patternProperties"]);
+
+/**
+ * Removes what zod emits but a structural CRD schema must not (or need not) carry. node is a
+ * schema or an array of schemas; the keyword filters apply to schema keywords only, never to the
+ * names inside properties (a field named `id` or `default` is a field like any other).
+ */
 function structural(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(structural);
   if (node === null || typeof node !== "object") return node;
   const out: JsonSchema = {};
   for (const [k, v] of Object.entries(node as JsonSchema)) {
-    if (k === "$schema" || k === "id") continue;
+    if (DROPPED.has(k)) continue;
     if (k === "additionalProperties" && v === false) continue; // pruning does this; strict decoding reports it
     if ((k === "minimum" && v === -MAX_SAFE) || (k === "maximum" && v === MAX_SAFE)) continue;
-    out[k] = k === "default" || k === "enum" || k === "x-kubernetes-validations" ? v : structural(v);
+    out[k] = VERBATIM.has(k) ? v : NAMED_SCHEMAS.has(k) ? namedSchemas(v) : structural(v);
   }
   // date-time strings: the API server checks format: date-time itself; zod's long regex adds nothing.
   if (out.format === "date-time") delete out.pattern;
   return out;
+}
+
+function namedSchemas(map: unknown): unknown {
+  if (map === null || typeof map !== "object") return map;
+  return Object.fromEntries(Object.entries(map).map(([name, schema]) => [name, structural(schema)]));
 }
 
 export function openApiSchema(schema: z.ZodType): JsonSchema {

@@ -51,8 +51,9 @@ describe("knowledgeSource: a crawl source", () => {
     });
   });
 
-  it("refuses a limit over 1000, a non-HTTP start URL and an empty path pattern", () => {
-    expect(crawl({ url: "https://example.com/", limit: 1001 }).success).toBe(false);
+  it("takes a limit of 50,000 and refuses one over it, a non-HTTP start URL and an empty path pattern", () => {
+    expect(crawl({ url: "https://example.com/", limit: 50_000 }).success).toBe(true);
+    expect(crawl({ url: "https://example.com/", limit: 50_001 }).success).toBe(false);
     expect(crawl({ url: "ftp://example.com/" }).success).toBe(false);
     expect(crawl({ url: "https://example.com/", includePaths: [""] }).success).toBe(false);
   });

@@ -52,7 +52,7 @@ const pathPatterns = z
 /** A crawl of a site (the scraper's POST /crawl, Firecrawl v1 names): each page fetched is one document. */
 export const crawlSource = z.object({
   url: httpUrl.describe("start URL; the crawl stays on its site and below its path"),
-  limit: z.int().min(1).max(1000).default(100).describe("most pages fetched (and documents kept) per refresh"),
+  limit: z.int().min(1).max(50_000).default(100).describe("most pages fetched (and documents kept) per refresh"),
   maxDepth: z
     .int()
     .min(0)
@@ -162,6 +162,14 @@ export const knowledgeBaseStatus = z.object({
     .describe("names of the sources that failed in the last refresh (they keep their previous documents)"),
   lastRefreshTime: timestamp.optional(),
   progress: z.string().optional().describe("ingestion progress, e.g. 12/40 sources"),
+  refresh: z
+    .object({
+      // Not `id`: the CRD generator drops JSON Schema's `id` keyword wherever it appears.
+      name: z.string().max(64).describe("the refresh's name: every document it writes or confirms is stamped with it"),
+      startedAt: timestamp,
+    })
+    .optional()
+    .describe("the refresh in progress (absent between refreshes): an operator that restarts resumes it"),
 });
 
 export type KnowledgeBaseSpec = z.infer<typeof knowledgeBaseSpec>;

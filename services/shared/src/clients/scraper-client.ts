@@ -108,6 +108,11 @@ function classify(err: unknown): Failure {
   return { retry, outcome: err.code.toLowerCase(), retryAfter: err.retryAfter };
 }
 
+/** The scraper is away for now (unreachable, restarting, 5xx, timed out): the same failure asked again may succeed. */
+export function scraperAway(err: unknown): boolean {
+  return classify(err).retry;
+}
+
 export interface ScraperClientOptions {
   metrics?: OutboundMetrics;
   dispatcher?: Dispatcher;

@@ -4,10 +4,12 @@
 // cancelled (DELETE /crawl/{id}) when the operator gives up on it. Each call goes through the
 // ScraperClient's resilience policy (timeout, bounded full-jitter retries, the outbound metric);
 // between polls the wait grows from POLL_MIN_MS to POLL_MAX_MS with full jitter, and the whole
-// crawl is bounded by maxWaitMs. Pages that answered 4xx/5xx are results on the scraper but not
+// crawl is bounded by maxWaitMs. A poll that finds the scraper away (a replica restarting: the
+// job itself lives in Redis and goes on) is asked again with the same backoff, for up to
+// awayMs in a row. Pages that answered 4xx/5xx are results on the scraper but not
 // documents; a crawl that failed, was cancelled or fetched no page at all is an error (a
 // KnowledgeBase keeps the source's previous documents).
-import type { CrawlRequest, CrawlStatus } from "./scraper-client.ts";
+import { type CrawlRequest, type CrawlStatus, scraperAway } from "./scraper-client.ts";
 
 /** The calls of the scraper's crawl API this needs (ScraperClient has them). */
 export interface CrawlApi {
@@ -28,6 +30,8 @@ export interface CrawlOptions {
   maxWaitMs?: number;
   /** Told the pages read so far after every poll that brought some. */
   onPages?: (pages: number) => void;
+  /** How long polls may find the scraper away in a row before the crawl is given up (default 2 minutes). */
+  awayMs?: number;
   /** Test seam for the waits between polls. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -35,6 +39,7 @@ export interface CrawlOptions {
 export const POLL_MIN_MS = 250;
 export const POLL_MAX_MS = 5_000;
 const DEFAULT_MAX_WAIT_MS = 30 * 60_000;
+const DEFAULT_AWAY_MS = 120_000;
 
 /** Why a crawl did not give its pages; the caller wraps it in its own error with the start URL. */
 export class CrawlError extends Error {}
@@ -60,9 +65,21 @@ export async function crawlPages(
   let read = 0;
   let idle = 0;
   let finished = false;
+  let awaySince: number | undefined;
   try {
     for (;;) {
-      const st = await api.crawlStatus(id, read);
+      let st: CrawlStatus;
+      try {
+        st = await api.crawlStatus(id, read);
+        awaySince = undefined;
+      } catch (err) {
+        awaySince ??= Date.now();
+        const patience = Math.min(deadline, awaySince + (opts.awayMs ?? DEFAULT_AWAY_MS));
+        if (!scraperAway(err) || Date.now() >= patience) throw err;
+        idle++;
+        await sleep(Math.min(pollDelay(idle), Math.max(0, patience - Date.now())));
+        continue;
+      }
       read += st.data.length;
       for (const p of st.data) {
         const status = p.metadata?.statusCode;

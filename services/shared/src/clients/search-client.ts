@@ -3,44 +3,40 @@
 // retrieval, and the internal documents API for the operator's and the standalone launcher's
 // ingestion. Every call goes through the shared resilience policy (timeout per attempt, bounded
 // full-jitter retries on 429/5xx/timeouts/network errors, Retry-After, metrics; all operations are
-// idempotent). Search answers are checked against the wire schemas (search-wire.ts). The token
+// idempotent). Answers are checked against the wire schemas (search-wire.ts, documents-wire.ts). The token
 // never appears in errors. The W3C traceparent is the undici instrumentation's (tracing.ts): one
 // client span per attempt, each injecting its own.
 import { type Dispatcher, fetch as undiciFetch } from "undici";
 import type { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
 import { classifyFailure, type Failure, OutboundPolicy } from "../resilience/policy.ts";
+import {
+  type DocumentInput,
+  type DocumentList,
+  type DocumentListQuery,
+  documentsWire,
+  type KnowledgeBaseInfo,
+  type KnowledgeBaseSettings,
+  type PruneRequest,
+  type PruneResult,
+  type UpsertResult,
+} from "./documents-wire.ts";
 import { batchResponseSchema, type SearchQuery, type SearchResult, searchResponseSchema } from "./search-wire.ts";
+
+export type {
+  DocumentInput,
+  DocumentListQuery,
+  IngestedDocument,
+  KnowledgeBaseInfo,
+  KnowledgeBaseSettings,
+  PruneRequest,
+  PruneResult,
+  UpsertResult,
+} from "./documents-wire.ts";
 
 export type { SearchQuery, SearchResult } from "./search-wire.ts";
 /** The same as SearchResult (the name the ingestion code grew up with). */
 export type SearchHit = SearchResult;
-
-export interface KnowledgeBaseSettings {
-  embedding?: { provider?: "local" | "openai"; model?: string; baseURL?: string; dimensions?: number };
-  chunking?: { size?: number; overlap?: number };
-}
-
-export interface KnowledgeBaseInfo {
-  knowledgeId: string;
-  documents: number;
-  chunks: number;
-  model?: string;
-  dimensions?: number;
-  chunking?: { size: number; overlap: number };
-  /** After a model change: the generation being built beside the serving one, and its counts so far. */
-  building?: { model: string; dimensions: number; documents: number; chunks: number };
-  /** Of `documents` and `chunks`: those uploaded through the public documents API (not from sources). */
-  uploaded?: { documents: number; chunks: number };
-  /** Where the serving generation's vectors live and how they are indexed (from the same read as `model`). */
-  collection?: string;
-  vectors?: {
-    backend: "embedded" | "qdrant";
-    size: number;
-    distance: string;
-    hnsw: { m: number; payloadM?: number; efConstruct: number; efSearch: number };
-  };
-}
 
 /** What carryUploads did: uploads looked at, and those copied into the new generation with their chunks. */
 export interface CarriedUploads {
@@ -49,8 +45,8 @@ export interface CarriedUploads {
   chunks: number;
 }
 
-/** GET /v1/knowledge-bases/:knowledgeId/documents. */
-export interface DocumentList {
+/** GET /v1/knowledge-bases/:knowledgeId/documents (the public API's uploads). */
+export interface UploadList {
   knowledgeId: string;
   documents: { name: string; chunks: number; format: string; title?: string; uploadedAt?: string }[];
   uploaded: { documents: number; chunks: number };
@@ -61,12 +57,6 @@ export interface DocumentList {
 export interface KnowledgeBaseRef {
   namespace: string;
   knowledgeId: string;
-}
-
-export interface DocumentInput {
-  docsName: string;
-  text: string;
-  metadata?: Record<string, string | number | boolean>;
 }
 
 export interface SearchClientOptions {
@@ -153,7 +143,7 @@ interface Envelope<T> {
 
 interface CallExtras {
   timeoutMs?: number;
-  /** Checks a 2xx answer's envelope (search endpoints); absent: trusted as is (documents API). */
+  /** Checks a 2xx answer's envelope; absent: trusted as is (the public upload listing). */
   schema?: z.ZodType<Envelope<unknown>>;
   call?: SearchCallOptions | undefined;
 }
@@ -190,9 +180,9 @@ export class SearchClient {
    * The public documents API with a search key: the documents uploaded to a knowledge base of the
    * key's namespace, and its counts (search's own, current, uploads included).
    */
-  async listDocuments(knowledgeId: string, call?: SearchCallOptions): Promise<DocumentList> {
+  async listDocuments(knowledgeId: string, call?: SearchCallOptions): Promise<UploadList> {
     const path = `/v1/knowledge-bases/${encodeURIComponent(knowledgeId)}/documents`;
-    return (await this.call<DocumentList>("list_documents", "GET", path, undefined, { call })) as DocumentList;
+    return (await this.call<UploadList>("list_documents", "GET", path, undefined, { call })) as UploadList;
   }
 
   /** Creates the knowledge base's collection (or updates its chunking); idempotent. */
@@ -200,28 +190,16 @@ export class SearchClient {
     knowledgeId: KnowledgeBaseRef,
     settings: KnowledgeBaseSettings = {},
   ): Promise<KnowledgeBaseInfo> {
-    return this.call<KnowledgeBaseInfo>(
-      "ensure_kb",
-      "PUT",
-      this.kbPath(knowledgeId),
-      settings,
-    ) as Promise<KnowledgeBaseInfo>;
+    return this.internal("ensure_kb", "PUT", this.kbPath(knowledgeId), documentsWire.info, settings);
   }
 
   /**
    * Makes the generation being built (after a model change) serve, atomically; with model, only
    * if it is that model's. switched: false when it already serves (asked twice). 404 otherwise.
    */
-  async switchKnowledgeBase(
-    knowledgeId: KnowledgeBaseRef,
-    model?: string,
-  ): Promise<{ knowledgeId: string; model: string; dimensions: number; switched: boolean }> {
-    return this.call("switch_kb", "POST", `${this.kbPath(knowledgeId)}/switch`, model ? { model } : {}) as Promise<{
-      knowledgeId: string;
-      model: string;
-      dimensions: number;
-      switched: boolean;
-    }>;
+  async switchKnowledgeBase(knowledgeId: KnowledgeBaseRef, model?: string) {
+    const body = model ? { model } : {};
+    return this.internal("switch_kb", "POST", `${this.kbPath(knowledgeId)}/switch`, documentsWire.switch, body);
   }
 
   /**
@@ -235,9 +213,8 @@ export class SearchClient {
     let from: string | undefined;
     do {
       const body = { ...(model ? { model } : {}), ...(from ? { from } : {}), limit: pageSize };
-      const page = (await this.call("carry_uploads", "POST", `${this.kbPath(knowledgeId)}/carry-uploads`, body, {
-        timeoutMs: this.opts.ingestTimeoutMs ?? 300_000,
-      })) as CarriedUploads & { next?: string };
+      const path = `${this.kbPath(knowledgeId)}/carry-uploads`;
+      const page = await this.internal("carry_uploads", "POST", path, documentsWire.carry, body, this.ingestTimeout);
       total.uploads += page.uploads;
       total.carried += page.carried;
       total.chunks += page.chunks;
@@ -252,7 +229,7 @@ export class SearchClient {
   /** Counts, or undefined when the knowledge base has no collection. */
   async getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined> {
     try {
-      return (await this.call<KnowledgeBaseInfo>("get_kb", "GET", this.kbPath(knowledgeId))) ?? undefined;
+      return await this.internal("get_kb", "GET", this.kbPath(knowledgeId), documentsWire.info);
     } catch (err) {
       if (err instanceof SearchApiError && err.status === 404) return undefined;
       throw err;
@@ -261,30 +238,53 @@ export class SearchClient {
 
   /** Removes every vector of the knowledge base; idempotent. */
   async deleteKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<{ deleted: boolean }> {
-    return this.call<{ deleted: boolean }>("delete_kb", "DELETE", this.kbPath(knowledgeId)) as Promise<{
-      deleted: boolean;
-    }>;
+    return this.internal("delete_kb", "DELETE", this.kbPath(knowledgeId), documentsWire.deleteKnowledgeBase);
   }
 
-  /** Chunks, embeds and replaces the document's chunks; idempotent. */
-  async upsertDocument(
-    knowledgeId: KnowledgeBaseRef,
-    docsId: string,
-    doc: DocumentInput,
-  ): Promise<{ docsId: string; chunks: number }> {
-    return this.call<{ docsId: string; chunks: number }>(
-      "upsert_document",
-      "PUT",
-      this.docPath(knowledgeId, docsId),
-      doc,
-      { timeoutMs: this.opts.ingestTimeoutMs ?? 300_000 },
-    ) as Promise<{ docsId: string; chunks: number }>;
+  /** Chunks, embeds and replaces the document's chunks (nothing embedded when it is unchanged); idempotent. */
+  async upsertDocument(knowledgeId: KnowledgeBaseRef, docsId: string, doc: DocumentInput): Promise<UpsertResult> {
+    const path = this.docPath(knowledgeId, docsId);
+    return this.internal("upsert_document", "PUT", path, documentsWire.upsert, doc, this.ingestTimeout);
   }
 
   async deleteDocument(knowledgeId: KnowledgeBaseRef, docsId: string): Promise<{ deleted: number }> {
-    return this.call<{ deleted: number }>("delete_document", "DELETE", this.docPath(knowledgeId, docsId)) as Promise<{
-      deleted: number;
-    }>;
+    const path = this.docPath(knowledgeId, docsId);
+    return this.internal("delete_document", "DELETE", path, documentsWire.deleteDocument);
+  }
+
+  /** One page of the documents ingested (of one source, with `source`), with their hashes and stamps. */
+  async ingestedDocuments(knowledgeId: KnowledgeBaseRef, query: DocumentListQuery = {}): Promise<DocumentList> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+    const path = `${this.kbPath(knowledgeId)}/documents${params.size ? `?${params}` : ""}`;
+    return this.internal("list_ingested", "GET", path, documentsWire.list);
+  }
+
+  /** The end of a refresh: what its sources no longer have goes (see pruneBodySchema). */
+  async pruneDocuments(knowledgeId: KnowledgeBaseRef, request: PruneRequest): Promise<PruneResult> {
+    const path = `${this.kbPath(knowledgeId)}/prune`;
+    return this.internal("prune_documents", "POST", path, documentsWire.prune, request, this.ingestTimeout);
+  }
+
+  private get ingestTimeout(): number {
+    return this.opts.ingestTimeoutMs ?? 300_000;
+  }
+
+  /** A documents API call whose answer is checked against its wire schema. */
+  private async internal<T>(
+    operation: string,
+    method: string,
+    path: string,
+    schema: z.ZodType<Envelope<T>>,
+    body?: unknown,
+    timeoutMs?: number,
+  ): Promise<T> {
+    const data = await this.call<T>(operation, method, path, body, {
+      schema: schema as z.ZodType<Envelope<unknown>>,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+    if (data === null) throw new SearchApiError(operation, 502, "answer without data", MALFORMED);
+    return data;
   }
 
   private kbPath(kb: KnowledgeBaseRef): string {

@@ -1,0 +1,249 @@
+// One refresh of a KnowledgeBase's sources into search, the one ingestion path: the operator runs
+// it as a background job (refresh-jobs.ts) and standalone mode runs it at start
+// (scripts/standalone/ingest.ts). Each source's documents (inline text, ConfigMap keys, a page,
+// a crawl's pages) are written through the documents API stamped with the source's id, origin,
+// fetch time and the refresh's id; search skips the embedding of what it already holds unchanged
+// (content hash) and only moves its stamps. The refresh ends with one prune in search: documents
+// of sources gone from the spec, and of complete sources, the pages this refresh did not write or
+// confirm. Search holds the documents; nothing here keeps a list of them. A refresh run again
+// under the same id (an operator restarted half-way, search restarted) ends the same: what was
+// written is confirmed without embedding, and the prune keys on the id.
+import type { KnowledgeBase } from "@capstan/shared/api";
+import { SearchApiError } from "@capstan/shared/clients/search-client";
+import { OperatorError } from "../errors.ts";
+import { docsIdFor, sourceIdOf } from "../translate/knowledge-base.ts";
+import type { Scrape, ScrapeTarget } from "./scrape.ts";
+import type { DocumentInput, KnowledgeBaseRef, SearchDocuments } from "./search-documents.ts";
+
+type Spec = KnowledgeBase["spec"];
+type Source = Spec["sources"][number];
+
+export const SEARCH_UNAVAILABLE = "SearchUnavailable";
+const SOURCE_CONCURRENCY = 4;
+/** How long one document's write waits for search to come back (a restart) before its source fails. */
+const SEARCH_PATIENCE_MS = 120_000;
+
+export interface RefreshDeps {
+  search: SearchDocuments;
+  scrape: Scrape;
+  /** Where URL and crawl sources are fetched through (asked once, when one needs it). */
+  target: () => Promise<ScrapeTarget>;
+  /** A ConfigMap's data in the KnowledgeBase's namespace; undefined when it does not exist. */
+  configMap: (name: string) => Promise<Record<string, string> | undefined>;
+  now: () => Date;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface RefreshRun {
+  ref: KnowledgeBaseRef;
+  spec: Spec;
+  /** The refresh's id: every document written or confirmed is stamped with it. */
+  refresh: string;
+  /** After a model change: the model whose generation is being built (switched to when complete). */
+  buildingModel?: string | undefined;
+  /** Document ids of a KnowledgeBase from before documents carried their source (its old annotation). */
+  legacy?: string[];
+  signal?: AbortSignal;
+  /** Sources done and pages crawled so far (the caller bounds how often it writes them). */
+  onProgress?: (p: { sourcesDone: number; crawledPages: number }) => void;
+}
+
+export interface RefreshOutcome {
+  sources: number;
+  failed: { source: string; reason: string; message: string }[];
+  /** Documents written, of them those embedded (the rest were unchanged), and chunks embedded. */
+  documents: number;
+  embedded: number;
+  embeddedChunks: number;
+  crawledPages: number;
+  /** Documents the closing prune deleted; undefined when it did not run (an incomplete build). */
+  pruned?: number | undefined;
+}
+
+interface Doc {
+  docsId: string;
+  body: DocumentInput;
+}
+
+/** Why a source failed, for status: the operator's reason, SearchUnavailable, or IngestionFailed. */
+export function failureReason(err: unknown): string {
+  if (err instanceof OperatorError) return err.reason;
+  if (err instanceof SearchApiError && err.retryable) return SEARCH_UNAVAILABLE;
+  return "IngestionFailed";
+}
+
+/**
+ * Search itself is away (restarting, not ready yet): no answer at all, its own "not ready", or a
+ * 502/503 without search's error code (a proxy in front). Worth waiting for. Search answering that
+ * its embedding provider or vector store is down is not: the source fails at once, keeps its
+ * documents and is retried with the reconcile's backoff.
+ */
+function searchAway(err: unknown): boolean {
+  if (!(err instanceof SearchApiError)) return false;
+  if (err.status === 0 || err.code === "SEARCH_ERR_NOT_READY") return true;
+  return err.code === undefined && (err.status === 502 || err.status === 503);
+}
+
+/** A refresh id: the time it began, and randomness against two beginning at once. */
+export function newRefreshId(now: Date): string {
+  return `r${now.getTime().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** One source's documents, each keyed by a stable id so a refresh replaces instead of adding. */
+async function documentsOf(d: RefreshDeps, run: RefreshRun, source: Source, onPages: (n: number) => void) {
+  const stamp = { source: sourceIdOf(source), refresh: run.refresh, fetchedAt: d.now().toISOString() };
+  if (source.text !== undefined) {
+    const body = { docsName: source.name, text: source.text, metadata: { source: "inline" }, ...stamp };
+    return [{ docsId: docsIdFor(source.name, "text"), body }];
+  }
+  if (source.configMap) {
+    const cmName = source.configMap.name;
+    const data = await d.configMap(cmName);
+    if (!data) throw new OperatorError("CONFIG_MAP_NOT_FOUND", { name: cmName });
+    const keys = source.configMap.keys ?? Object.keys(data).sort();
+    return keys.map((key) => {
+      const text = data[key];
+      if (text === undefined) throw new OperatorError("CONFIG_MAP_KEY_NOT_FOUND", { name: cmName, key });
+      const metadata = { source: `configmap:${cmName}/${key}` };
+      return {
+        docsId: docsIdFor(source.name, "configMap", key),
+        body: { docsName: `${source.name}/${key}`, text, metadata, ...stamp },
+      };
+    });
+  }
+  const options = {
+    ...(run.spec.scrapeOptions?.waitFor !== undefined ? { waitFor: run.spec.scrapeOptions.waitFor } : {}),
+    onlyMainContent: run.spec.scrapeOptions?.onlyMainContent ?? true,
+  };
+  if (source.crawl) {
+    const { url: start, limit, maxDepth, includePaths, excludePaths } = source.crawl;
+    const request = {
+      url: start,
+      limit,
+      ...(maxDepth !== undefined ? { maxDepth } : {}),
+      ...(includePaths ? { includePaths } : {}),
+      ...(excludePaths ? { excludePaths } : {}),
+      scrapeOptions: { ...options, formats: ["markdown"] },
+    };
+    const pages = await d.scrape.crawl(await d.target(), request, { onPages });
+    // One document per page URL (a page reached twice, e.g. through a redirect, once: the last).
+    const byUrl = new Map(pages.map((p) => [p.url, p]));
+    return [...byUrl.values()].map((p) => ({
+      docsId: docsIdFor(source.name, "crawl", p.url),
+      body: {
+        docsName: `${source.name}/${p.url}`,
+        text: p.markdown,
+        metadata: { source: p.url, crawl: start, ...(p.title ? { title: p.title } : {}) },
+        ...stamp,
+        origin: p.url,
+      },
+    }));
+  }
+  const url = source.url as string;
+  const page = await d.scrape.scrape(await d.target(), url, options);
+  const metadata = { source: url, ...(page.title ? { title: page.title } : {}) };
+  return [
+    {
+      docsId: docsIdFor(source.name, "url"),
+      body: { docsName: source.name, text: page.markdown, metadata, ...stamp, origin: url },
+    },
+  ];
+}
+
+/** p, or the abort's reason as soon as the signal fires (a crawl does not stop for it: it is left behind). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** Writes one document, waiting (with jittered backoff) through a search restart for up to SEARCH_PATIENCE_MS. */
+async function write(d: RefreshDeps, run: RefreshRun, doc: Doc) {
+  const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const deadline = Date.now() + SEARCH_PATIENCE_MS;
+  for (let attempt = 0; ; attempt++) {
+    run.signal?.throwIfAborted();
+    try {
+      return await d.search.upsertDocument(run.ref, doc.docsId, doc.body);
+    } catch (err) {
+      if (!searchAway(err) || Date.now() >= deadline) throw err;
+      await sleep(Math.random() * Math.min(10_000, 500 * 2 ** attempt));
+    }
+  }
+}
+
+/** Runs one refresh to its end; an abort (the operator stopping) rejects with the signal's reason. */
+export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<RefreshOutcome> {
+  const sources = run.spec.sources;
+  const out: RefreshOutcome = {
+    sources: sources.length,
+    failed: [],
+    documents: 0,
+    embedded: 0,
+    embeddedChunks: 0,
+    crawledPages: 0,
+  };
+  const complete: string[] = [];
+  const pages = new Map<string, number>();
+  let done = 0;
+  const progress = () => {
+    out.crawledPages = [...pages.values()].reduce((a, b) => a + b, 0);
+    run.onProgress?.({ sourcesDone: done, crawledPages: out.crawledPages });
+  };
+  let next = 0;
+  const worker = async () => {
+    while (next < sources.length) {
+      const source = sources[next++] as Source;
+      const sourceId = sourceIdOf(source);
+      try {
+        const docs = await abortable(
+          documentsOf(d, run, source, (n) => {
+            pages.set(sourceId, n);
+            progress();
+          }),
+          run.signal,
+        );
+        for (const doc of docs) {
+          const r = await write(d, run, doc);
+          out.documents += 1;
+          if (r.embedded !== false) {
+            out.embedded += 1;
+            out.embeddedChunks += r.chunks;
+          }
+        }
+        complete.push(sourceId);
+      } catch (err) {
+        if (run.signal?.aborted) throw run.signal.reason;
+        out.failed.push({ source: source.name, reason: failureReason(err), message: (err as Error).message });
+      }
+      done++;
+      progress();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SOURCE_CONCURRENCY, sources.length) }, worker));
+  run.signal?.throwIfAborted();
+  // A new model's generation missing a source is not pruned (deletes reach the serving one too)
+  // nor switched to: the next refresh builds on.
+  if (run.buildingModel !== undefined && out.failed.length > 0) return out;
+  try {
+    const legacy = out.failed.length === 0 ? (run.legacy ?? []) : [];
+    const sourceIds = sources.map(sourceIdOf);
+    out.pruned = (
+      await d.search.pruneDocuments(run.ref, { refresh: run.refresh, sources: sourceIds, complete, legacy })
+    ).deleted;
+    if (run.buildingModel !== undefined) {
+      await d.search.carryUploads?.(run.ref, run.buildingModel);
+      await d.search.switchKnowledgeBase?.(run.ref, run.buildingModel);
+    }
+  } catch (err) {
+    // Reported like a failed source: retried with backoff, the documents kept meanwhile.
+    const what = run.buildingModel !== undefined ? `(switch to ${run.buildingModel})` : "(prune)";
+    const reason = failureReason(err) === SEARCH_UNAVAILABLE ? SEARCH_UNAVAILABLE : "SwitchFailed";
+    out.failed.push({ source: what, reason, message: (err as Error).message });
+  }
+  return out;
+}
