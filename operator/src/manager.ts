@@ -31,7 +31,7 @@ import {
   SEARCH_KEY,
 } from "./reconcilers/context.ts";
 import { knowledgeBaseReconciler } from "./reconcilers/knowledge-base.ts";
-import { searchReady, waitsForSearch } from "./reconcilers/knowledge-base-refill.ts";
+import { SearchWakeups } from "./reconcilers/knowledge-base-refill.ts";
 import { PLATFORM_KEY, platformReconciler } from "./reconcilers/platform.ts";
 import { scraperReconciler, scraperSecretRefs } from "./reconcilers/scraper.ts";
 import { KB_BY_ID, kbIndexKey, searchKeyReconciler } from "./reconcilers/search-key.ts";
@@ -258,10 +258,9 @@ export class Operator {
     // A KnowledgeBase claiming a duplicated id is reconciled again when its siblings change (the
     // owner deleted: the next oldest takes the id over).
     kbc.watchMapped(i.knowledgeBases, (kb) => keys(i.knowledgeBases.byIndex(KB_BY_ID, kbKey(kb))));
-    // Search ready (its first start, a restart): the KnowledgeBases waiting for it, at once.
-    kbc.watchMapped(i.deployments, (d) =>
-      searchReady(d, this.config.namespace, SEARCH_NAME) ? keys(i.knowledgeBases.list().filter(waitsForSearch)) : [],
-    );
+    // Search ready (its first start, a restart, a new store): KnowledgeBases at once (SearchWakeups).
+    const wakeups = new SearchWakeups(this.config.namespace, SEARCH_NAME);
+    kbc.watchMapped(i.deployments, (d) => keys(wakeups.wake(d, i.knowledgeBases.list())));
 
     const dp = c.platform as Controller;
     const platformNs = this.config.namespace;

@@ -117,6 +117,19 @@ async function post(path: string, key: string, body: unknown): Promise<number> {
     return 0;
   }
 }
+/** How many results search gives for the example knowledge base's rate-limit question (0 on any failure). */
+async function searchHits(key: string): Promise<number> {
+  const res = await fetch(`${ingressBase()}/v1/rag/search`, {
+    method: "POST",
+    dispatcher,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ knowledgeIds: ["kb_product_docs"], text: "How do rate limits work?" }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const body = (await res.json()) as { data?: unknown[] };
+  return res.status === 200 ? (body.data?.length ?? 0) : 0;
+}
+
 const chat = (key: string) =>
   post("/api/v1/chat/completions", key, { model: "m", messages: [{ role: "user", content: "rate limits?" }] });
 const search = (key: string) =>
@@ -163,15 +176,25 @@ afterAll(async () => {
   const started = Date.now();
   await cordon(kube, false).catch(() => undefined);
   await stack?.stop();
-  await remove(kube, "SearchKey", "capstan.dev/v1alpha1", "e2e-monitoring", DEMO_NS);
-  await remove(kube, "AccessChannel", "capstan.dev/v1alpha1", "e2e-monitoring", DEMO_NS);
   // Back to the values every other file installs: search on its embedded store again.
   if (images) {
     await helmInstall(home, installValues(images));
     await searchOnQdrant(false);
+    // That store starts empty: the operator refills the example knowledge base as soon as search
+    // is ready again (a KnowledgeBase's status still counts the chunks it had on Qdrant meanwhile),
+    // and the next file starts once search answers from it.
+    const key = searchKeyValue;
+    if (key)
+      await eventually(
+        "product-docs answering from search's embedded store",
+        async () => ((await searchHits(key)) > 0 ? true : undefined),
+        120_000,
+      );
     // The provisioner deletes its volume with the claim (StorageClass reclaimPolicy Delete).
     await remove(kube, "PersistentVolumeClaim", "v1", QDRANT_CLAIM, SYSTEM_NS);
   }
+  await remove(kube, "SearchKey", "capstan.dev/v1alpha1", "e2e-monitoring", DEMO_NS);
+  await remove(kube, "AccessChannel", "capstan.dev/v1alpha1", "e2e-monitoring", DEMO_NS);
   if (home) rmSync(home, { recursive: true, force: true });
   console.log(`[e2e] monitoring: platform restored in ${Date.now() - started} ms`);
 }, 600_000);

@@ -1,6 +1,8 @@
 // A KnowledgeBase created before the search service answers (the first install: search still
 // loading its model while the operator reconciles) is ingested as soon as search's Deployment
 // reports a ready replica, not when its per-key backoff, grown while search was down, comes round.
+// A Ready KnowledgeBase whose search came back on an empty store (an embedded store after a
+// restart, a store switched by the chart) is refilled at once, not at its next counts sync.
 import { buildApp as buildSearch, loadLocalEmbedder, loadSearchConfig } from "@capstan/search";
 import { listenInternal } from "@capstan/shared";
 import { ResourceView } from "@capstan/shared/resource-view";
@@ -78,5 +80,50 @@ describe("a KnowledgeBase waiting for search", () => {
       3_000,
     );
     console.log(`[search-ready] KnowledgeBase Ready ${Date.now() - readyAt} ms after search's Deployment`);
+  }, 180_000);
+
+  it("is refilled as soon as search comes back on an empty store, before its counts sync is due", async () => {
+    // A KnowledgeBase of its own: "early" above still has delayed retries queued from its backoff.
+    await create(client, {
+      apiVersion: CAP,
+      kind: "KnowledgeBase",
+      metadata: { name: "steady", namespace: ns },
+      spec: { sources: [{ name: "Ferries", text: "The ferry to the island leaves every hour on the hour." }] },
+    });
+    const internal = `http://127.0.0.1:${internalPort}/internal/v1/namespaces/${ns}/knowledge-bases/kb_steady`;
+    const chunks = async () => {
+      const res = await fetch(internal, { headers: { authorization: `Bearer ${TOKEN}` } });
+      return res.status === 200 ? ((await res.json()) as { data: { chunks: number } }).data.chunks : 0;
+    };
+    await eventually("KnowledgeBase steady Ready", async () => {
+      const k = await get(client, CAP, "KnowledgeBase", ns, "steady");
+      return condition(k, "Ready")?.status === "True" && (k?.status?.chunks as number) > 0 ? k : undefined;
+    });
+    expect(await chunks()).toBeGreaterThan(0);
+    // The reconciles of its last status writes over: its next one is the counts sync, 60 s away
+    // (knowledgeBaseCountsSeconds), unless search's return wakes it.
+    await new Promise((r) => setTimeout(r, 3_000));
+    // Search restarts on an empty embedded store (its pod replaced); no replica ready meanwhile.
+    const deployment = pathOf("apps/v1", "Deployment", ns, "capstan-search");
+    const status = (readyReplicas: number) =>
+      client.json(`${deployment}/status`, {
+        method: "PATCH",
+        body: { status: { replicas: 1, readyReplicas, availableReplicas: readyReplicas } },
+        contentType: "application/merge-patch+json",
+      });
+    await status(0);
+    await search.close();
+    const embedder = await loadLocalEmbedder(loadSearchConfig({}));
+    search = await buildSearch(
+      { internalToken: TOKEN, logLevel: "warn" },
+      { view: new ResourceView(), embedders: [embedder] },
+    );
+    await listenInternal(search, { port: internalPort, host: "127.0.0.1" });
+    expect(await chunks()).toBe(0);
+    const readyAt = Date.now();
+    await status(1);
+    // The operator's counts sync comes every 60 s (knowledgeBaseCountsSeconds); the wakeup is at once.
+    await eventually("the KnowledgeBase's chunks back in search within 10 s", async () => (await chunks()) > 0, 10_000);
+    console.log(`[search-ready] refilled ${Date.now() - readyAt} ms after search's Deployment was ready again`);
   }, 180_000);
 });

@@ -24,7 +24,8 @@ export function searchUnavailable(err: unknown): boolean {
  * Whether a KnowledgeBase is worth reconciling as soon as the search service becomes ready: it is
  * not Ready (never ingested, or its last run could not reach search). Waiting for its per-key
  * backoff instead could cost seconds to minutes after search started (the first install: search
- * loads its model while the operator already reconciles).
+ * loads its model while the operator already reconciles; a store outage doubles the backoff of
+ * every KnowledgeBase that refreshed during it).
  */
 export function waitsForSearch(kb: KnowledgeBase): boolean {
   return findCondition(kb.status?.conditions, "Ready")?.status !== "True";
@@ -34,6 +35,43 @@ export function waitsForSearch(kb: KnowledgeBase): boolean {
 export function searchReady(d: KubeObject, platformNamespace: string, name: string): boolean {
   const ready = (d as { status?: { readyReplicas?: number } }).status?.readyReplicas ?? 0;
   return d.metadata.namespace === platformNamespace && d.metadata.name === name && ready > 0;
+}
+
+/**
+ * Which KnowledgeBases to wake when the search Deployment changes. Each time search comes up
+ * anew (from no ready replica, or a rollout of a new template: another store, another model)
+ * every KnowledgeBase, because its store may have changed under it (an embedded store starts
+ * empty; a store switched by the chart holds other collections): each reconcile compares search's
+ * counts with its status and refills what is missing (needsRefill). Any other ready event wakes
+ * only the ones waiting for search. Nothing while no replica is ready. An update is mapped with
+ * both its old and its new object: an object already seen (its resourceVersion) changes nothing.
+ */
+export class SearchWakeups {
+  private seen: string | undefined;
+  private readonly versions: string[] = [];
+  private readonly namespace: string;
+  private readonly name: string;
+
+  constructor(platformNamespace: string, name: string) {
+    this.namespace = platformNamespace;
+    this.name = name;
+  }
+
+  wake<T extends KubeObject>(d: KubeObject, kbs: T[]): T[] {
+    if (d.metadata.namespace !== this.namespace || d.metadata.name !== this.name) return [];
+    const version = d.metadata.resourceVersion ?? "";
+    if (this.versions.includes(version)) return [];
+    this.versions.push(version);
+    if (this.versions.length > 8) this.versions.shift();
+    if (!searchReady(d, this.namespace, this.name)) {
+      this.seen = undefined;
+      return [];
+    }
+    const generation = String((d as { status?: { observedGeneration?: number } }).status?.observedGeneration ?? "");
+    const anew = this.seen !== generation;
+    this.seen = generation;
+    return anew ? kbs : kbs.filter((kb) => waitsForSearch(kb as unknown as KnowledgeBase));
+  }
 }
 
 /** How the documents API addresses a KnowledgeBase: its namespace and id. */
