@@ -30,15 +30,18 @@ async function peerCount(url: string): Promise<number> {
   }
 }
 
-export async function startQdrantCluster(opts: { peers?: number } = {}): Promise<QdrantClusterGround> {
+/** `peers` peers on loopback, or on `host` (e.g. the e2e node's bridge address, for pods). */
+export async function startQdrantCluster(opts: { peers?: number; host?: string } = {}): Promise<QdrantClusterGround> {
   const n = opts.peers ?? 3;
+  const host = opts.host ?? "127.0.0.1";
   const peers: QdrantServer[] = [];
   try {
     const firstP2p = await freePort();
     for (let i = 0; i < n; i++) {
       const p2pPort = i === 0 ? firstP2p : await freePort();
-      const bootstrap = i === 0 ? undefined : `http://127.0.0.1:${firstP2p}`;
-      peers.push(await startQdrant({ cluster: { p2pPort, ...(bootstrap ? { bootstrap } : {}) } }));
+      const bootstrap = i === 0 ? undefined : `http://${host}:${firstP2p}`;
+      const cluster = { p2pPort, ...(bootstrap ? { bootstrap } : {}) };
+      peers.push(await startQdrant({ cluster, ...(opts.host ? { host: opts.host } : {}) }));
       const first = peers[0] as QdrantServer;
       await waitFor(`qdrant peer ${i} joined`, async () => (await peerCount(first.url)) === i + 1, {
         timeoutMs: 60_000,

@@ -38,6 +38,8 @@ export interface QdrantOptions {
    * peer already in the cluster to join (absent: it starts the cluster). qdrant-cluster.ts.
    */
   cluster?: { p2pPort: number; bootstrap?: string };
+  /** The address it listens on (default 127.0.0.1), e.g. the e2e node's bridge address for pods. */
+  host?: string;
 }
 
 export interface QdrantServer {
@@ -71,7 +73,7 @@ function spawnQdrant(dir: string, httpPort: number, grpcPort: number, opts: Qdra
   // Every setting through the environment, so no config/ folder of the working directory applies.
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
-    QDRANT__SERVICE__HOST: "127.0.0.1",
+    QDRANT__SERVICE__HOST: opts.host ?? "127.0.0.1",
     QDRANT__SERVICE__HTTP_PORT: String(httpPort),
     QDRANT__SERVICE__GRPC_PORT: String(grpcPort),
     QDRANT__STORAGE__STORAGE_PATH: join(dir, "storage"),
@@ -94,7 +96,7 @@ function spawnQdrant(dir: string, httpPort: number, grpcPort: number, opts: Qdra
   const args = opts.cluster
     ? [
         "--uri",
-        `http://127.0.0.1:${opts.cluster.p2pPort}`,
+        `http://${opts.host ?? "127.0.0.1"}:${opts.cluster.p2pPort}`,
         ...(opts.cluster.bootstrap ? ["--bootstrap", opts.cluster.bootstrap] : []),
       ]
     : [];
@@ -105,7 +107,7 @@ export async function startQdrant(opts: QdrantOptions = {}): Promise<QdrantServe
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "capstan-qdrant-"));
   const httpPort = opts.httpPort ?? (await freePort());
   const grpcPort = await freePort();
-  const url = `${opts.tls ? "https" : "http"}://127.0.0.1:${httpPort}`;
+  const url = `${opts.tls ? "https" : "http"}://${opts.host ?? "127.0.0.1"}:${httpPort}`;
   const caPem = opts.tls ? readFileSync(opts.tls.ca, "utf8") : undefined;
   let proc = spawnQdrant(dir, httpPort, grpcPort, opts);
   const waitReady = () => waitFor("qdrant /readyz", () => ready(url, caPem), { timeoutMs: 30_000, proc });

@@ -3,6 +3,8 @@
 // - a Redis Cluster: three masters, one replica each (a master can fail over), node timeout 1 s;
 // - a Sentinel group: one master, two replicas, three sentinels (quorum 2), down-after 1 s.
 // An optional password (requirepass + masterauth, and the sentinels' auth-pass) as a Secret would set.
+// The Cluster can also listen on (and announce) one more address, e.g. the e2e node's bridge
+// address, so pods reach it as a Redis Cluster run outside Kubernetes.
 // No persistence; every folder is a temporary one, removed by stop().
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -96,11 +98,16 @@ export interface RedisClusterGround {
   stop(): Promise<void>;
 }
 
+/**
+ * A Redis Cluster of `masters` masters with one replica each (node timeout `nodeTimeoutMs`). With
+ * `host`, the nodes listen on it too and announce it, so their clients (and CLUSTER SLOTS) use it.
+ */
 /** One cluster-enabled node on ports of its own, retried on new ports when it cannot bind them. */
 async function startClusterNode(
   name: string,
   dir: string,
   opts: { password?: string; nodeTimeoutMs?: number },
+  announce: string[],
 ): Promise<RedisNode & { stop(): Promise<void> }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
@@ -119,6 +126,7 @@ async function startClusterNode(
         // A replica of a lost master takes over however long ago it last heard from it.
         "--cluster-replica-validity-factor",
         "0",
+        ...announce,
       ]);
     const n = node(name, port, args, opts.password);
     try {
@@ -131,11 +139,12 @@ async function startClusterNode(
   }
 }
 
-/** A Redis Cluster of `masters` masters with one replica each (node timeout `nodeTimeoutMs`). */
 export async function startRedisCluster(
-  opts: { masters?: number; password?: string; nodeTimeoutMs?: number } = {},
+  opts: { masters?: number; password?: string; nodeTimeoutMs?: number; host?: string } = {},
 ): Promise<RedisClusterGround> {
   const masters = opts.masters ?? 3;
+  const host = opts.host ?? "127.0.0.1";
+  const announce = opts.host ? ["--bind", `127.0.0.1 ${opts.host}`, "--cluster-announce-ip", opts.host] : [];
   const dir = mkdtempSync(join(tmpdir(), "capstan-redis-cluster-"));
   const nodes: Array<RedisNode & { stop(): Promise<void> }> = [];
   try {
@@ -143,9 +152,9 @@ export async function startRedisCluster(
       // A port freePort() found free can be taken before redis binds it (another file's server, an
       // outgoing connection's ephemeral port): a node that could not bind is started again on
       // other ports, a bounded number of times.
-      nodes.push(await startClusterNode(`redis-cluster-${i}`, dir, opts));
+      nodes.push(await startClusterNode(`redis-cluster-${i}`, dir, opts, announce));
     }
-    const addrs = nodes.map((n) => `127.0.0.1:${n.port}`);
+    const addrs = nodes.map((n) => `${host}:${n.port}`);
     await cli(
       nodes[0]?.port ?? 0,
       opts.password,
@@ -162,7 +171,7 @@ export async function startRedisCluster(
     throw err;
   }
   const ground: RedisClusterGround = {
-    nodes: nodes.map((n) => `127.0.0.1:${n.port}`),
+    nodes: nodes.map((n) => `${host}:${n.port}`),
     all: nodes,
     password: opts.password,
     masterOf: async (key) => {

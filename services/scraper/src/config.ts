@@ -1,6 +1,7 @@
 // Scraper configuration: the environment of reference section 8 plus the rendering-service
 // and SSRF settings, defaults in the schema, one parse at start that names every bad variable.
 import { type EnvMap, envParsers, loadConfig } from "@capstan/shared";
+import { redisEnvMap, redisTopologySchema } from "@capstan/shared/redis";
 import { z } from "zod";
 
 const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
@@ -95,6 +96,11 @@ export const scraperConfigSchema = z
       .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
       .optional()
       .describe("REDIS_URL"),
+    /**
+     * Sentinel or Cluster instead (REDIS_MODE with its addresses and REDIS_PASSWORD), as the
+     * gateway and search read them; standalone uses redisUrl.
+     */
+    redis: redisTopologySchema,
     jobs: z
       .object({
         /**
@@ -209,6 +215,7 @@ export const SCRAPER_ENV: EnvMap = {
   SCRAPER_JOB_MAX_BYTES: int("jobs.maxBytes"),
   SCRAPER_JOB_PAGE_SIZE: int("jobs.pageSize"),
   REDIS_URL: "redisUrl",
+  ...redisEnvMap,
   SCRAPER_JOBS_REDIS_PREFIX: "jobs.redisPrefix",
   SCRAPER_JOB_LOCK_MS: int("jobs.lockMs"),
   SCRAPER_HOST_CONCURRENCY: int("jobs.hostConcurrency"),

@@ -12,14 +12,14 @@ import {
   openApi,
   type Registry,
 } from "@capstan/shared";
+import { redisTarget } from "@capstan/shared/redis";
 import type { FastifyInstance } from "fastify";
-import type { Redis } from "ioredis";
 import type { ScraperConfig } from "../config.ts";
 import type { JobBackend } from "../crawl/backend.ts";
 import type { JobDeps } from "../crawl/crawler.ts";
 import { JobStore } from "../crawl/jobs.ts";
 import { MemoryJobs } from "../crawl/memory-jobs.ts";
-import { jobsRedis } from "../crawl/redis.ts";
+import { type JobsRedis, jobsRedis } from "../crawl/redis.ts";
 import { SharedJobs } from "../crawl/shared-jobs.ts";
 import { SiteFiles } from "../crawl/site-files.ts";
 import { installErrorHandlers } from "../http-errors.ts";
@@ -46,7 +46,7 @@ export interface AppDeps {
    * Redis connections for shared jobs (config.redisUrl set): `state` for the jobs' state, `queue`
    * for BullMQ. Default: jobsRedis() of redis.ts with config.redisUrl.
    */
-  redis?: { state: () => Redis; queue: () => Redis };
+  redis?: JobsRedis;
 }
 
 export type { BulkEntry } from "./response-schemas.ts";
@@ -91,8 +91,8 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     onPage,
   });
   // With Redis, jobs are shared by every replica and kept across restarts; without, in memory.
-  const redisUrl = config.redisUrl;
-  const connections = deps.redis ?? (redisUrl ? jobsRedis(redisUrl, logger) : undefined);
+  const target = redisTarget(config.redisUrl, config.redis);
+  const connections = deps.redis ?? (target ? jobsRedis(target, logger) : undefined);
   const stateRedis = connections?.state();
   const jobs: JobBackend =
     connections && stateRedis

@@ -6,7 +6,7 @@
 // one frees it after leaseMs, so a crash never blocks a host. Time is Redis's own clock (TIME),
 // the one clock every replica shares.
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@capstan/shared/redis";
 
 // KEYS: host leases, host last end, job leases; ARGV: token, host capacity, delay ms, lease ms,
 // job capacity (0: none). Returns 0 when the slot is taken, else milliseconds to wait first.
@@ -68,14 +68,14 @@ export interface Slot {
 }
 
 export class HostSlots {
-  private readonly redis: Redis & SlotScripts;
+  private readonly redis: RedisClient & SlotScripts;
   private readonly opts: { prefix: string; hostConcurrency: number; leaseMs: number };
 
-  constructor(redis: Redis, opts: { prefix: string; hostConcurrency: number; leaseMs: number }) {
+  constructor(redis: RedisClient, opts: { prefix: string; hostConcurrency: number; leaseMs: number }) {
     this.opts = opts;
     redis.defineCommand("acquireHostSlot", { numberOfKeys: 3, lua: ACQUIRE });
     redis.defineCommand("releaseHostSlot", { numberOfKeys: 3, lua: RELEASE });
-    this.redis = redis as Redis & SlotScripts;
+    this.redis = redis as RedisClient & SlotScripts;
   }
 
   private keys(req: SlotRequest): [string, string, string] {

@@ -1,30 +1,21 @@
-// The scraper's Redis connections for shared jobs, made in one place so that a platform-wide
-// connection factory can replace this function. Two kinds: the jobs' state (every command bounded
-// in time, so a status read answers an error rather than hanging while Redis is away) and BullMQ's
-// (no per-command retry limit: its worker blocks on reads and reconnects by itself).
+// The scraper's Redis connections for shared jobs, from the data plane's shared factory
+// (@capstan/shared/redis), so they follow the same topology as the gateway's and search's: one
+// server (REDIS_URL), a Sentinel group or a Redis Cluster (REDIS_MODE and its addresses). Every
+// key of one Scraper carries its prefix's hash tag, so a Redis Cluster keeps them in one slot.
+// Two kinds: the jobs' state (every command bounded in time, so a status read answers an error
+// rather than hanging while Redis is away) and BullMQ's (no per-command limit: its worker blocks on
+// reads and reconnects by itself).
 import type { Logger } from "@capstan/shared";
-import { Redis } from "ioredis";
+import { createRedisClient, type RedisClient, type RedisTarget } from "@capstan/shared/redis";
 
-export function jobsRedis(url: string, logger: Logger): { state: () => Redis; queue: () => Redis } {
-  const watch = (redis: Redis, role: string) => {
-    let last = "";
-    redis.on("error", (err: Error) => {
-      if (err.message !== last) logger.warn({ err: err.message, role }, "redis connection error");
-      last = err.message;
-    });
-    redis.on("ready", () => {
-      last = "";
-    });
-    return redis;
-  };
-  const retryStrategy = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6)) * (0.5 + Math.random() / 2);
+export interface JobsRedis {
+  state: () => RedisClient;
+  queue: () => RedisClient;
+}
+
+export function jobsRedis(target: RedisTarget, logger: Logger): JobsRedis {
   return {
-    state: () =>
-      watch(
-        new Redis(url, { connectTimeout: 2_000, commandTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy }),
-        "jobs state",
-      ),
-    queue: () =>
-      watch(new Redis(url, { connectTimeout: 2_000, maxRetriesPerRequest: null, retryStrategy }), "jobs queue"),
+    state: () => createRedisClient(target, logger.child({ role: "jobs state" }), { commandTimeoutMs: 5_000 }),
+    queue: () => createRedisClient(target, logger.child({ role: "jobs queue" }), { blocking: true }),
   };
 }

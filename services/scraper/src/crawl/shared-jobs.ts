@@ -1,13 +1,13 @@
 // Jobs every replica shares, kept across restarts: a job's state in Redis (shared-state.ts) and its
 // pages as BullMQ jobs of one queue, run by the worker of every replica (shared-page.ts). Any
-// replica answers any job's status from Redis; a replica that dies mid-page loses nothing: BullMQ
+// replica answers any job's status from RedisClient; a replica that dies mid-page loses nothing: BullMQ
 // sees the page's lock lapse (SCRAPER_JOB_LOCK_MS) and another replica runs it again, and the
 // page's writes are keyed so that the second run neither loses nor doubles anything.
 // Politeness per host holds across jobs and replicas (host-slots.ts).
 import { randomUUID } from "node:crypto";
 import type { Logger } from "@capstan/shared";
+import type { RedisClient } from "@capstan/shared/redis";
 import { Queue, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { isScraperError, ScraperError } from "../errors.ts";
 import type { JobBackend, JobView, PageSlice } from "./backend.ts";
 import { sliceOf } from "./backend.ts";
@@ -28,9 +28,9 @@ const ADD_CHUNK = 1_000;
 
 export interface SharedJobsOptions {
   /** For the job state: commands bounded in time (commandTimeout). */
-  redis: Redis;
+  redis: RedisClient;
   /** For BullMQ, which needs a connection without per-request retries limit (its blocking reads). */
-  queueRedis: () => Redis;
+  queueRedis: () => RedisClient;
   jobDeps: JobDeps;
   logger: Logger;
   now?: () => number;
@@ -40,7 +40,7 @@ export interface SharedJobsOptions {
 }
 
 export class SharedJobs implements JobBackend {
-  private readonly redis: Redis & JobScripts;
+  private readonly redis: RedisClient & JobScripts;
   private readonly prefix: string;
   private readonly queue: Queue<PageTask>;
   private readonly worker: Worker<PageTask>;
@@ -48,7 +48,7 @@ export class SharedJobs implements JobBackend {
   private readonly now: () => number;
   private closing = false;
   /** BullMQ's connections (given as instances, so BullMQ leaves closing them to us). */
-  private readonly connections: Redis[] = [];
+  private readonly connections: RedisClient[] = [];
   private readonly o: SharedJobsOptions;
 
   constructor(o: SharedJobsOptions) {

@@ -6,9 +6,9 @@
 // before it had added them.
 import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { RedisClient } from "@capstan/shared/redis";
 import type { Job as BullJob, Queue } from "bullmq";
 import { DelayedError } from "bullmq";
-import type { Redis } from "ioredis";
 import { isScraperError, ScraperError } from "../errors.ts";
 import type { JobDeps } from "./crawler.ts";
 import { READ_SHARE, scrapeForJob, scrapeInput } from "./crawler.ts";
@@ -62,7 +62,7 @@ interface JobMeta {
 }
 
 export interface PageRunnerDeps {
-  redis: Redis & JobScripts;
+  redis: RedisClient & JobScripts;
   prefix: string;
   queue: Queue<PageTask>;
   slots: HostSlots;

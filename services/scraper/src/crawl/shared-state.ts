@@ -1,4 +1,4 @@
-// The state of shared jobs in Redis, changed only by the Lua scripts below so that every change a
+// The state of shared jobs in RedisClient, changed only by the Lua scripts below so that every change a
 // page makes is one atomic step, whichever replica makes it and however often a page is retried:
 //   <p>:job:<id>          hash: kind, status, body, createdAt, expiresAt, queued, completed, failed,
 //                         bytes, stopped
@@ -11,7 +11,7 @@
 //   <p>:jobs              sorted set id → expiresAt (jobs kept); <p>:running the running ones
 // <p> is the scraper's prefix in braces (a Redis Cluster hash tag: one slot for all of it). Every
 // job key expires with the job.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@capstan/shared/redis";
 import { MAX_SEEN } from "./crawler.ts";
 
 export const MAX_ERRORS = 1_000;
@@ -176,10 +176,10 @@ export interface JobScripts {
 }
 
 /** The connection with the job scripts defined on it (EVALSHA, loaded again after a Redis restart). */
-export function withJobScripts(redis: Redis): Redis & JobScripts {
+export function withJobScripts(redis: RedisClient): RedisClient & JobScripts {
   redis.defineCommand("createJob", { numberOfKeys: 3, lua: CREATE });
   redis.defineCommand("enqueuePages", { numberOfKeys: 4, lua: ENQUEUE });
   redis.defineCommand("finishPage", { numberOfKeys: 7, lua: FINISH });
   redis.defineCommand("cancelJob", { numberOfKeys: 2, lua: CANCEL });
-  return redis as Redis & JobScripts;
+  return redis as RedisClient & JobScripts;
 }

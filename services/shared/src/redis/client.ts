@@ -18,17 +18,22 @@ export type RedisClient = Redis | Cluster;
 export interface RedisClientOptions {
   /** A bound on every command; the limiter races its own shorter timeout. */
   commandTimeoutMs?: number;
+  /**
+   * A connection that blocks on reads (a BullMQ worker's, the scraper's queue): no command
+   * timeout, and commands wait for a reconnection instead of failing (BullMQ's requirement).
+   */
+  blocking?: boolean;
 }
 
 const backoff = (times: number) => Math.min(2_000, 50 * 2 ** Math.min(times, 6));
 
-function nodeOptions(target: RedisTarget, commandTimeoutMs: number): RedisOptions {
+function nodeOptions(target: RedisTarget, commandTimeoutMs: number, blocking: boolean): RedisOptions {
   const t = target.topology;
   return {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
+    enableOfflineQueue: blocking,
+    maxRetriesPerRequest: blocking ? null : 0,
     connectTimeout: 2_000,
-    commandTimeout: commandTimeoutMs,
+    ...(blocking ? {} : { commandTimeout: commandTimeoutMs }),
     retryStrategy: backoff,
     lazyConnect: false,
     // No auto-pipelining: it builds a Pipeline object for every command, which at low concurrency
@@ -41,9 +46,9 @@ function nodeOptions(target: RedisTarget, commandTimeoutMs: number): RedisOption
   };
 }
 
-function build(target: RedisTarget, commandTimeoutMs: number): RedisClient {
+function build(target: RedisTarget, commandTimeoutMs: number, blocking: boolean): RedisClient {
   const t = target.topology;
-  const opts = nodeOptions(target, commandTimeoutMs);
+  const opts = nodeOptions(target, commandTimeoutMs, blocking);
   if (target.mode === "standalone") return new Redis(target.url, opts);
   if (target.mode === "sentinel") {
     return new Redis({
@@ -61,7 +66,7 @@ function build(target: RedisTarget, commandTimeoutMs: number): RedisClient {
     });
   }
   const clusterOpts: ClusterOptions = {
-    enableOfflineQueue: false,
+    enableOfflineQueue: blocking,
     enableReadyCheck: true,
     scaleReads: "master",
     clusterRetryStrategy: backoff,
@@ -78,7 +83,7 @@ function build(target: RedisTarget, commandTimeoutMs: number): RedisClient {
 }
 
 export function createRedisClient(target: RedisTarget, logger: Logger, options: RedisClientOptions = {}): RedisClient {
-  const redis = build(target, options.commandTimeoutMs ?? 5_000);
+  const redis = build(target, options.commandTimeoutMs ?? 5_000, options.blocking ?? false);
   const where = describeRedisTarget(target);
   let lastError = "";
   redis.on("error", (err: Error) => {

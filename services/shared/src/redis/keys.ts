@@ -3,7 +3,8 @@
 // (a channel, a key, ...) and its name carries that subject's hash tag, `{...}`, the only part
 // Redis Cluster hashes when present. Keys of one subject therefore always share a slot, and
 // different subjects spread over the cluster. Build multi-key names with these helpers only;
-// test/redis/hash-slots.test.ts runs every multi-key operation against a real cluster.
+// test/redis/topologies.test.ts (limiter, history), test/redis/tokens-cluster.test.ts (token
+// accounting) and test/scraper/shared-jobs-cluster.test.ts (crawl jobs) run them on a real cluster.
 
 /** `<prefix>{<subject>}`: the subject's base key. The subject must not contain braces. */
 export function subjectKey(prefix: string, subject: string): string {
