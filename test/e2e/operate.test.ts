@@ -28,7 +28,6 @@ const GATEWAY_PODS = "app.kubernetes.io/name=capstan-gateway";
 let kube: TestKube;
 let home: string;
 let dispatcher: Agent;
-let images: Record<string, string>;
 
 /** One chat completion through the ingress; the HTTP status (0 when the connection failed). */
 async function chat(key: string): Promise<number> {
@@ -70,7 +69,6 @@ beforeAll(async () => {
   kube = e2eKube();
   home = mkdtempSync(join(tmpdir(), "capstan-e2e-"));
   const installed = await ensurePlatform(kube, home);
-  images = installed.images;
   dispatcher = ingressDispatcher(installed.tls.ca);
 }, 900_000);
 
@@ -150,7 +148,7 @@ describe("operating the platform", () => {
     const searchBefore = await livePods("app.kubernetes.io/name=capstan-search");
     await helmInstall(
       home,
-      installValues(images, [
+      installValues([
         "gateway.extraEnv[0].name=CAPSTAN_E2E_MARK",
         "gateway.extraEnv[0].value=upgraded",
         "search.resources.limits.memory=1600Mi",
