@@ -10,7 +10,7 @@ import { helmBinary } from "../ground/helm.ts";
 import { type Cluster, nodeBinariesPresent, startCluster } from "../ground/node.ts";
 import { nodeBinaries } from "../ground/node-binaries.ts";
 import { monitoringBuild } from "./support/monitoring-build.ts";
-import { publishRelease, type Release } from "./support/release.ts";
+import { publishRelease, type Release } from "./support/publish.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -60,6 +60,8 @@ export async function setup(project: TestProject): Promise<void> {
     });
   } catch (err) {
     await teardown();
+    cluster = undefined;
+    releaseDir = undefined;
     throw err;
   }
   console.log(`[e2e] images and chart published to ${cluster.registry.host} in ${Date.now() - publishStart} ms`);
