@@ -56,7 +56,10 @@ done
 
 rm -f "$out/capstan-$chart_version.tgz"
 "$helm" package charts/capstan --destination "$out" >/dev/null
-pushed=$("$helm" push "$out/capstan-$chart_version.tgz" "oci://$registry/charts" "${ca_args[@]}" 2>&1)
+if ! pushed=$("$helm" push "$out/capstan-$chart_version.tgz" "oci://$registry/charts" "${ca_args[@]}" 2>&1); then
+  echo "$pushed" >&2
+  exit 1
+fi
 chart_digest=$(echo "$pushed" | awk '/^Digest:/ {print $2}')
 : "${chart_digest:?helm push printed no digest: $pushed}"
 log "chart: oci://$registry/charts/capstan:$chart_version@$chart_digest"

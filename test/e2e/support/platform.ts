@@ -167,8 +167,9 @@ export async function ensurePlatform(
   const tls = makeTls(join(home, "tls"));
   await prerequisites(kube, tls);
   const installStarted = Date.now();
-  await helmInstall(home, installValues(extraValues));
-  console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms`);
+  const installed = await helmInstall(home, installValues(extraValues));
+  // What helm says (the chart it pulled from the registry, with its digest): docs/install.md shows it.
+  console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms\n${installed.stderr}${installed.stdout}`);
   await applyExamples(kube);
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
   await deploymentReady(kube, SYSTEM_NS, "capstan-search");
