@@ -35,6 +35,8 @@ export const podFields = {
   tolerations: z.array(z.record(z.string(), z.unknown())).default([]),
   affinity: z.record(z.string(), z.unknown()).default({}),
   podAnnotations: z.record(z.string(), z.string()).default({}),
+  /** Secrets (in namespace) the kubelet pulls the image with: the chart's imagePullSecrets. */
+  imagePullSecrets: z.array(z.object({ name: z.string().min(1) })).default([]),
   /** Kubernetes' default; the processes stop within 25 s of SIGTERM (stopOnSignals). */
   terminationGracePeriodSeconds: z.int().min(0).max(3600).default(30),
 };

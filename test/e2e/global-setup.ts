@@ -1,13 +1,16 @@
 // Global setup of the e2e project: one real single-node cluster (test/ground/node.ts) per run,
-// the images of the last image build imported into its runtime, always torn down.
+// Capstan's images of this tree and its chart published to the node's registry
+// (support/release.ts: the tests install from there), always torn down.
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { binaryCacheDir } from "../ground/kube.ts";
+import { helmBinary } from "../ground/helm.ts";
 import { type Cluster, nodeBinariesPresent, startCluster } from "../ground/node.ts";
 import { nodeBinaries } from "../ground/node-binaries.ts";
 import { monitoringBuild } from "./support/monitoring-build.ts";
+import { publishRelease, type Release } from "./support/publish.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -21,13 +24,7 @@ declare module "vitest" {
 }
 
 let cluster: Cluster | undefined;
-
-/** CAPSTAN_E2E_IMAGES, else the directory the image build recorded in <cache>/images/current. */
-function imagesDir(): string | undefined {
-  if (process.env.CAPSTAN_E2E_IMAGES) return process.env.CAPSTAN_E2E_IMAGES;
-  const pointer = join(binaryCacheDir(), "images", "current");
-  return existsSync(pointer) ? readFileSync(pointer, "utf8").trim() : undefined;
-}
+let releaseDir: string | undefined;
 
 /**
  * The images of this tree: scripts/images/build.sh tags them by a hash of their inputs, so an
@@ -49,18 +46,25 @@ export async function setup(project: TestProject): Promise<void> {
   const up = Date.now() - started;
   // The node's own smoke test (cluster.test.ts) runs a static busybox built with the binaries.
   await cluster.importImage(nodeBinaries().busyboxArchive);
-  const dir = imagesDir();
-  if (dir && existsSync(dir)) {
-    const archives = readdirSync(dir).filter((f) => f.endsWith(".tar"));
-    const importStart = Date.now();
-    // Archives imported by an earlier run are skipped (the image store persists in the cache).
-    for (const archive of archives) await cluster.importImage(join(dir, archive));
-    console.log(`[e2e] ${archives.length} image archive(s) from ${dir} in place in ${Date.now() - importStart} ms`);
-  } else {
-    console.log(
-      `[e2e] no image directory (${dir ?? "CAPSTAN_E2E_IMAGES unset and no images/current pointer"}): importing none`,
-    );
+  // Capstan's images and chart go through the node's registry, as on a cluster: nothing of
+  // Capstan is imported into the runtime, the kubelet pulls each image by digest.
+  const publishStart = Date.now();
+  releaseDir = mkdtempSync(join(tmpdir(), "capstan-e2e-release-"));
+  let release: Release;
+  try {
+    release = publishRelease({
+      registry: cluster.registry,
+      dir: releaseDir,
+      crane: nodeBinaries().crane,
+      helm: helmBinary(),
+    });
+  } catch (err) {
+    await teardown();
+    cluster = undefined;
+    releaseDir = undefined;
+    throw err;
   }
+  console.log(`[e2e] images and chart published to ${cluster.registry.host} in ${Date.now() - publishStart} ms`);
   // The Prometheus pod's images (test/e2e/monitoring.test.ts), kept like the others.
   const monitoring = monitoringBuild();
   if (typeof monitoring === "string") console.log(`[e2e] no monitoring images: ${monitoring}`);
@@ -75,9 +79,11 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide("e2eServer", cluster.server);
   project.provide("e2eIngressHttps", cluster.ingress.https);
   project.provide("e2eIngressHttp", cluster.ingress.http);
+  project.provide("e2eRelease", release);
   console.log(`[e2e] cluster ${cluster.server} node ${cluster.nodeName} up in ${up} ms`);
 }
 
 export async function teardown(): Promise<void> {
   await cluster?.stop();
+  if (releaseDir) rmSync(releaseDir, { recursive: true, force: true });
 }

@@ -38,7 +38,6 @@ import {
   ingressDispatcher,
   installValues,
   keyOf,
-  repoAndTag,
   SYSTEM_NS,
 } from "./support/platform.ts";
 import { serviceRouted } from "./support/service-routing.ts";
@@ -71,9 +70,8 @@ let limiterRecovery: { repair: number; firedAfter: number } | undefined;
 
 /** The chart's values for this file: the platform's (the console included), plus monitoring and dev Qdrant. */
 function monitoredValues(): string[] {
-  const [qRepo, qTag] = repoAndTag(images.qdrant as string);
   const labelKey = Object.keys(SELECTOR)[0] as string;
-  return installValues(images, [
+  return installValues([
     "monitoring.serviceMonitor.enabled=true",
     "monitoring.serviceMonitor.interval=2s",
     "monitoring.serviceMonitor.scrapeTimeout=2s",
@@ -85,10 +83,8 @@ function monitoredValues(): string[] {
     // Scraping is allowed to this Prometheus only (its namespace and the operator's pod label).
     `networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=${MONITORING_NS}`,
     "networkPolicy.metricsFrom[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus",
+    // The dev Qdrant's image is the release's (its images.yaml names it by digest).
     "qdrant.deploy.enabled=true",
-    `qdrant.deploy.image.repository=${qRepo}`,
-    `qdrant.deploy.image.tag=${qTag}`,
-    "qdrant.deploy.image.pullPolicy=Never",
   ]);
 }
 
@@ -178,7 +174,7 @@ afterAll(async () => {
   await stack?.stop();
   // Back to the values every other file installs: search on its embedded store again.
   if (images) {
-    await helmInstall(home, installValues(images));
+    await helmInstall(home, installValues());
     await searchOnQdrant(false);
     // That store starts empty: the operator refills the example knowledge base as soon as search
     // is ready again (a KnowledgeBase's status still counts the chunks it had on Qdrant meanwhile),

@@ -20,6 +20,7 @@ import {
   RELEASE,
   SYSTEM_NS,
 } from "./support/platform.ts";
+import { PULL_SECRET } from "./support/release.ts";
 import { serviceRouted } from "./support/service-routing.ts";
 import { channel } from "./support/workloads.ts";
 
@@ -28,7 +29,6 @@ const GATEWAY_PODS = "app.kubernetes.io/name=capstan-gateway";
 let kube: TestKube;
 let home: string;
 let dispatcher: Agent;
-let images: Record<string, string>;
 
 /** One chat completion through the ingress; the HTTP status (0 when the connection failed). */
 async function chat(key: string): Promise<number> {
@@ -70,7 +70,6 @@ beforeAll(async () => {
   kube = e2eKube();
   home = mkdtempSync(join(tmpdir(), "capstan-e2e-"));
   const installed = await ensurePlatform(kube, home);
-  images = installed.images;
   dispatcher = ingressDispatcher(installed.tls.ca);
 }, 900_000);
 
@@ -150,7 +149,7 @@ describe("operating the platform", () => {
     const searchBefore = await livePods("app.kubernetes.io/name=capstan-search");
     await helmInstall(
       home,
-      installValues(images, [
+      installValues([
         "gateway.extraEnv[0].name=CAPSTAN_E2E_MARK",
         "gateway.extraEnv[0].value=upgraded",
         "search.resources.limits.memory=1600Mi",
@@ -200,7 +199,8 @@ describe("operating the platform", () => {
           ["Secret", "v1"],
         ] as const) {
           for (const o of await list(kube, kind, apiVersion, SYSTEM_NS)) {
-            if (o.metadata.name === "kube-root-ca.crt" || o.metadata.name === "capstan-ingress-tls") continue;
+            // The platform team's own Secrets (ingress certificate, registry pull credentials) stay.
+            if (["kube-root-ca.crt", "capstan-ingress-tls", PULL_SECRET].includes(o.metadata.name)) continue;
             left.push(`${kind}/${o.metadata.name}`);
           }
         }

@@ -1,13 +1,13 @@
-// Capstan as a platform team and its users meet it, on a real node: `helm install` of
-// charts/capstan with the images this repository builds, examples/ applied, every workload Ready by
-// its real readiness probe; then the official OpenAI SDK and a search client through the ingress
+// Capstan as a platform team and its users meet it, on a real node: `helm install` of the chart
+// this repository released to the node's registry (oci://), its images pulled by digest,
+// examples/ applied, every workload Ready by its real readiness probe; then the official OpenAI SDK and a search client through the ingress
 // over HTTPS, a scrape through the scraper's Service, a KnowledgeBase built from a page served in
 // the cluster, and the pods' users and root filesystems read back from the running processes.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { type Agent, fetch } from "undici";
+import { Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestKube } from "../ground/kube-client.ts";
 import {
@@ -22,6 +22,7 @@ import {
   secretValue,
 } from "./support/kube.ts";
 import { DEMO_NS, ensurePlatform, ingressBase, ingressDispatcher, keyOf, SYSTEM_NS } from "./support/platform.ts";
+import { PULL_SECRET, release } from "./support/release.ts";
 import { serviceRouted } from "./support/service-routing.ts";
 import {
   channel,
@@ -94,6 +95,39 @@ describe("helm install on a real node", () => {
     }
     const channelObj = await get(kube, "AccessChannel", CR, "website-chat", DEMO_NS);
     expect(condition(channelObj, "Ready")?.status).toBe("True");
+  });
+});
+
+describe("installed from the node's registry, as a release", () => {
+  it("runs every Capstan pod on an image pulled by digest from the registry, with the pull Secret", async () => {
+    const { registry, images } = release();
+    const pods = [...(await list(kube, "Pod", "v1", SYSTEM_NS)), ...(await list(kube, "Pod", "v1", DEMO_NS))].filter(
+      (p) => p.status?.phase === "Running" && p.metadata.labels?.["app.kubernetes.io/part-of"] === "capstan",
+    );
+    expect(pods.length).toBeGreaterThanOrEqual(6);
+    const released = new Set(Object.values(images));
+    for (const p of pods) {
+      const spec = p.spec as { containers: { image: string }[]; imagePullSecrets?: { name: string }[] };
+      expect(spec.imagePullSecrets, p.metadata.name).toEqual([{ name: PULL_SECRET }]);
+      const statuses = (p.status?.containerStatuses ?? []) as { image: string; imageID: string }[];
+      for (const c of spec.containers) {
+        expect(c.image, p.metadata.name).toMatch(new RegExp(`^${registry.host}/capstan/[a-z]+@sha256:[0-9a-f]{64}$`));
+        expect(released.has(c.image), `${c.image} is one the release published`).toBe(true);
+        // What the runtime reports it runs: the manifest it pulled under that digest.
+        expect(statuses.map((s) => s.imageID)).toContain(c.image);
+      }
+    }
+  });
+
+  it("refuses a pull without credentials", async () => {
+    const { registry, images } = release();
+    const [repository, digest] = (images.gateway as string).split("@");
+    const dispatcher = new Agent({ connect: { ca: readFileSync(registry.caFile, "utf8") } });
+    const url = `https://${registry.host}/v2/${repository?.slice(registry.host.length + 1)}/manifests/${digest}`;
+    const res = await fetch(url, { dispatcher, signal: AbortSignal.timeout(10_000) });
+    await res.arrayBuffer();
+    expect(res.status).toBe(401);
+    await dispatcher.close();
   });
 });
 

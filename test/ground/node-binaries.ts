@@ -19,6 +19,9 @@ export interface NodeBinaries {
   kubeNetworkPolicies: string;
   /** Dynamic PersistentVolumes on the node's disk (node-storage.ts). */
   localPathProvisioner: string;
+  /** The node's OCI registry (CNCF distribution) and the client that pushes images to it (node-registry.ts). */
+  registry: string;
+  crane: string;
   pauseImage: string;
   pauseArchive: string;
   /** A static busybox image for smoke tests (sh, httpd, wget, nslookup). */
@@ -38,6 +41,8 @@ const keys: Record<keyof NodeBinaries, string> = {
   traefik: "TRAEFIK",
   kubeNetworkPolicies: "KUBE_NETWORK_POLICIES",
   localPathProvisioner: "LOCAL_PATH_PROVISIONER",
+  registry: "REGISTRY",
+  crane: "CRANE",
   pauseImage: "PAUSE_IMAGE",
   pauseArchive: "PAUSE_ARCHIVE",
   busyboxImage: "BUSYBOX_IMAGE",

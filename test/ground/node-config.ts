@@ -40,6 +40,7 @@ current-context: capstan-node
  * containerd v2 (config version 3). restrict_oom_score_adj: this machine cannot lower OOM scores
  * (no CAP_SYS_RESOURCE), and runc fails every sandbox that asks for a lower one. The sandbox
  * image is the locally built pause image, pinned so the kubelet's image GC never removes it.
+ * Registries are configured per host in registryHostsDir (the node's registry: node-registry.ts).
  */
 export function containerdConfig(o: {
   root: string;
@@ -47,6 +48,8 @@ export function containerdConfig(o: {
   socket: string;
   pauseImage: string;
   cniConfDir: string;
+  /** Per-registry host configuration (hosts.toml files), as /etc/containerd/certs.d on a node. */
+  registryHostsDir: string;
 }): string {
   const cri = "io.containerd.cri.v1";
   return `version = 3
@@ -62,6 +65,8 @@ state = "${o.state}"
   snapshotter = "overlayfs"
   [plugins."${cri}.images".pinned_images]
     sandbox = "${o.pauseImage}"
+  [plugins."${cri}.images".registry]
+    config_path = "${o.registryHostsDir}"
 [plugins."${cri}.runtime"]
   restrict_oom_score_adj = true
   disable_apparmor = true

@@ -17,6 +17,8 @@ const criNamespace = "k8s.io";
 
 export interface Runtime {
   socket: string;
+  /** containerd's config_path: one <host>/hosts.toml per registry it pulls from. */
+  registryHostsDir: string;
   proc: ManagedProcess;
   ctr(args: string[], timeoutMs?: number): Promise<string>;
   importImage(archivePath: string): Promise<void>;
@@ -35,10 +37,19 @@ export async function startRuntime(bin: NodeBinaries, dir: string, imageRoot: st
   mkdirSync(cniConfDir, { recursive: true });
   writeFileSync(join(cniConfDir, "10-capstan.conflist"), cniConfList(join(dir, "cni", "ipam")));
   const socket = join(base, "containerd.sock");
+  const registryHostsDir = join(base, "certs.d");
+  mkdirSync(registryHostsDir, { recursive: true });
   const config = join(base, "config.toml");
   writeFileSync(
     config,
-    containerdConfig({ root: imageRoot, state: join(base, "state"), socket, pauseImage: bin.pauseImage, cniConfDir }),
+    containerdConfig({
+      root: imageRoot,
+      state: join(base, "state"),
+      socket,
+      pauseImage: bin.pauseImage,
+      cniConfDir,
+      registryHostsDir,
+    }),
   );
   // The shim is found on PATH; runc and the CNI plugins by absolute path (see the config).
   const env = { ...process.env, PATH: `${bin.shimDir}:/usr/sbin:/usr/bin:/sbin:/bin` };
@@ -73,6 +84,7 @@ export async function startRuntime(bin: NodeBinaries, dir: string, imageRoot: st
   await removeAllContainers();
   return {
     socket,
+    registryHostsDir,
     proc,
     ctr,
     // Unpacked into the overlayfs snapshotter the CRI plugin uses, so pods start without a pull.

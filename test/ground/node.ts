@@ -1,8 +1,9 @@
 // A real single-node Kubernetes cluster for the end-to-end tests: etcd + kube-apiserver
 // (test/ground/kube.ts, in full-cluster mode), kube-controller-manager, kube-scheduler, containerd
 // v2 with runc and the CNI bridge, kubelet, kube-proxy (iptables), kube-network-policies (enforces
-// NetworkPolicies, which the bridge ignores), CoreDNS (cluster.local only) and Traefik as the
-// ingress controller. Every daemon runs in its own session; stop() tears them down in order and
+// NetworkPolicies, which the bridge ignores), CoreDNS (cluster.local only), Traefik as the
+// ingress controller, local-path-provisioner (the default StorageClass) and an OCI registry the
+// node pulls images from (node-registry.ts). Every daemon runs in its own session; stop() tears them down in order and
 // removes the host state the run created (docs/testing.md, "Node tier").
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +38,7 @@ import {
   snapshotChains,
   unmountUnder,
 } from "./node-host.ts";
+import { type RegistryAccess, startRegistry } from "./node-registry.ts";
 import { type Runtime, startRuntime } from "./node-runtime.ts";
 import { startLocalStorage } from "./node-storage.ts";
 import type { ManagedProcess } from "./process.ts";
@@ -57,6 +59,8 @@ export interface Cluster {
    * Secret with (hosts without a Secret get Traefik's self-signed default certificate).
    */
   ingressCA?: string;
+  /** The node's OCI registry: images pushed there are pulled by the kubelet with a pull Secret. */
+  registry: RegistryAccess;
   /** A docker-archive or OCI archive, imported into containerd's k8s.io namespace (what the kubelet sees). */
   importImage(archivePath: string): Promise<void>;
   listImages(): Promise<string[]>;
@@ -131,6 +135,7 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
     if (client && procs.kubelet) await step("delete pods", () => deleteAllPods(client as TestKube));
     for (const name of [
       "local-path-provisioner",
+      "registry",
       "kubelet",
       "kube-proxy",
       "coredns",
@@ -184,6 +189,8 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
 
     runtime = await startRuntime(bin, dir, join(binaryCacheDir(), "node", "containerd-root"));
     await runtime.importImage(bin.pauseArchive);
+    const registry = await startRegistry({ bin, dir, certDir, hostsDir: runtime.registryHostsDir });
+    procs.registry = registry.proc;
 
     const nodeKubeconfig = join(dir, "node.kubeconfig");
     writeFileSync(
@@ -224,6 +231,12 @@ export async function startCluster(opts: { dir?: string } = {}): Promise<Cluster
       server: kube.server,
       nodeName,
       ingress: { http: traefik.http, https: traefik.https },
+      registry: {
+        host: registry.host,
+        caFile: registry.caFile,
+        username: registry.username,
+        password: registry.password,
+      },
       importImage: (archive) => rt.importImage(archive),
       listImages: () => rt.listImages(),
       stop,

@@ -2,8 +2,10 @@
 # Builds what a single-node cluster needs beyond etcd and kube-apiserver (build-kube-binaries.sh):
 # kubelet, kube-proxy, kube-controller-manager and kube-scheduler (from test/kube-bin/node, the same
 # k8s.io/kubernetes version as the API server), containerd v2 with its runc shim and ctr, CoreDNS,
-# Traefik, kube-network-policies (NetworkPolicy enforcement) and rancher's local-path-provisioner
-# (dynamic PersistentVolumes on the node's disk), all from the Go module proxy, plus
+# Traefik, kube-network-policies (NetworkPolicy enforcement), rancher's local-path-provisioner
+# (dynamic PersistentVolumes on the node's disk), the CNCF distribution registry (the node's image
+# and chart registry) and go-containerregistry's crane (pushes images to it), all from the Go
+# module proxy, plus
 # the pause image built from the kubernetes module's source (no image registry is reachable here). Idempotent: a cached binary that answers is reused.
 # Writes $cache/node/current, a KEY=path file test/ground/node-binaries.ts reads.
 set -euo pipefail
@@ -28,6 +30,10 @@ knp_version=v0.8.0
 # What k3s and kind ship as their default StorageClass: a PersistentVolumeClaim gets a directory on
 # the node, made and removed by a helper pod (the busybox image below).
 lpp_version=v0.0.30
+# The OCI registry the node pulls Capstan's images from and helm pulls the chart from (the same
+# server a platform team runs as its in-house registry), and the client that pushes images to it.
+registry_version=v3.1.2
+crane_version=v0.22.1
 pause_version=3.10.1
 cache=${CAPSTAN_CACHE:-$HOME/.cache/capstan}
 root="$cache/node"
@@ -82,6 +88,16 @@ lpp_out="$root/local-path-provisioner-$lpp_version"
 GOFLAGS=-mod=mod build local-path-provisioner "$(module_dir github.com/rancher/local-path-provisioner "$lpp_version")" . "$lpp_out" \
   --version "$lpp_version" "-X main.VERSION=$lpp_version"
 
+registry_out="$root/registry-$registry_version"
+GOFLAGS=-mod=mod build registry "$(module_dir github.com/distribution/distribution/v3 "$registry_version")" \
+  ./cmd/registry "$registry_out" --version "$registry_version" \
+  "-X github.com/distribution/distribution/v3/version.version=$registry_version"
+
+crane_out="$root/crane-$crane_version"
+GOFLAGS=-mod=mod build crane "$(module_dir github.com/google/go-containerregistry "$crane_version")" \
+  ./cmd/crane "$crane_out" version "$crane_version" \
+  "-X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$crane_version"
+
 # shellcheck source=image-archive.sh
 source "$here/scripts/image-archive.sh"
 
@@ -130,6 +146,8 @@ COREDNS=$coredns_out/coredns
 TRAEFIK=$traefik_out/traefik
 KUBE_NETWORK_POLICIES=$knp_out/kube-network-policies
 LOCAL_PATH_PROVISIONER=$lpp_out/local-path-provisioner
+REGISTRY=$registry_out/registry
+CRANE=$crane_out/crane
 PAUSE_IMAGE=$pause_ref
 PAUSE_ARCHIVE=$images/pause-$pause_version.tar
 BUSYBOX_IMAGE=$busybox_ref

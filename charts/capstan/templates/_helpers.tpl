@@ -52,8 +52,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+An image reference: repository@digest when a digest is set (what a release publishes: the node
+pulls exactly the bytes that were tested, whatever the tag points to later), else repository:tag.
+*/}}
 {{- define "capstan.image" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pod spec's imagePullSecrets (the global value), nothing when there are none. */}}
+{{- define "capstan.imagePullSecrets" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets: {{ toJson . }}
+{{- end }}
 {{- end -}}
 
 {{/* Redis address the gateway uses: the external one, or the dev Redis of the release. */}}

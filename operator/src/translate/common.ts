@@ -144,6 +144,7 @@ export function podPlacement(p: PodSettings): Record<string, unknown> {
     ...(Object.keys(p.nodeSelector).length ? { nodeSelector: p.nodeSelector } : {}),
     ...(p.tolerations.length ? { tolerations: p.tolerations } : {}),
     ...(Object.keys(p.affinity).length ? { affinity: p.affinity } : {}),
+    ...(p.imagePullSecrets.length ? { imagePullSecrets: p.imagePullSecrets } : {}),
     terminationGracePeriodSeconds: p.terminationGracePeriodSeconds,
   };
 }

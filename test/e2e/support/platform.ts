@@ -1,18 +1,17 @@
-// Installing Capstan on the e2e node the way a platform team would: the images built from this
-// repository (scripts/images/build.sh), `helm upgrade --install` of charts/capstan with a TLS
-// Secret for the ingress, then examples/. Search's claim is the chart's own, bound by the node's
+// Installing Capstan on the e2e node the way a platform team would: `helm upgrade --install` of
+// the chart and images this repository released to the node's registry (support/release.ts), with
+// a pull Secret and a TLS Secret for the ingress, then examples/. Search's claim is the chart's own, bound by the node's
 // default StorageClass (test/ground/node-storage.ts), as on a cluster with dynamic provisioning.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
 import { inject } from "vitest";
 import { helm } from "../../ground/helm.ts";
 import { rawExamples, type TestKube } from "../../ground/kube-client.ts";
 import { net } from "../../ground/node-config.ts";
 import { apply, condition, deploymentReady, eventually, get, type Obj, secretValue } from "./kube.ts";
+import { chartArgs, PULL_SECRET, pullSecret, release } from "./release.ts";
 
 export const RELEASE = "capstan";
 export const SYSTEM_NS = "capstan-system";
@@ -20,27 +19,6 @@ export const DEMO_NS = "capstan-demo";
 /** The host name the ingress answers to; the tests resolve it to the ingress's loopback address. */
 export const INGRESS_HOST = "capstan.test";
 export const TLS_SECRET = "capstan-ingress-tls";
-const chart = fileURLToPath(new URL("../../../charts/capstan", import.meta.url));
-
-/** Image references written by scripts/images/build.sh next to the archives it built. */
-export function builtImages(): Record<string, string> {
-  const cache = process.env.CAPSTAN_CACHE ?? join(homedir(), ".cache", "capstan");
-  const pointer = join(cache, "images", "current");
-  if (!existsSync(pointer)) throw new Error("no images built: run `bash scripts/images/build.sh`");
-  const dir = readFileSync(pointer, "utf8").trim();
-  const out: Record<string, string> = {};
-  for (const line of readFileSync(join(dir, "tags.env"), "utf8").split("\n")) {
-    const m = /^([A-Z_]+)_IMAGE=(\S+)$/.exec(line.trim());
-    if (m) out[(m[1] as string).toLowerCase()] = m[2] as string;
-  }
-  return out;
-}
-
-/** An image reference as the chart's repository and tag values. */
-export function repoAndTag(ref: string): [string, string] {
-  const at = ref.lastIndexOf(":");
-  return [ref.slice(0, at), ref.slice(at + 1)];
-}
 
 export interface Tls {
   ca: string;
@@ -103,22 +81,9 @@ export function ingressDispatcher(ca: string): Agent {
   });
 }
 
-/** The values a local install uses: locally built images (never pulled), dev Redis, ingress with TLS. */
-export function installValues(images: Record<string, string>, extra: string[] = []): string[] {
-  const set: string[] = [];
-  for (const name of ["operator", "gateway", "search", "scraper", "console"]) {
-    const ref = images[name];
-    if (!ref) throw new Error(`no ${name} image in tags.env`);
-    const [repo, tag] = repoAndTag(ref);
-    set.push(`${name}.image.repository=${repo}`, `${name}.image.tag=${tag}`, `${name}.image.pullPolicy=Never`);
-  }
-  for (const name of ["redis"]) {
-    const ref = images[name];
-    if (!ref) throw new Error(`no ${name} image in tags.env`);
-    const [repo, tag] = repoAndTag(ref);
-    set.push(`${name}.deploy.enabled=true`, `${name}.deploy.image.repository=${repo}`);
-    set.push(`${name}.deploy.image.tag=${tag}`, `${name}.deploy.image.pullPolicy=Never`);
-  }
+/** The values a local install uses (with the release's images by digest): dev Redis, ingress with TLS. */
+export function installValues(extra: string[] = []): string[] {
+  const set = ["redis.deploy.enabled=true", `imagePullSecrets[0].name=${PULL_SECRET}`];
   set.push(
     "operator.replicas=1",
     "gateway.replicas=2",
@@ -152,16 +117,22 @@ export function installValues(images: Record<string, string>, extra: string[] = 
 }
 
 export async function helmInstall(home: string, set: string[], timeoutMs = 240_000) {
-  const args = ["upgrade", "--install", RELEASE, chart, "-n", SYSTEM_NS, "--create-namespace"];
+  const args = ["upgrade", "--install", RELEASE, ...chartArgs(), "-n", SYSTEM_NS, "--create-namespace"];
   args.push("--kubeconfig", inject("e2eKubeconfig"), "--wait", "--timeout", `${Math.floor(timeoutMs / 1000)}s`);
   const res = await helm([...args, ...set.flatMap((s) => ["--set", s])], home, timeoutMs + 30_000);
   if (res.code !== 0) throw new Error(`helm upgrade --install failed:\n${res.stderr}\n${res.stdout}`);
   return res;
 }
 
-/** What must exist before the chart goes in: the namespace and the ingress's TLS Secret. */
+/**
+ * What must exist before the chart goes in: the namespaces, the registry's pull Secret in each
+ * (the examples' Scraper runs in DEMO_NS) and the ingress's TLS Secret.
+ */
 export async function prerequisites(kube: TestKube, tls: Tls): Promise<void> {
-  await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: SYSTEM_NS } });
+  for (const ns of [SYSTEM_NS, DEMO_NS]) {
+    await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    await apply(kube, pullSecret(ns) as Obj);
+  }
   await apply(kube, {
     apiVersion: "v1",
     kind: "Secret",
@@ -192,12 +163,13 @@ export async function ensurePlatform(
   home: string,
   extraValues: string[] = [],
 ): Promise<{ tls: Tls; images: Record<string, string>; installStarted: number }> {
-  const images = builtImages();
+  const images = release().images;
   const tls = makeTls(join(home, "tls"));
   await prerequisites(kube, tls);
   const installStarted = Date.now();
-  await helmInstall(home, installValues(images, extraValues));
-  console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms`);
+  const installed = await helmInstall(home, installValues(extraValues));
+  // What helm says (the chart it pulled from the registry, with its digest): docs/install.md shows it.
+  console.log(`[e2e] helm install --wait: ${Date.now() - installStarted} ms\n${installed.stderr}${installed.stdout}`);
   await applyExamples(kube);
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
   await deploymentReady(kube, SYSTEM_NS, "capstan-search");

@@ -2,10 +2,12 @@
 // (over HTTP, at the pod's own address on the node's bridge) to open a TCP connection or send one
 // HTTP request with its path exactly as written, and reads back what it saw. Every other request
 // that reaches the pod is recorded, so it doubles as a listener a tenant points things at
-// (GET /seen lists them). It runs Node from the operator image, as the pages of workloads.ts do.
+// (GET /seen lists them). It runs Node from the operator image, as the pages of workloads.ts do,
+// pulled from the node's registry with a pull Secret the prober's namespace gets.
 import { request } from "node:http";
 import type { TestKube } from "../../ground/kube-client.ts";
-import { apply, eventually, get } from "./kube.ts";
+import { apply, eventually, get, type Obj } from "./kube.ts";
+import { PULL_SECRET, pullSecret } from "./release.ts";
 
 /** What a request from inside the pod came to: an HTTP answer, or no connection at all. */
 export interface Seen {
@@ -104,6 +106,7 @@ function order<T>(ip: string, path: string, body?: unknown): Promise<T> {
 /** Starts (or finds) the prober pod `name` in `namespace` and returns it once it answers. */
 export async function startProber(kube: TestKube, namespace: string, name: string, image: string): Promise<Prober> {
   const labels = { "app.kubernetes.io/name": name };
+  await apply(kube, pullSecret(namespace) as Obj);
   await apply(kube, {
     apiVersion: "v1",
     kind: "Pod",
@@ -111,11 +114,12 @@ export async function startProber(kube: TestKube, namespace: string, name: strin
     spec: {
       automountServiceAccountToken: false,
       securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001 },
+      imagePullSecrets: [{ name: PULL_SECRET }],
       containers: [
         {
           name: "prober",
           image,
-          imagePullPolicy: "Never",
+          imagePullPolicy: "IfNotPresent",
           command: ["node", "-e", SCRIPT],
           ports: [{ name: "http", containerPort: 8080 }],
           readinessProbe: { httpGet: { path: "/probe/ready", port: "http" }, periodSeconds: 1 },

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { TestKube } from "../../ground/kube-client.ts";
 import { apply, deploymentReady, eventually, get, type Obj } from "./kube.ts";
 import { DEMO_NS } from "./platform.ts";
+import { PULL_SECRET } from "./release.ts";
 
 export const PAGE_NAME = "capstan-e2e-page";
 /** A sentence no model or example knows, so finding it proves the page went through the pipeline. */
@@ -14,7 +15,11 @@ const PAGE_HTML = `<!doctype html><html><head><title>Cluster guide</title></head
 <h1>Capstan cluster guide</h1><p>${PAGE_FACT}</p>
 <p>Lighthouse keepers file their reports in the harbour ledger every evening.</p></main></body></html>`;
 
-/** A tiny web server pod (Node from the operator image) and its Service. */
+/**
+ * A tiny web server pod (Node from the operator image, pulled from the node's registry with the
+ * namespace's pull Secret: the kubelet lets no pod without those credentials use an image pulled
+ * with them, even one already on the node) and its Service.
+ */
 export async function servePage(kube: TestKube, nodeImage: string): Promise<void> {
   const script = `require("http").createServer((q, r) => { r.setHeader("content-type", "text/html; charset=utf-8"); r.end(${JSON.stringify(PAGE_HTML)}); }).listen(8080);`;
   const labels = { "app.kubernetes.io/name": PAGE_NAME };
@@ -30,11 +35,12 @@ export async function servePage(kube: TestKube, nodeImage: string): Promise<void
         spec: {
           automountServiceAccountToken: false,
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001 },
+          imagePullSecrets: [{ name: PULL_SECRET }],
           containers: [
             {
               name: "page",
               image: nodeImage,
-              imagePullPolicy: "Never",
+              imagePullPolicy: "IfNotPresent",
               command: ["node", "-e", script],
               ports: [{ name: "http", containerPort: 8080 }],
               readinessProbe: { httpGet: { path: "/guide", port: "http" }, periodSeconds: 1 },
