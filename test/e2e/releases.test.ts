@@ -8,7 +8,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { type Agent, fetch, request } from "undici";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { helm } from "../ground/helm.ts";
@@ -16,19 +15,17 @@ import type { TestKube } from "../ground/kube-client.ts";
 import { net } from "../ground/node-config.ts";
 import { apply, condition, deploymentReady, e2eKube, eventually, get, remove } from "./support/kube.ts";
 import {
-  builtImages,
   DEMO_NS,
   ensurePlatform,
   ingressBase,
   ingressDispatcher,
   keyOf,
   RELEASE,
-  repoAndTag,
   SYSTEM_NS,
 } from "./support/platform.ts";
+import { chartArgs, PULL_SECRET, pullSecret } from "./support/release.ts";
 
 const CR = "capstan.dev/v1alpha1";
-const chart = fileURLToPath(new URL("../../charts/capstan", import.meta.url));
 const TWO = { release: "capstan-two", ns: "capstan-two-system", tenant: "capstan-two-demo", host: "capstan-two.test" };
 const FACT = "The second release's ferry timetable changes on every leap day.";
 
@@ -61,17 +58,12 @@ const search = (host: string, key: string, knowledgeId: string) =>
     minSimilarity: 0.3,
   });
 
-/** The second release's values: small requests (the node has 2 CPUs), no console, no platform Scraper. */
+/**
+ * The second release's values: the same released chart and images (chartArgs), small requests (the
+ * node has 2 CPUs), no console, no platform Scraper.
+ */
 function secondValues(): string[] {
-  const images = builtImages();
-  const set: string[] = [];
-  for (const name of ["operator", "gateway", "search", "scraper"]) {
-    const [repo, tag] = repoAndTag(images[name] as string);
-    set.push(`${name}.image.repository=${repo}`, `${name}.image.tag=${tag}`, `${name}.image.pullPolicy=Never`);
-  }
-  const [redisRepo, redisTag] = repoAndTag(images.redis as string);
-  set.push("redis.deploy.enabled=true", `redis.deploy.image.repository=${redisRepo}`);
-  set.push(`redis.deploy.image.tag=${redisTag}`, "redis.deploy.image.pullPolicy=Never");
+  const set: string[] = ["redis.deploy.enabled=true", `imagePullSecrets[0].name=${PULL_SECRET}`];
   set.push(
     "installCRDs=false",
     `operator.watchNamespaces[0]=${TWO.tenant}`,
@@ -161,10 +153,24 @@ describe("helm test", () => {
 describe("a second release side by side", () => {
   it("installs beside the first, passes helm test, serves chat and search through the ingress, and leaves the first's resources alone", async () => {
     const started = Date.now();
-    // The watched namespace exists before the release's Roles go in.
+    // The watched namespace exists before the release's Roles go in; the release's own namespace
+    // holds the registry's pull Secret before its pods pull (the gateway, search and helm test's Pod).
     await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: TWO.tenant } });
+    await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: TWO.ns } });
+    await apply(kube, pullSecret(TWO.ns) as never);
     const install = await helm(
-      ["upgrade", "--install", TWO.release, chart, "-n", TWO.ns, "--create-namespace", "--wait", "--timeout", "300s"]
+      [
+        "upgrade",
+        "--install",
+        TWO.release,
+        ...chartArgs(),
+        "-n",
+        TWO.ns,
+        "--create-namespace",
+        "--wait",
+        "--timeout",
+        "300s",
+      ]
         .concat(kc)
         .concat(secondValues()),
       home,

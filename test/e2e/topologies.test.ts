@@ -18,7 +18,6 @@ import { type QdrantClusterGround, startQdrantCluster } from "../ground/qdrant-c
 import { cli, type RedisClusterGround, startRedisCluster } from "../ground/redis-topologies.ts";
 import { apply, condition, deploymentReady, e2eKube, eventually, get, remove } from "./support/kube.ts";
 import {
-  builtImages,
   helmInstall,
   ingressBase,
   ingressDispatcher,
@@ -101,7 +100,7 @@ beforeAll(async () => {
     ...({ stringData: { password: PASSWORD } } as object),
   });
   const installStarted = Date.now();
-  await helmInstall(home, installValues(builtImages(), topologyValues()));
+  await helmInstall(home, installValues(topologyValues()));
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
   await deploymentReady(kube, SYSTEM_NS, "capstan-search");
   console.log(`[e2e topologies] helm install on the clusters Ready in ${Date.now() - installStarted} ms`);
