@@ -7,7 +7,7 @@ import { agentUpstreams, knowledgeIdOf } from "@capstan/shared/api";
 import type { KubeConfig } from "@capstan/shared/kube";
 import { DEPLOYMENT, KubeHttp, type KubeObject, SECRET, SERVICE } from "@capstan/shared/kube";
 import type { OperatorConfig } from "./config.ts";
-import { gatewayInternalUrl, searchInternalUrl, watchedNamespaces } from "./config.ts";
+import { gatewayInternalUrl, SEARCH_NAME, searchInternalUrl, watchedNamespaces } from "./config.ts";
 import { Controller, type Reconcile } from "./controller/controller.ts";
 import { controllerMetrics } from "./controller/metrics.ts";
 import { operatorMetrics } from "./fleet-metrics.ts";
@@ -30,6 +30,7 @@ import {
   SEARCH_KEY,
 } from "./reconcilers/context.ts";
 import { knowledgeBaseReconciler } from "./reconcilers/knowledge-base.ts";
+import { searchReady, waitsForSearch } from "./reconcilers/knowledge-base-refill.ts";
 import { PLATFORM_KEY, platformReconciler } from "./reconcilers/platform.ts";
 import { scraperReconciler, scraperSecretRefs } from "./reconcilers/scraper.ts";
 import { KB_BY_ID, kbIndexKey, searchKeyReconciler } from "./reconcilers/search-key.ts";
@@ -254,6 +255,10 @@ export class Operator {
     // A KnowledgeBase claiming a duplicated id is reconciled again when its siblings change (the
     // owner deleted: the next oldest takes the id over).
     kbc.watchMapped(i.knowledgeBases, (kb) => keys(i.knowledgeBases.byIndex(KB_BY_ID, kbKey(kb))));
+    // Search ready (its first start, a restart): the KnowledgeBases waiting for it, at once.
+    kbc.watchMapped(i.deployments, (d) =>
+      searchReady(d, this.config.namespace, SEARCH_NAME) ? keys(i.knowledgeBases.list().filter(waitsForSearch)) : [],
+    );
 
     const dp = c.platform as Controller;
     const platformNs = this.config.namespace;

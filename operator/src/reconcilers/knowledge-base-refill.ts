@@ -7,6 +7,7 @@
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
 import { SearchApiError } from "@capstan/shared/clients/search-client";
+import type { KubeObject } from "@capstan/shared/kube";
 import { findCondition } from "../controller/conditions.ts";
 import type { KnowledgeBaseRef } from "../ingest/search-documents.ts";
 import { sourceChunks } from "../translate/knowledge-base.ts";
@@ -17,6 +18,22 @@ export const SEARCH_UNAVAILABLE = "SearchUnavailable";
 /** A failure worth retrying soon: the search service (or the store behind it) did not answer. */
 export function searchUnavailable(err: unknown): boolean {
   return err instanceof SearchApiError && err.retryable;
+}
+
+/**
+ * Whether a KnowledgeBase is worth reconciling as soon as the search service becomes ready: it is
+ * not Ready (never ingested, or its last run could not reach search). Waiting for its per-key
+ * backoff instead could cost seconds to minutes after search started (the first install: search
+ * loads its model while the operator already reconciles).
+ */
+export function waitsForSearch(kb: KnowledgeBase): boolean {
+  return findCondition(kb.status?.conditions, "Ready")?.status !== "True";
+}
+
+/** A Deployment that is the platform's search service with at least one ready replica. */
+export function searchReady(d: KubeObject, platformNamespace: string, name: string): boolean {
+  const ready = (d as { status?: { readyReplicas?: number } }).status?.readyReplicas ?? 0;
+  return d.metadata.namespace === platformNamespace && d.metadata.name === name && ready > 0;
 }
 
 /** How the documents API addresses a KnowledgeBase: its namespace and id. */
