@@ -7,6 +7,8 @@ import { readFileSync } from "node:fs";
 export interface Breakdown {
   /** Resident KiB by mapping: "node" (the binary), "files" (other files), "anon" (no file). */
   rssKiB: { node: number; files: number; anon: number };
+  /** The process's threads (an embedding worker is one, with onnxruntime's threads besides). */
+  threads?: number;
   /** V8's heap from the process's own metrics, MiB (undefined when it serves none). */
   heap?: { total: number; used: number; newSpace: number; external: number };
 }
@@ -27,6 +29,11 @@ export function mappings(pid: number): Breakdown["rssKiB"] {
     if (rss) out[kind] += Number(rss[1]);
   }
   return out;
+}
+
+/** The number of threads of a process. */
+export function threadsOf(pid: number): number {
+  return Number(/^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
 }
 
 /** V8's heap as the process's Prometheus page reports it, MiB. */
@@ -50,5 +57,6 @@ export function describe(b: Breakdown): string {
   const heap = b.heap
     ? `; V8 heap ${f(b.heap.total)} (new space ${f(b.heap.newSpace)}, used ${f(b.heap.used)}), external ${f(b.heap.external)} MiB`
     : "";
-  return `node binary ${m(b.rssKiB.node)}, other files ${m(b.rssKiB.files)}, anonymous ${m(b.rssKiB.anon)} MiB${heap}`;
+  const threads = b.threads ? `; ${b.threads} threads` : "";
+  return `node binary ${m(b.rssKiB.node)}, other files ${m(b.rssKiB.files)}, anonymous ${m(b.rssKiB.anon)} MiB${heap}${threads}`;
 }

@@ -7,7 +7,7 @@
 // same run, one after the other, for the ratio.
 //
 //   node bench/memory/idle-rss.ts [--smoke]   BENCH_SERVICES=gateway,console,search,operator (default all)
-//                                             BENCH_BEFORE=/work/main  REQUESTS=1000  IDLE_S=10
+//                                             BENCH_BEFORE=/work/main  REQUESTS=1000  IDLE_S=10,30
 //                                             NODE_FLAGS="..." (more node flags of the processes measured)
 //                                             BENCH_ENV="K=V ..." (more environment, bench/env.ts)
 //
@@ -15,8 +15,10 @@
 // usage), no Redis. console: standalone mode (a YAML folder), signed in, listing Agents.
 // search: the embedded store and the default model, one document ingested, then searches.
 // operator: AccessChannels created and reconciled on a private API server (operator-run.ts).
-// After the requests, IDLE_S seconds without traffic, then VmRSS and Pss from /proc, and where
-// the resident memory is (breakdown.ts). Every request must answer as expected (bench/work.ts),
+// After the requests, the process is left without traffic and VmRSS, Pss and the peak (VmHWM)
+// are read from /proc at each of IDLE_S's moments (seconds after the last request: 10 and 30 by
+// default; search's documents worker closes 10 s after its last documents, each process's idle
+// collection runs after 5 s of quiet), with where the resident memory is at the last (breakdown.ts). Every request must answer as expected (bench/work.ts),
 // or the run stops.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -30,13 +32,14 @@ import { type ManagedProcess, startProcess, waitFor } from "../../test/ground/pr
 import { envPairs } from "../env.ts";
 import { CHAT_BODY, cleanup, completionContent, startFakeUpstream, writeResources } from "../gateway/harness.ts";
 import { expectCount, sized, workChecked } from "../work.ts";
-import { describe, heapOf, mappings } from "./breakdown.ts";
+import { describe, heapOf, mappings, threadsOf } from "./breakdown.ts";
 import { imageRun } from "./image-env.ts";
 import { chartNodeOptions, runOperator } from "./operator-run.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const REQUESTS = Number(process.env.REQUESTS ?? sized(1000, 20));
-const IDLE_MS = Number(process.env.IDLE_S ?? sized(10, 1)) * 1000;
+/** When to read the memory, seconds after the last request (increasing). */
+const IDLE_AT = (process.env.IDLE_S ?? sized("10,30", "1")).split(",").map(Number);
 const SERVICES = (process.env.BENCH_SERVICES ?? "gateway,console,search,operator").split(",");
 const BEFORE = process.env.BENCH_BEFORE;
 const NODE_FLAGS = (process.env.NODE_FLAGS ?? "").split(" ").filter(Boolean);
@@ -76,11 +79,11 @@ function launchOf(root: string, service: string, label: string): Launch {
 const arms = [{ label: "this tree", root: ROOT }];
 if (BEFORE) arms.push({ label: `before (${BEFORE})`, root: BEFORE });
 
-function memoryOf(pid: number): { rss: number; pss: number } {
+function memoryOf(pid: number): { rss: number; pss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
   const kb = (text: string, key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(text)?.[1] ?? Number.NaN);
-  return { rss: kb(status, "VmRSS"), pss: kb(rollup, "Pss") };
+  return { rss: kb(status, "VmRSS"), pss: kb(rollup, "Pss"), peak: kb(status, "VmHWM") };
 }
 
 /** Starts the process `launch` describes with `env` and waits until `readyUrl` answers 200. */
@@ -260,23 +263,34 @@ try {
   for (const service of SERVICES) {
     const run = services[service];
     if (!run) throw new Error(`unknown service ${service} (${Object.keys(services).join(", ")})`);
-    const figures: { label: string; rss: number; pss: number }[] = [];
+    const figures: { label: string; rss: number; pss: number; peak: number }[] = [];
     for (const arm of arms) {
       const { proc, metrics, stop } = await run(starter(service, launchOf(arm.root, service, arm.label)));
-      await new Promise((r) => setTimeout(r, IDLE_MS));
       const pid = proc.child.pid as number;
-      const m = memoryOf(pid);
-      figures.push({ label: arm.label, ...m });
-      console.log(`${service}\t${arm.label}\t${describe({ rssKiB: mappings(pid), heap: await heapOf(metrics) })}`);
+      const lastRequest = Date.now();
+      for (const at of IDLE_AT) {
+        await new Promise((r) => setTimeout(r, Math.max(0, lastRequest + at * 1000 - Date.now())));
+        figures.push({ label: `${arm.label}, ${at} s idle`, ...memoryOf(pid) });
+      }
+      console.log(
+        `${service}\t${arm.label}\t${describe({ rssKiB: mappings(pid), threads: threadsOf(pid), heap: await heapOf(metrics) })}`,
+      );
       await cleanup();
       await proc.stop();
       await stop?.();
     }
-    const [after, before] = figures;
-    const ratio = before && after ? ` (${(after.rss / before.rss).toFixed(2)} of before)` : "";
-    for (const f of figures) rows.push(`${service}\t${f.label}\tRSS ${mib(f.rss)}\tPSS ${mib(f.pss)}`);
-    if (ratio) rows.push(`${service}\tratio${ratio}`);
-    console.log(rows.slice(-figures.length - (ratio ? 1 : 0)).join("\n"));
+    const mine = rows.length;
+    for (const f of figures) {
+      rows.push(`${service}\t${f.label}\tRSS ${mib(f.rss)}\tPSS ${mib(f.pss)}\tpeak RSS ${mib(f.peak)}`);
+    }
+    if (arms.length === 2) {
+      // The same moment of each arm: this tree's figures come first, the before's after them.
+      IDLE_AT.forEach((at, i) => {
+        const [after, before] = [figures[i], figures[i + IDLE_AT.length]];
+        if (after && before) rows.push(`${service}\t${at} s idle: ${(after.rss / before.rss).toFixed(2)} of before`);
+      });
+    }
+    console.log(rows.slice(mine).join("\n"));
   }
 } finally {
   await cleanup();
