@@ -25,6 +25,7 @@ import { DEMO_NS, ensurePlatform, ingressBase, ingressDispatcher, keyOf, SYSTEM_
 import { serviceRouted } from "./support/service-routing.ts";
 import {
   channel,
+  mapsLibrary,
   nodeDaemonsRssKiB,
   PAGE_FACT,
   PAGE_NAME,
@@ -307,9 +308,15 @@ describe("what the pods really run", () => {
       if (pod.metadata.labels?.["app.kubernetes.io/name"] === "capstan-scraper") scrapers += podRss;
       perPod.push(`${pod.metadata.name} ${mib(podRss)}`);
       expect(procs.length, `processes of ${pod.metadata.name}`).toBeGreaterThan(0);
+      const scraper = pod.metadata.labels?.["app.kubernetes.io/name"] === "capstan-scraper";
       for (const p of procs) {
         expect(p.uid, `${pod.metadata.name}: ${p.command}`).not.toBe(0);
         expect(p.rootReadOnly, `${pod.metadata.name}: ${p.command} has a read-only /`).toBe(true);
+        // The images' memory settings reach the processes (Dockerfile, runtime stages): the idle
+        // collection needs --expose-gc; every Node process but the scraper's runs on jemalloc.
+        if (!/^node\s/.test(p.command)) continue;
+        expect(p.command, `${pod.metadata.name}: node runs with --expose-gc`).toContain("--expose-gc");
+        if (!scraper) expect(mapsLibrary(p.pid, "libjemalloc"), `${pod.metadata.name}: jemalloc loaded`).toBe(true);
       }
     }
     console.log(
