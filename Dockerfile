@@ -96,7 +96,11 @@ RUN for name in gateway search scraper operator console; do \
 # certificates, the user 10001 and a stripped node (scripts/images/slim-root.sh); no package manager.
 FROM ${BASE} AS os
 COPY scripts/images/slim-root.sh /tmp/
-RUN sh /tmp/slim-root.sh
+# jemalloc as the processes' malloc (LD_PRELOAD below), linked under one path for every architecture.
+RUN sh /tmp/slim-root.sh libjemalloc2 \
+ && mkdir -p /rootfs/usr/local/lib \
+ && ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc.so.2$')" /rootfs/usr/local/lib/libjemalloc.so.2 \
+ && test -e "/rootfs$(readlink /rootfs/usr/local/lib/libjemalloc.so.2)"
 
 FROM ${BASE} AS os-scraper
 COPY scripts/images/slim-root.sh /tmp/
@@ -105,17 +109,24 @@ RUN sh /tmp/slim-root.sh chromium-headless-shell fonts-liberation
 
 # ---- Runtime stages ----
 
-# MALLOC_ARENA_MAX: glibc gives each thread that allocates (V8's GC helpers, libuv's pool, the
-# embedding workers) an arena of its own, and memory freed in one is not reused by another; two
-# arenas measured 10–20 MB less resident memory for the gateway after 1,000 requests
-# (bench/memory/idle-rss.ts, docs/benchmarks.md).
+# jemalloc instead of glibc's malloc: glibc keeps what V8 frees after compiling (its parser and
+# compiler zones peak at ~40 MB while the bundle loads) resident in the middle of its heap for
+# good; jemalloc's background thread gives freed pages back after a second (dirty_decay_ms;
+# muzzy_decay_ms:0 returns them at once rather than leaving them resident until the kernel
+# needs them), two arenas for the process's threads. Gateway after 1,000 requests: 210 → 183 MiB
+# with the same CPU per request (bench/memory/idle-rss.ts, bench/gateway/latency.ts,
+# docs/benchmarks.md). The commands run node with --expose-gc: each process runs one
+# memory-reducing collection when it goes quiet (services/shared/src/idle-memory.ts).
 FROM scratch AS runtime
 COPY --from=os /rootfs /
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp \
-    MALLOC_ARENA_MAX=2
+    LD_PRELOAD=/usr/local/lib/libjemalloc.so.2 \
+    MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:2
 WORKDIR /app
 USER 10001:10001
 
+# The scraper keeps glibc's malloc with two arenas (each allocating thread otherwise gets one of
+# its own): LD_PRELOAD would reach Chromium too, which brings its own allocator.
 FROM scratch AS runtime-scraper
 COPY --from=os-scraper /rootfs /
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp \
@@ -129,7 +140,7 @@ FROM runtime AS gateway
 COPY --from=bundles /out/gateway/services ./services
 COPY --from=bundles /out/gateway/node_modules ./node_modules
 EXPOSE 8080
-CMD ["node", "services/gateway/src/main.mjs"]
+CMD ["node", "--expose-gc", "services/gateway/src/main.mjs"]
 
 FROM runtime AS search
 COPY --from=model /model /opt/capstan/model
@@ -138,20 +149,20 @@ ENV CAPSTAN_EMBEDDING_MODEL_DIR=/opt/capstan/model
 COPY --from=bundles /out/search/services ./services
 COPY --from=bundles /out/search/node_modules ./node_modules
 EXPOSE 8081
-CMD ["node", "services/search/src/main.mjs"]
+CMD ["node", "--expose-gc", "services/search/src/main.mjs"]
 
 FROM runtime-scraper AS scraper
 ENV CHROMIUM_PATH=/usr/lib/chromium/chromium-headless-shell
 COPY --from=bundles /out/scraper/services ./services
 COPY --from=bundles /out/scraper/node_modules ./node_modules
 EXPOSE 3002 3000
-CMD ["node", "services/scraper/src/main.mjs"]
+CMD ["node", "--expose-gc", "services/scraper/src/main.mjs"]
 
 FROM runtime AS operator
 COPY --from=bundles /out/operator/operator ./operator
 COPY --from=bundles /out/operator/node_modules ./node_modules
 EXPOSE 8080 8081
-CMD ["node", "operator/src/main.mjs"]
+CMD ["node", "--expose-gc", "operator/src/main.mjs"]
 
 FROM runtime AS console
 # The console answers people, not traffic: a 1 MB young generation (V8's default grows to 16 MB
@@ -162,4 +173,4 @@ COPY --from=bundles /out/console/console ./console
 COPY --from=bundles /out/console/node_modules ./node_modules
 COPY --from=console-web /app/console/dist console/dist
 EXPOSE 8097
-CMD ["node", "console/src/main.mjs"]
+CMD ["node", "--expose-gc", "console/src/main.mjs"]

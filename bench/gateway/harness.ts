@@ -82,11 +82,15 @@ export function internalUrlOf(url: string): string {
 }
 
 /** Starts `services/gateway/src/main.ts` of this tree (or of another checkout, `root`, for a before/after). */
-export async function startGatewayProcess(env: Record<string, string>, root = ROOT): Promise<string> {
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  root = ROOT,
+  nodeFlags = process.env.BENCH_GATEWAY_NODE_FLAGS,
+): Promise<string> {
   const [port, internalPort] = [await freePort(), await freePort()];
-  // BENCH_GATEWAY_NODE_FLAGS: flags for the gateway's node only (V8's --trace-deopt, say, which
-  // NODE_OPTIONS refuses); its output goes to CAPSTAN_GROUND_LOGS/gateway.log.
-  const flags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  // BENCH_GATEWAY_NODE_FLAGS (or nodeFlags): flags for the gateway's node only (V8's
+  // --trace-deopt, say, which NODE_OPTIONS refuses); its output goes to CAPSTAN_GROUND_LOGS/gateway.log.
+  const flags = (nodeFlags ?? "").split(" ").filter(Boolean);
   const proc = startProcess("gateway", process.execPath, [...flags, join(root, "services/gateway/src/main.ts")], {
     ...process.env,
     PORT: String(port),

@@ -3,12 +3,15 @@
 //      the gateway, alternating rounds so both see the same machine load: p50/p99 added latency;
 //   2. autocannon at saturation on both: requests/s and the throughput ratio.
 // Run: node bench/gateway/latency.ts   (env: BENCH_DURATION=seconds, BENCH_PROBE=requests per round,
-//   BENCH_BEFORE=another checkout, e.g. main: its gateway too, probed and loaded in the same rounds)
+//   BENCH_BEFORE=another checkout, e.g. main: its gateway too, probed and loaded in the same rounds;
+//   BENCH_ENV / BENCH_BEFORE_ENV="K=V ...": more environment for each of the two gateways,
+//   BENCH_GATEWAY_NODE_FLAGS / BENCH_BEFORE_NODE_FLAGS: their node flags)
 //   --smoke: 1 s of autocannon, 50 requests per round (bench/work.ts). Every probe request must be
 //   answered with a completion, the gateway must have called the provider once per request it
 //   answered, and autocannon must see only 2xx answers; otherwise the run stops.
 import autocannon from "autocannon";
 import { startRedis } from "../../test/ground/redis.ts";
+import { envPairs } from "../env.ts";
 import { expectAtLeast, expectCount, expectWork, sized, workChecked } from "../work.ts";
 import {
   CHAT_BODY,
@@ -44,12 +47,23 @@ const redis = await startRedis();
 try {
   const upstream = await startFakeUpstream();
   const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
-  const gateway = await startGatewayProcess({ CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url });
+  // BENCH_ENV / BENCH_BEFORE_ENV: more environment of this tree's / the before tree's gateway
+  // (bench/env.ts), and BENCH_BEFORE_NODE_FLAGS the before's node flags (this tree's:
+  // BENCH_GATEWAY_NODE_FLAGS), e.g. an image's malloc or V8 settings against none, on the same code.
+  const gateway = await startGatewayProcess({
+    CAPSTAN_RESOURCES_DIR: dir,
+    REDIS_URL: redis.url,
+    ...envPairs(process.env.BENCH_ENV),
+  });
   const auth = { authorization: `Bearer ${key}` };
   // The same gateway settings on another checkout (the code before a change), side by side.
   const beforeRoot = process.env.BENCH_BEFORE;
   const before = beforeRoot
-    ? await startGatewayProcess({ CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url }, beforeRoot)
+    ? await startGatewayProcess(
+        { CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url, ...envPairs(process.env.BENCH_BEFORE_ENV) },
+        beforeRoot,
+        process.env.BENCH_BEFORE_NODE_FLAGS ?? "",
+      )
     : undefined;
   if (before) await probeLatency(before, "/api/v1/chat/completions", auth, { total: 500, concurrency: 4 });
 

@@ -1,20 +1,27 @@
 // Idle resident memory of Capstan's processes after 1,000 requests, each run as its image runs
-// it: the bundle scripts/images/bundle.mjs writes, started with `node <bundle>/main.mjs` and the
-// environment its image sets (IMAGE_ENV below, kept equal to the Dockerfile's). With
-// BENCH_BEFORE=<checkout> the previous tree's process (its sources, `node src/main.ts`, as its
-// image ran them) is measured in the same run, one after the other, for the ratio.
+// it: the bundle scripts/images/bundle.mjs writes, started with `node <flags> <bundle>/main.mjs`
+// and the environment its image sets, both read from the tree's Dockerfile (image-env.ts: ENV of
+// the target's stages, the node flags of its CMD), the operator with its chart's NODE_OPTIONS too.
+// With BENCH_BEFORE=<checkout> the previous tree's process (its bundle and its Dockerfile's
+// settings; its sources with `node src/main.ts` when it has no bundle.mjs) is measured in the
+// same run, one after the other, for the ratio.
 //
-//   node bench/memory/idle-rss.ts [--smoke]       BENCH_SERVICES=gateway,console,search (default all)
-//                                                 BENCH_BEFORE=/work/main  REQUESTS=1000  IDLE_S=10
-//                                                 NODE_FLAGS="..." (node options of the processes measured)
+//   node bench/memory/idle-rss.ts [--smoke]   BENCH_SERVICES=gateway,console,search,operator (default all)
+//                                             BENCH_BEFORE=/work/main  REQUESTS=1000  IDLE_S=10,30
+//                                             NODE_FLAGS="..." (more node flags of the processes measured)
+//                                             BENCH_ENV="K=V ..." (more environment, bench/env.ts)
 //
 // gateway: chat completions through an LLM Agent on the loopback fake provider (which reports
 // usage), no Redis. console: standalone mode (a YAML folder), signed in, listing Agents.
 // search: the embedded store and the default model, one document ingested, then searches.
-// After the requests, IDLE_S seconds without traffic, then VmRSS and Pss from /proc. Every
-// request must answer as expected (bench/work.ts), or the run stops.
+// operator: AccessChannels created and reconciled on a private API server (operator-run.ts).
+// After the requests, the process is left without traffic and VmRSS, Pss and the peak (VmHWM)
+// are read from /proc at each of IDLE_S's moments (seconds after the last request: 10 and 30 by
+// default; search's documents worker closes 10 s after its last documents, each process's idle
+// collection runs after 5 s of quiet), with where the resident memory is at the last (breakdown.ts). Every request must answer as expected (bench/work.ts),
+// or the run stops.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,68 +29,80 @@ import { SearchClient } from "@capstan/shared/clients/search-client";
 import { Pool } from "undici";
 import { freePort } from "../../test/ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../../test/ground/process.ts";
+import { envPairs } from "../env.ts";
 import { CHAT_BODY, cleanup, completionContent, startFakeUpstream, writeResources } from "../gateway/harness.ts";
 import { expectCount, sized, workChecked } from "../work.ts";
+import { describe, heapOf, mappings, threadsOf } from "./breakdown.ts";
+import { imageRun } from "./image-env.ts";
+import { chartNodeOptions, runOperator } from "./operator-run.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const REQUESTS = Number(process.env.REQUESTS ?? sized(1000, 20));
-const IDLE_MS = Number(process.env.IDLE_S ?? sized(10, 1)) * 1000;
-const SERVICES = (process.env.BENCH_SERVICES ?? "gateway,console,search").split(",");
+/** When to read the memory, seconds after the last request (increasing). */
+const IDLE_AT = (process.env.IDLE_S ?? sized("10,30", "1")).split(",").map(Number);
+const SERVICES = (process.env.BENCH_SERVICES ?? "gateway,console,search,operator").split(",");
 const BEFORE = process.env.BENCH_BEFORE;
 const NODE_FLAGS = (process.env.NODE_FLAGS ?? "").split(" ").filter(Boolean);
+const EXTRA_ENV = envPairs(process.env.BENCH_ENV);
 const scratch = mkdtempSync(join(tmpdir(), "capstan-rss-"));
 const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
-
-interface Arm {
-  label: string;
-  /** The process's entry point for `node`. */
-  entry: (service: string) => string;
-  /** The environment its image gives each process (the Dockerfile's runtime stages). */
-  env: (service: string) => Record<string, string>;
-}
-
-/** What this tree's Dockerfile sets in each image. */
-const IMAGE_ENV: Record<string, Record<string, string>> = {
-  gateway: { MALLOC_ARENA_MAX: "2" },
-  console: { MALLOC_ARENA_MAX: "2", NODE_OPTIONS: "--max-semi-space-size=1" },
-  search: { MALLOC_ARENA_MAX: "2" },
+/** Each service's package folder (its bundle's main.mjs is under <folder>/src/). */
+const FOLDER: Record<string, string> = {
+  gateway: "services/gateway",
+  search: "services/search",
+  console: "console",
+  operator: "operator",
 };
 
-/** This tree's bundles, made once per service into the scratch folder. */
-function bundled(service: string): string {
-  const out = join(scratch, `bundle-${service}`);
-  execFileSync(process.execPath, [join(ROOT, "scripts/images/bundle.mjs"), service, out], { cwd: ROOT });
-  const dir = { gateway: "services/gateway", search: "services/search", console: "console" }[service];
-  return join(out, dir as string, "src/main.mjs");
+/** How one tree runs a service's process: entry point, node flags, environment. */
+interface Launch {
+  entry: string;
+  flags: string[];
+  env: Record<string, string>;
 }
 
-const arms: Arm[] = [{ label: "this tree (bundle)", entry: bundled, env: (s) => IMAGE_ENV[s] ?? {} }];
-if (BEFORE) {
-  const src = { gateway: "services/gateway", search: "services/search", console: "console" };
-  arms.push({
-    label: `before (${BEFORE}, sources)`,
-    entry: (s) => join(BEFORE, src[s as keyof typeof src], "src/main.ts"),
-    env: () => ({}),
-  });
+/** `root`'s process for `service` as its image runs it (its sources when it has no bundle.mjs). */
+function launchOf(root: string, service: string, label: string): Launch {
+  const folder = FOLDER[service] as string;
+  const image = imageRun(root, service) ?? { env: {}, flags: [] };
+  const env = { ...image.env };
+  // The chart's NODE_OPTIONS replace the image's for the operator.
+  if (service === "operator" && chartNodeOptions(root)) env.NODE_OPTIONS = chartNodeOptions(root);
+  if (!existsSync(join(root, "scripts/images/bundle.mjs"))) {
+    return { entry: join(root, folder, "src/main.ts"), flags: image.flags, env };
+  }
+  const out = join(scratch, `bundle-${label.replace(/[^a-z0-9]+/gi, "-")}-${service}`);
+  execFileSync(process.execPath, [join(root, "scripts/images/bundle.mjs"), service, out], { cwd: root });
+  return { entry: join(out, folder, "src/main.mjs"), flags: image.flags, env };
 }
 
-function memoryOf(pid: number): { rss: number; pss: number } {
+const arms = [{ label: "this tree", root: ROOT }];
+if (BEFORE) arms.push({ label: `before (${BEFORE})`, root: BEFORE });
+
+function memoryOf(pid: number): { rss: number; pss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
   const kb = (text: string, key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(text)?.[1] ?? Number.NaN);
-  return { rss: kb(status, "VmRSS"), pss: kb(rollup, "Pss") };
+  return { rss: kb(status, "VmRSS"), pss: kb(rollup, "Pss"), peak: kb(status, "VmHWM") };
 }
 
-async function start(name: string, entry: string, env: Record<string, string>, readyUrl: string) {
-  const proc: ManagedProcess = startProcess(name, process.execPath, [...NODE_FLAGS, entry], {
-    ...process.env,
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warn",
-    NODE_ENV: "production",
-    ...env,
-  });
-  await waitFor(`${name} ready`, async () => (await fetch(readyUrl)).status === 200, { timeoutMs: 120_000, proc });
-  return proc;
+/** Starts the process `launch` describes with `env` and waits until `readyUrl` answers 200. */
+type Start = (env: Record<string, string>, readyUrl: string) => Promise<ManagedProcess>;
+
+function starter(name: string, launch: Launch): Start {
+  return async (env, readyUrl) => {
+    const proc = startProcess(name, process.execPath, [...launch.flags, ...NODE_FLAGS, launch.entry], {
+      ...process.env,
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      NODE_ENV: "production",
+      ...launch.env,
+      ...env,
+      ...EXTRA_ENV,
+    });
+    await waitFor(`${name} ready`, async () => (await fetch(readyUrl)).status === 200, { timeoutMs: 120_000, proc });
+    return proc;
+  };
 }
 
 /** `total` requests over `width` connections; each answer must pass `ok`. */
@@ -112,22 +131,21 @@ async function drive(
   expectCount(`answers as expected${first ? ` (first other: ${first})` : ""}`, good, total);
 }
 
-type Service = (entry: string, armEnv: Record<string, string>) => Promise<ManagedProcess>;
+/** A started process after its requests, and the URL of its Prometheus page (for the V8 heap). */
+type Started = { proc: ManagedProcess; metrics: string; stop?: () => Promise<void> };
+type Service = (start: Start) => Promise<Started>;
 
 const services: Record<string, Service> = {
-  async gateway(entry, armEnv) {
+  async gateway(start) {
     const upstream = await startFakeUpstream();
     const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
     const [port, internal] = [await freePort(), await freePort()];
     const proc = await start(
-      "gateway",
-      entry,
       {
         PORT: String(port),
         CAPSTAN_INTERNAL_PORT: String(internal),
         CAPSTAN_RESOURCES_DIR: dir,
         CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
-        ...armEnv,
       },
       `http://127.0.0.1:${internal}/readyz`,
     );
@@ -142,10 +160,10 @@ const services: Record<string, Service> = {
       }),
       (status, body) => status === 200 && completionContent(body) !== undefined,
     );
-    return proc;
+    return { proc, metrics: `http://127.0.0.1:${internal}/metrics` };
   },
 
-  async console(entry, armEnv) {
+  async console(start) {
     const dir = mkdtempSync(join(scratch, "console-"));
     mkdirSync(join(dir, "resources"));
     mkdirSync(join(dir, "state"));
@@ -156,8 +174,6 @@ const services: Record<string, Service> = {
     writeFileSync(join(dir, "token"), "bench-admin-token\n");
     const [port, internal] = [await freePort(), await freePort()];
     const proc = await start(
-      "console",
-      entry,
       {
         PORT: String(port),
         CAPSTAN_INTERNAL_PORT: String(internal),
@@ -167,7 +183,6 @@ const services: Record<string, Service> = {
         CAPSTAN_CONSOLE_SIGN_IN_PER_MINUTE: "1000",
         // The page's assets: this tree's console/dist when built, else none (the API is what runs).
         CAPSTAN_CONSOLE_ASSETS_DIR: join(ROOT, "console/dist"),
-        ...armEnv,
       },
       `http://127.0.0.1:${internal}/readyz`,
     );
@@ -184,10 +199,10 @@ const services: Record<string, Service> = {
       () => ({ method: "GET", path: "/api/namespaces/default/agents", headers: { cookie } }),
       (status, body) => status === 200 && body.includes('"bench"'),
     );
-    return proc;
+    return { proc, metrics: `http://127.0.0.1:${internal}/metrics` };
   },
 
-  async search(entry, armEnv) {
+  async search(start) {
     const dir = mkdtempSync(join(scratch, "search-"));
     mkdirSync(join(dir, "resources"));
     writeFileSync(
@@ -197,15 +212,12 @@ const services: Record<string, Service> = {
     const [port, internal] = [await freePort(), await freePort()];
     const token = "bench-internal-token-0123456789abcdef";
     const proc = await start(
-      "search",
-      entry,
       {
         PORT: String(port),
         CAPSTAN_INTERNAL_PORT: String(internal),
         CAPSTAN_RESOURCES_DIR: join(dir, "resources"),
         CAPSTAN_INTERNAL_TOKEN: token,
         CAPSTAN_DATA_DIR: join(dir, "vectors"),
-        ...armEnv,
       },
       `http://127.0.0.1:${internal}/readyz`,
     );
@@ -240,33 +252,50 @@ const services: Record<string, Service> = {
       }),
       (status, answer) => status === 200 && answer.includes("readme"),
     );
-    return proc;
+    return { proc, metrics: `http://127.0.0.1:${internal}/metrics` };
   },
+
+  operator: (start) => runOperator(start, REQUESTS),
 };
 
 const rows: string[] = [];
 try {
   for (const service of SERVICES) {
     const run = services[service];
-    if (!run) throw new Error(`unknown service ${service} (gateway, console, search)`);
-    const figures: { label: string; rss: number; pss: number }[] = [];
+    if (!run) throw new Error(`unknown service ${service} (${Object.keys(services).join(", ")})`);
+    const figures: { label: string; rss: number; pss: number; peak: number }[] = [];
     for (const arm of arms) {
-      const proc = await run(arm.entry(service), arm.env(service));
-      await new Promise((r) => setTimeout(r, IDLE_MS));
-      const m = memoryOf(proc.child.pid as number);
-      figures.push({ label: arm.label, ...m });
+      const { proc, metrics, stop } = await run(starter(service, launchOf(arm.root, service, arm.label)));
+      const pid = proc.child.pid as number;
+      const lastRequest = Date.now();
+      for (const at of IDLE_AT) {
+        await new Promise((r) => setTimeout(r, Math.max(0, lastRequest + at * 1000 - Date.now())));
+        figures.push({ label: `${arm.label}, ${at} s idle`, ...memoryOf(pid) });
+      }
+      console.log(
+        `${service}\t${arm.label}\t${describe({ rssKiB: mappings(pid), threads: threadsOf(pid), heap: await heapOf(metrics) })}`,
+      );
       await cleanup();
       await proc.stop();
+      await stop?.();
     }
-    const [after, before] = figures;
-    const ratio = before && after ? ` (${(after.rss / before.rss).toFixed(2)} of before)` : "";
-    for (const f of figures) rows.push(`${service}\t${f.label}\tRSS ${mib(f.rss)}\tPSS ${mib(f.pss)}`);
-    if (ratio) rows.push(`${service}\tratio${ratio}`);
-    console.log(rows.slice(-figures.length - (ratio ? 1 : 0)).join("\n"));
+    const mine = rows.length;
+    for (const f of figures) {
+      rows.push(`${service}\t${f.label}\tRSS ${mib(f.rss)}\tPSS ${mib(f.pss)}\tpeak RSS ${mib(f.peak)}`);
+    }
+    if (arms.length === 2) {
+      // The same moment of each arm: this tree's figures come first, the before's after them.
+      IDLE_AT.forEach((at, i) => {
+        const [after, before] = [figures[i], figures[i + IDLE_AT.length]];
+        if (after && before) rows.push(`${service}\t${at} s idle: ${(after.rss / before.rss).toFixed(2)} of before`);
+      });
+    }
+    console.log(rows.slice(mine).join("\n"));
   }
 } finally {
   await cleanup();
-  rmSync(scratch, { recursive: true, force: true });
+  // A process may still be writing its data folder as it ends: retried, never masking an error.
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 }
 workChecked(`${REQUESTS} requests per process answered as expected; load ${loadavg()[0]?.toFixed(1)}`);
 console.log(rows.join("\n"));

@@ -14,10 +14,9 @@
 import { fork } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import { allCrds } from "@capstan/shared/api";
 import { startKube } from "../../test/ground/kube.ts";
 import { expectAtLeast, MissingWorkError, sized, workChecked } from "../work.ts";
-import { Driver, DriverError, expectChannelsDone } from "./driver.ts";
+import { Driver, DriverError, expectChannelsDone, installCrds } from "./driver.ts";
 import { LAYER } from "./layer.ts";
 
 const CHANNELS = Number(process.env.CHANNELS ?? sized(1000, 3));
@@ -212,25 +211,6 @@ async function quiesce(op: OperatorHandle, what: string): Promise<Stats & { quie
   );
   // The memory figures after a full collection, once the operator is quiet.
   return { ...(await op.memory()), quiet };
-}
-
-async function installCrds(client: Driver): Promise<void> {
-  const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-  for (const { crd } of allCrds()) await client.json(base, { method: "POST", body: crd });
-  for (const { crd } of allCrds()) {
-    const name = (crd.metadata as { name: string }).name;
-    const established = await until(
-      `CRD ${name} Established`,
-      async () => {
-        const got = await client.json<{ status?: { conditions?: { type: string; status: string }[] } }>(
-          `${base}/${name}`,
-        );
-        return got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ?? false;
-      },
-      60_000,
-    );
-    if (!established) throw new Error(`CRD ${name} not Established`);
-  }
 }
 
 const kube = await startKube();

@@ -4,6 +4,7 @@
 // operator's work on the API server's own view (expectChannelsDone).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { allCrds } from "@capstan/shared/api";
 import { Agent, fetch } from "undici";
 import { expectCount } from "../work.ts";
 
@@ -111,4 +112,20 @@ export async function expectChannelsDone(
   expectCount(`${phase} AccessChannels Ready with a key hash on the API server`, seen.ready, expected);
   expectCount(`${phase} key Secrets of AccessChannels on the API server`, seen.keySecrets, expected);
   expectCount(`${phase} AccessChannels Ready in the operator's cache`, operatorReady, expected);
+}
+
+/** Creates the five CRDs and waits (60 s at most each) until the API server serves them. */
+export async function installCrds(client: Driver): Promise<void> {
+  const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  for (const { crd } of allCrds()) await client.json(base, { method: "POST", body: crd });
+  for (const { crd } of allCrds()) {
+    const name = (crd.metadata as { name: string }).name;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const got = await client.json<{ status?: { conditions?: Condition[] } }>(`${base}/${name}`);
+      if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after 60 s`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }

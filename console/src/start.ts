@@ -2,7 +2,14 @@
 // ServiceAccount (only its server and CA are used: users act with their own tokens), or standalone
 // mode's YAML folder (started so by `npm start`), then listen: the page and its API on PORT,
 // /metrics, /healthz and /readyz on CAPSTAN_INTERNAL_PORT.
-import { createLogger, createRegistry, listenInternal, loadConfigOrExit, stopOnSignals } from "@capstan/shared";
+import {
+  createLogger,
+  createRegistry,
+  listenInternal,
+  loadConfigOrExit,
+  releaseMemoryWhenIdle,
+  stopOnSignals,
+} from "@capstan/shared";
 import { loadKubeConfig } from "@capstan/shared/kube";
 import { shutdownTracing } from "@capstan/shared/tracing";
 import { buildApp } from "./app.ts";
@@ -17,8 +24,10 @@ async function main(): Promise<void> {
   await app.listen({ port: config.port, host: config.host });
   // Metrics and health on their own port, which the Service users reach does not carry.
   await listenInternal(app, { port: config.internalPort, host: config.host });
+  const stopReleasing = releaseMemoryWhenIdle({ logger });
   stopOnSignals(
     async () => {
+      stopReleasing();
       await app.close();
       await shutdownTracing();
     },

@@ -1,6 +1,6 @@
 // Starts the operator from its config file and environment (imported by main.ts once tracing is
 // on); SIGTERM finishes in-flight reconciles and releases the Lease so a standby takes over at once.
-import { loadConfigOrExit, shutdownTracing, stopOnSignals } from "@capstan/shared";
+import { loadConfigOrExit, releaseMemoryWhenIdle, shutdownTracing, stopOnSignals } from "@capstan/shared";
 import { loadKubeConfig } from "@capstan/shared/kube";
 import { loadOperatorConfig } from "./config.ts";
 import { Operator } from "./manager.ts";
@@ -28,9 +28,11 @@ const metrics = buildMetricsApp(operator);
 await health.listen({ port: config.healthPort, host: "0.0.0.0" });
 await metrics.listen({ port: config.metricsPort, host: "0.0.0.0" });
 await operator.start();
+const stopReleasing = releaseMemoryWhenIdle({ logger: operator.logger });
 
 stopOnSignals(
   async () => {
+    stopReleasing();
     try {
       await operator.stop();
     } finally {

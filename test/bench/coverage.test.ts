@@ -12,6 +12,10 @@ const HERE = fileURLToPath(new URL(".", import.meta.url));
 /** Modules the benchmarks import, not run on their own. */
 const MODULES = new Set([
   "bench/work.ts",
+  "bench/env.ts",
+  "bench/memory/breakdown.ts",
+  "bench/memory/image-env.ts",
+  "bench/memory/operator-run.ts",
   "bench/gateway/harness.ts",
   "bench/gateway/fake-upstream-server.ts",
   "bench/operator/driver.ts",

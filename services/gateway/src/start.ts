@@ -5,6 +5,7 @@ import {
   createRegistry,
   listenInternal,
   loadConfigOrExit,
+  releaseMemoryWhenIdle,
   shutdownTracing,
   stopOnSignals,
 } from "@capstan/shared";
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   await app.listen({ port: config.port, host: config.host });
   await listenInternal(app, { port: config.internalPort, host: config.host });
   logger.info({ port: config.port, internalPort: config.internalPort }, "listening (internal port: metrics, health)");
+  const stopReleasing = releaseMemoryWhenIdle({ logger });
 
   // Outside Kubernetes (standalone, a launcher, a terminal) nothing routes by readiness: no point
   // in serving on while endpoints catch up, unless the delay is asked for explicitly.
@@ -47,6 +49,7 @@ async function main(): Promise<void> {
   });
   stopOnSignals(
     async () => {
+      stopReleasing();
       await drainAndClose(app, times, logger);
       stopSource();
       await shutdownTracing();

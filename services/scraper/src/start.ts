@@ -1,7 +1,14 @@
 // Starts the scraper from the environment (imported by main.ts once tracing is on). SCRAPER_ROLE picks what this process runs:
 // "all" (default, standalone: API + rendering service), "api" or "render" (the two containers
 // of the operator's pod).
-import { createLogger, listenInternal, loadConfigOrExit, shutdownTracing, stopOnSignals } from "@capstan/shared";
+import {
+  createLogger,
+  listenInternal,
+  loadConfigOrExit,
+  releaseMemoryWhenIdle,
+  shutdownTracing,
+  stopOnSignals,
+} from "@capstan/shared";
 import { buildApp } from "./api/app.ts";
 import { configWarnings, loadScraperConfig } from "./config.ts";
 import { buildRenderService } from "./render/app.ts";
@@ -36,6 +43,8 @@ if (role !== "render") {
   closers.unshift(() => app.close());
 }
 
+const stopReleasing = releaseMemoryWhenIdle({ logger: startupLogger });
+closers.unshift(async () => stopReleasing());
 stopOnSignals(
   async () => {
     // Every closer runs; the first failure is reported once all have.

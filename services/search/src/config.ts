@@ -99,6 +99,8 @@ export const searchConfigSchema = z.object({
       threads: z.int().min(1).max(64).optional(),
       /** Intra-op threads of the search-query worker. */
       queryThreads: z.int().min(1).max(64).default(1),
+      /** The documents (ingestion) worker closes after this many seconds without documents, giving its model's memory back. */
+      documentsIdleSeconds: z.int().min(1).max(86_400).default(10),
       batchSize: z.int().min(1).max(256).default(32),
       /** Longest input in tokens; absent: the model folder's max_seq_length (256 for the default model). */
       maxTokens: z.int().min(8).max(8192).optional(),
@@ -113,7 +115,13 @@ export const searchConfigSchema = z.object({
         })
         .optional(),
     })
-    .default({ modelName: "all-MiniLM-L6-v2", queryThreads: 1, batchSize: 32, cacheSize: 2048 }),
+    .default({
+      modelName: "all-MiniLM-L6-v2",
+      queryThreads: 1,
+      documentsIdleSeconds: 10,
+      batchSize: 32,
+      cacheSize: 2048,
+    }),
   search: z
     .object({
       maxResultsLimit: z.int().min(1).max(1000).default(100),
@@ -195,6 +203,7 @@ export const searchEnvMap: EnvMap = {
   CAPSTAN_EMBEDDING_MODEL_DIR: "embedding.modelDir",
   CAPSTAN_EMBEDDING_THREADS: { path: "embedding.threads", parse: envParsers.int },
   CAPSTAN_EMBEDDING_QUERY_THREADS: { path: "embedding.queryThreads", parse: envParsers.int },
+  CAPSTAN_EMBEDDING_DOCUMENTS_IDLE_S: { path: "embedding.documentsIdleSeconds", parse: envParsers.int },
   CAPSTAN_EMBEDDING_OPENAI_BASE_URL: "embedding.openai.baseURL",
   CAPSTAN_EMBEDDING_OPENAI_MODEL: "embedding.openai.model",
   CAPSTAN_EMBEDDING_OPENAI_API_KEY: "embedding.openai.apiKey",

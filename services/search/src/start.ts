@@ -6,6 +6,7 @@ import {
   createRegistry,
   listenInternal,
   loadConfigOrExit,
+  releaseMemoryWhenIdle,
   shutdownTracing,
   stopOnSignals,
 } from "@capstan/shared";
@@ -35,9 +36,11 @@ async function main(): Promise<void> {
     { port: config.port, internalPort: config.internalPort },
     "listening (internal port: documents, metrics, health)",
   );
+  const stopReleasing = releaseMemoryWhenIdle({ logger });
 
   stopOnSignals(
     async () => {
+      stopReleasing();
       stopSource();
       await app.close();
       await shutdownTracing();

@@ -4,6 +4,7 @@ export { PLATFORM_ENV, type StrictEnv, unknownEnv } from "./env-names.ts";
 export * from "./errors.ts";
 export * from "./http.ts";
 export * from "./http-errors.ts";
+export * from "./idle-memory.ts";
 export * from "./keys.ts";
 export * from "./lifecycle.ts";
 export * from "./linger.ts";

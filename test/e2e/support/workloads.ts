@@ -89,6 +89,15 @@ function rssOf(pid: string): number {
   return Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
 }
 
+/** Whether a process has a shared library whose file name contains `name` mapped (e.g. a preloaded malloc). */
+export function mapsLibrary(pid: number, name: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/maps`, "utf8").includes(name);
+  } catch {
+    return false;
+  }
+}
+
 /** Resident memory of the node's own processes (control plane, kubelet, runtime, DNS, ingress). */
 export function nodeDaemonsRssKiB(): number {
   const names = /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kubelet|kube-proxy|containerd|coredns|traefik)/;

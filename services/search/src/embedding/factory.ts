@@ -33,6 +33,7 @@ export async function loadLocalEmbedder(config: SearchConfig, metrics?: SearchMe
     modelName: config.embedding.modelName,
     ...(config.embedding.threads ? { threads: config.embedding.threads } : {}),
     queryThreads: config.embedding.queryThreads,
+    documentsIdleMs: config.embedding.documentsIdleSeconds * 1000,
     batchSize: config.embedding.batchSize,
     ...(config.embedding.maxTokens ? { maxTokens: config.embedding.maxTokens } : {}),
     ...(metrics

@@ -19,11 +19,29 @@ describe("LocalEmbedder", () => {
   });
   afterAll(() => embedder.close());
 
-  it("runs the model in two worker threads, neither of them the caller's", () => {
+  it("runs the model in worker threads, not the caller's; the documents worker only once documents come", async () => {
     expect(embedder.dimensions).toBe(384);
-    expect(embedder.threadIds.queries).not.toBe(threadId);
-    expect(embedder.threadIds.documents).not.toBe(threadId);
-    expect(embedder.threadIds.queries).not.toBe(embedder.threadIds.documents);
+    expect(embedder.queriesThreadId).not.toBe(threadId);
+    expect(embedder.documents.running).toBe(false);
+    expect(await embedder.embedDocuments(["a document"])).toHaveLength(1);
+    expect(embedder.documents.running).toBe(true);
+    const documents = await embedder.documents.start();
+    expect(documents.threadId).not.toBe(threadId);
+    expect(documents.threadId).not.toBe(embedder.queriesThreadId);
+  });
+
+  it("closes the documents worker when no documents came for documentsIdleMs, and starts it again", async () => {
+    const quick = await LocalEmbedder.load({ ...locateModelFiles(), threads: 1, documentsIdleMs: 200 });
+    try {
+      const [before] = await quick.embedDocuments(["the night train"]);
+      await new Promise((r) => setTimeout(r, 600));
+      expect(quick.documents.running).toBe(false);
+      const [after] = await quick.embedDocuments(["the night train"]);
+      expect(quick.documents.starts).toBe(2);
+      expect(Array.from(after as Float32Array)).toEqual(Array.from(before as Float32Array));
+    } finally {
+      await quick.close();
+    }
   });
 
   it("answers a query and serves timers while a large document batch is in flight", async () => {

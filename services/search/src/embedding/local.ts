@@ -2,7 +2,9 @@
 // all-MiniLM-L6-v2 by default, on onnxruntime-node), run in
 // two worker threads so the service's event loop never blocks on a model run:
 //  - the documents lane embeds ingestion (CAPSTAN_EMBEDDING_THREADS intra-op threads, default
-//    every core), texts batched by token length;
+//    every core), texts batched by token length. Ingestion is occasional, and a loaded session is
+//    about 120 MB (the model's weights as floats): this lane starts with the first documents and
+//    closes after CAPSTAN_EMBEDDING_DOCUMENTS_IDLE_S without any (loading again takes ~0.2 s);
 //  - the queries lane embeds search queries on its own session (1 thread by default), so a query
 //    never waits behind a document batch that takes seconds.
 // Each lane is a WorkerLane (worker-lane.ts); the model code is model-runner.ts.
@@ -21,6 +23,8 @@ export interface LocalEmbedderOptions extends ModelFiles {
   threads?: number;
   /** Intra-op threads of the queries lane; default 1 (a short query gains little from more). */
   queryThreads?: number;
+  /** The documents lane's worker closes after this long without documents; default 10 s. */
+  documentsIdleMs?: number;
   onBatch?: (size: number, seconds: number) => void;
 }
 
@@ -31,21 +35,22 @@ const WORKER = new URL(import.meta.url.endsWith(".ts") ? "./embed-worker.ts" : "
 export class LocalEmbedder implements Embedder {
   readonly name: string;
   readonly dimensions: number;
-  /** The worker threads' ids (queries, documents): embedding never runs on the caller's thread. */
-  readonly threadIds: { queries: number; documents: number };
+  /** The queries worker's thread id: embedding never runs on the caller's thread. */
+  readonly queriesThreadId: number;
   private readonly queries: WorkerLane;
-  private readonly documents: WorkerLane;
+  /** Started by the first documents, closed when idle (see the file's comment). */
+  readonly documents: WorkerLane;
 
   private constructor(
     name: string,
     lanes: { queries: WorkerLane; documents: WorkerLane },
-    info: { dimensions: number; threadIds: { queries: number; documents: number } },
+    info: { dimensions: number; queriesThreadId: number },
   ) {
     this.name = name;
     this.queries = lanes.queries;
     this.documents = lanes.documents;
     this.dimensions = info.dimensions;
-    this.threadIds = info.threadIds;
+    this.queriesThreadId = info.queriesThreadId;
   }
 
   static async load(opts: LocalEmbedderOptions): Promise<LocalEmbedder> {
@@ -60,27 +65,28 @@ export class LocalEmbedder implements Embedder {
       batchSize: opts.batchSize ?? 32,
       threads: opts.threads ?? availableParallelism(),
     };
-    const lane = (name: string, workerData: ModelOptions) =>
+    const lane = (name: string, workerData: ModelOptions, idleCloseMs?: number) =>
       new WorkerLane({
         script: WORKER,
         workerData,
         name,
         mergeLimit: model.batchSize,
+        ...(idleCloseMs !== undefined ? { idleCloseMs } : {}),
         ...(opts.onBatch ? { onBatch: opts.onBatch } : {}),
       });
     const queries = lane("queries", { ...model, threads: opts.queryThreads ?? 1 });
     // Document batches are large and rare: their activations are freed after each run (no arena).
     // Queries are small and constant: the arena's reuse keeps their latency.
-    const documents = lane("documents", { ...model, memArena: false });
+    const documents = lane("documents", { ...model, memArena: false }, opts.documentsIdleMs ?? 10_000);
     try {
-      const [q, d] = await Promise.all([queries.start(), documents.start()]);
+      const q = await queries.start();
       return new LocalEmbedder(
         `local:${opts.modelName ?? "all-MiniLM-L6-v2"}`,
         { queries, documents },
-        { dimensions: d.dimensions, threadIds: { queries: q.threadId, documents: d.threadId } },
+        { dimensions: q.dimensions, queriesThreadId: q.threadId },
       );
     } catch (err) {
-      await Promise.all([queries.close(), documents.close()]);
+      await queries.close();
       throw err;
     }
   }

@@ -5,8 +5,14 @@ import { WorkerLane } from "./worker-lane.ts";
 const STAND_IN = new URL("./fixtures/stand-in-worker.ts", import.meta.url);
 const lanes: WorkerLane[] = [];
 
-function lane(workerData: unknown = {}, mergeLimit = 8): WorkerLane {
-  const l = new WorkerLane({ script: STAND_IN, workerData, mergeLimit, name: "test" });
+function lane(workerData: unknown = {}, mergeLimit = 8, idleCloseMs?: number): WorkerLane {
+  const l = new WorkerLane({
+    script: STAND_IN,
+    workerData,
+    mergeLimit,
+    name: "test",
+    ...(idleCloseMs !== undefined ? { idleCloseMs } : {}),
+  });
   lanes.push(l);
   return l;
 }
@@ -73,5 +79,25 @@ describe("WorkerLane", () => {
     await l.close();
     await pending;
     await expect(l.run(["a"])).rejects.toThrow(/closed/);
+  });
+
+  it("closes its worker after idleCloseMs without a job, and starts a new one for the next", async () => {
+    const l = lane({}, 8, 100);
+    expect(first(await l.run(["abc"]))).toEqual([3]);
+    expect(l.running).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(l.running).toBe(false);
+    expect(first(await l.run(["abcd"]))).toEqual([4]);
+    expect(l.starts).toBe(2);
+  });
+
+  it("keeps its worker while jobs come closer together than idleCloseMs", async () => {
+    const l = lane({}, 8, 300);
+    for (let i = 0; i < 5; i++) {
+      expect(first(await l.run(["ab"]))).toEqual([2]);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(l.running).toBe(true);
+    expect(l.starts).toBe(1);
   });
 });

@@ -3,7 +3,9 @@
 // merged into one model run of at most mergeLimit texts. A worker that dies or throws fails only
 // the job it was running — rejected with an Error that search and ingestion answer as
 // SEARCH_ERR_EMBEDDING — and the next job starts a fresh worker, so a crash is never a hang. A job
-// is never retried, so a worker that fails every time fails every job, each once.
+// is never retried, so a worker that fails every time fails every job, each once. With
+// idleCloseMs, a worker left without work that long is closed (its model and the memory it holds
+// given back) and the next job starts a new one.
 import { Worker } from "node:worker_threads";
 import type { BatchTiming } from "./model-runner.ts";
 
@@ -19,6 +21,8 @@ export interface WorkerLaneOptions {
   /** Names the lane in errors ("queries", "documents"). */
   name: string;
   onBatch?: (size: number, seconds: number) => void;
+  /** Close the worker after this long without a job (absent: it stays until close()). */
+  idleCloseMs?: number;
 }
 
 export interface LaneInfo {
@@ -46,7 +50,8 @@ export class WorkerLane {
   private inFlight: { id: number; jobs: Job[] } | undefined;
   private nextId = 1;
   private closed = false;
-  /** Workers started so far (1 unless one died and was replaced). */
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** Workers started so far (1 unless one died, or was closed when idle, and was replaced). */
   starts = 0;
 
   constructor(opts: WorkerLaneOptions) {
@@ -71,11 +76,22 @@ export class WorkerLane {
     });
   }
 
+  /** True while a worker is running or starting. */
+  get running(): boolean {
+    return this.starting !== undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.idleTimer);
     const err = new Error(`embedding lane ${this.opts.name} closed`);
     for (const job of this.queue.splice(0)) job.reject(err);
     this.fail(err);
+    await this.retire();
+  }
+
+  /** Ends the worker (if any), letting it finish its run and release the model. */
+  private async retire(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
     this.starting = undefined;
@@ -144,8 +160,22 @@ export class WorkerLane {
         job.resolve(job.texts.map(() => msg.data.subarray(row * msg.dims, ++row * msg.dims)));
       }
     }
-    if (this.queue.length === 0) this.worker?.unref();
+    if (this.queue.length === 0) {
+      this.worker?.unref();
+      this.closeWhenIdle();
+    }
     this.pump();
+  }
+
+  /** After idleCloseMs without a job, the worker is retired (the next job starts a new one). */
+  private closeWhenIdle(): void {
+    const ms = this.opts.idleCloseMs;
+    if (ms === undefined) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (!this.inFlight && this.queue.length === 0 && !this.closed) void this.retire();
+    }, ms);
+    this.idleTimer.unref();
   }
 
   private pump(): void {
@@ -157,6 +187,7 @@ export class WorkerLane {
       n += job.texts.length;
       jobs.push(job);
     }
+    clearTimeout(this.idleTimer);
     const id = this.nextId++;
     this.inFlight = { id, jobs };
     this.start().then(

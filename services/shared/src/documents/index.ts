@@ -1,11 +1,16 @@
 // Documents to Markdown, for every service that ingests them (the scraper's PDF answers, search's
-// documents API): Markdown and plain text as they are, HTML through the scraper's converter
-// (html/), PDF through PDF.js.
-import { htmlTitle, htmlToMarkdown } from "./html/index.ts";
-import { type ConvertedDocument, DocumentError, type PdfOptions, pdfToMarkdown } from "./pdf.ts";
+// documents API, the console's uploads): Markdown and plain text as they are, HTML through the
+// scraper's converter (html/), PDF through PDF.js. The two converters are loaded on their first
+// document, not with the service: uploads are occasional, and cheerio, turndown and their DOM
+// (html/) and PDF.js are megabytes of code a process otherwise holds for nothing.
+import { type ConvertedDocument, DocumentError, type PdfOptions } from "./errors.ts";
 
-export { htmlTitle, htmlToMarkdown } from "./html/index.ts";
-export { type ConvertedDocument, DocumentError, type DocumentErrorReason, looksLikePdf, pdfToMarkdown } from "./pdf.ts";
+export { type ConvertedDocument, DocumentError, type DocumentErrorReason, type PdfOptions } from "./errors.ts";
+
+/** PDF to Markdown (pdf.ts), loading PDF.js on first use. */
+export async function pdfToMarkdown(data: Uint8Array, opts: PdfOptions = {}): Promise<ConvertedDocument> {
+  return (await import("./pdf.ts")).pdfToMarkdown(data, opts);
+}
 
 /** The formats a document may be given in, by media type (parameters such as charset ignored). */
 export const DOCUMENT_TYPES = {
@@ -39,6 +44,7 @@ export async function toMarkdown(
     throw new DocumentError("invalid", `the ${format} document is not valid UTF-8`);
   }
   if (format === "html") {
+    const { htmlTitle, htmlToMarkdown } = await import("./html/index.ts");
     const title = htmlTitle(text);
     return { markdown: htmlToMarkdown(text), ...(title ? { title } : {}) };
   }

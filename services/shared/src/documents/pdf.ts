@@ -3,33 +3,10 @@
 // and pdf-layout.ts turns it into headings, paragraphs, lists and code blocks. Used by the
 // scraper (a PDF answered by a scraped URL) and by search (a PDF uploaded to a knowledge base).
 import { getResolvedPDFJS } from "unpdf";
+import { type ConvertedDocument, DocumentError, type PdfOptions } from "./errors.ts";
 import { layoutToMarkdown, type TextRun } from "./pdf-layout.ts";
 
-export type DocumentErrorReason = "invalid" | "encrypted" | "too_large" | "unsupported";
-
-/** A document that cannot be converted; `message` is safe to show to the caller. */
-export class DocumentError extends Error {
-  readonly reason: DocumentErrorReason;
-  constructor(reason: DocumentErrorReason, message: string) {
-    super(message);
-    this.name = "DocumentError";
-    this.reason = reason;
-  }
-}
-
-export interface ConvertedDocument {
-  markdown: string;
-  /** The document's own title (PDF Info dictionary), when it has one. */
-  title?: string;
-  pages?: number;
-}
-
-export interface PdfOptions {
-  /** Pages beyond this are refused (a bound on the work one request can cause). Default 2000. */
-  maxPages?: number;
-  /** Stops the conversion (its work runs on the caller's event loop, page by page). */
-  signal?: AbortSignal;
-}
+export { type ConvertedDocument, DocumentError, type DocumentErrorReason, type PdfOptions } from "./errors.ts";
 
 interface PdfTextItem {
   str?: string;
