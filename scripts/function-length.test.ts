@@ -30,7 +30,6 @@ const LONG_FUNCTIONS = new Set([
   "operator/src/reconcilers/scraper.ts (function at line 31)",
   "operator/src/translate/keys.ts deriveSearchKeyStatus",
   "services/search/src/search-engine.ts searchMany",
-  "console/src/routes/try.ts tryRoutes",
   "operator/src/translate/scraper.ts scraperObjects",
   "services/search/src/routes/search.ts searchRoutes",
   "services/search/src/metrics.ts searchMetrics",
