@@ -22,7 +22,6 @@ const LONG_FUNCTIONS = new Set([
   "console/web/src/pages/search-keys.tsx SearchKeysPage",
   "console/web/src/pages/search-keys.tsx CreateSearchKey",
   "services/search/src/routes/public-documents.ts publicDocumentRoutes",
-  "services/scraper/src/api/app.ts buildApp",
   "operator/src/manager.ts constructor",
   "services/scraper/src/crawl/shared-page.ts run",
   "operator/src/reconcilers/scraper.ts scraperReconciler",
