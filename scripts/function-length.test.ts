@@ -25,7 +25,6 @@ const LONG_FUNCTIONS = new Set([
   "operator/src/manager.ts constructor",
   "services/scraper/src/crawl/shared-page.ts run",
   "operator/src/reconcilers/scraper.ts scraperReconciler",
-  "services/scraper/src/api/routes/scrape.ts scrapeRoutes",
   "operator/src/reconcilers/scraper.ts (function at line 31)",
   "operator/src/translate/keys.ts deriveSearchKeyStatus",
   "services/search/src/search-engine.ts searchMany",
