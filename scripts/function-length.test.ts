@@ -23,7 +23,6 @@ const LONG_FUNCTIONS = new Set([
   "console/web/src/pages/search-keys.tsx CreateSearchKey",
   "services/search/src/routes/public-documents.ts publicDocumentRoutes",
   "operator/src/manager.ts constructor",
-  "services/scraper/src/crawl/shared-page.ts run",
   "operator/src/reconcilers/scraper.ts scraperReconciler",
   "operator/src/reconcilers/scraper.ts (function at line 31)",
   "operator/src/translate/keys.ts deriveSearchKeyStatus",
