@@ -30,7 +30,6 @@ const LONG_FUNCTIONS = new Set([
   "operator/src/translate/scraper.ts scraperObjects",
   "services/search/src/routes/search.ts searchRoutes",
   "services/search/src/metrics.ts searchMetrics",
-  "services/scraper/src/render/renderer.ts renderOn",
   "scripts/standalone/state.ts materialize",
   "console/web/src/pages/channel.tsx Settings",
   "console/web/src/pages/channels.tsx CreateChannel",
