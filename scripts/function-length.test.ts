@@ -23,8 +23,6 @@ const LONG_FUNCTIONS = new Set([
   "console/web/src/pages/search-keys.tsx CreateSearchKey",
   "services/search/src/routes/public-documents.ts publicDocumentRoutes",
   "operator/src/manager.ts constructor",
-  "operator/src/reconcilers/scraper.ts scraperReconciler",
-  "operator/src/reconcilers/scraper.ts (function at line 31)",
   "operator/src/translate/keys.ts deriveSearchKeyStatus",
   "services/search/src/search-engine.ts searchMany",
   "operator/src/translate/scraper.ts scraperObjects",
