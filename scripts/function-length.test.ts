@@ -25,7 +25,6 @@ const LONG_FUNCTIONS = new Set([
   "operator/src/manager.ts constructor",
   "operator/src/translate/keys.ts deriveSearchKeyStatus",
   "services/search/src/search-engine.ts searchMany",
-  "operator/src/translate/scraper.ts scraperObjects",
   "services/search/src/routes/search.ts searchRoutes",
   "services/search/src/metrics.ts searchMetrics",
   "scripts/standalone/state.ts materialize",
