@@ -23,7 +23,6 @@ const LONG_FUNCTIONS = new Set([
   "console/web/src/pages/search-keys.tsx CreateSearchKey",
   "services/search/src/routes/public-documents.ts publicDocumentRoutes",
   "operator/src/manager.ts constructor",
-  "operator/src/translate/keys.ts deriveSearchKeyStatus",
   "services/search/src/search-engine.ts searchMany",
   "services/search/src/routes/search.ts searchRoutes",
   "services/search/src/metrics.ts searchMetrics",
