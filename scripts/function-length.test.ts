@@ -29,7 +29,6 @@ const LONG_FUNCTIONS = new Set([
   "scripts/standalone/state.ts materialize",
   "console/web/src/pages/channel.tsx Settings",
   "console/web/src/pages/channels.tsx CreateChannel",
-  "operator/src/fleet-metrics.ts operatorMetrics",
 ]);
 
 /** Product sources: not tests (`*.test.ts`, fixtures), not installed packages, not generated code. */
