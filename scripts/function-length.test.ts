@@ -19,8 +19,6 @@ const LONG_FUNCTIONS = new Set([
   "scripts/standalone/main.ts main",
   "services/search/src/app.ts buildApp",
   "services/search/src/routes/documents.ts documentRoutes",
-  "console/web/src/pages/search-keys.tsx SearchKeysPage",
-  "console/web/src/pages/search-keys.tsx CreateSearchKey",
   "services/search/src/routes/public-documents.ts publicDocumentRoutes",
   "operator/src/manager.ts constructor",
   "services/search/src/search-engine.ts searchMany",
