@@ -26,7 +26,6 @@ const LONG_FUNCTIONS = new Set([
   "services/search/src/metrics.ts searchMetrics",
   "scripts/standalone/state.ts materialize",
   "console/web/src/pages/channel.tsx Settings",
-  "console/web/src/pages/channels.tsx CreateChannel",
 ]);
 
 /** Product sources: not tests (`*.test.ts`, fixtures), not installed packages, not generated code. */
