@@ -25,7 +25,6 @@ const LONG_FUNCTIONS = new Set([
   "services/search/src/routes/search.ts searchRoutes",
   "services/search/src/metrics.ts searchMetrics",
   "scripts/standalone/state.ts materialize",
-  "console/web/src/pages/channel.tsx Settings",
 ]);
 
 /** Product sources: not tests (`*.test.ts`, fixtures), not installed packages, not generated code. */
