@@ -8,11 +8,21 @@ import type { Informers } from "./reconcilers/informers.ts";
 
 export function operatorMetrics(registry: Registry, informers: Informers, now: () => Date = () => new Date()) {
   const registers = [registry];
-  const keyExpiries = (): { kind: string; expiry: (string | undefined)[] }[] => [
-    { kind: "AccessChannel", expiry: informers.channels.list().map((c) => c.spec.expiresAt) },
-    { kind: "SearchKey", expiry: informers.searchKeys.list().map((k) => k.spec.validUntil) },
-  ];
   const metrics = {
+    ...ingestMetrics(registers),
+    knowledgeBases: knowledgeBasesGauge(registers, informers),
+    ...keyGauges(registers, informers, now),
+  };
+  // Every outcome exists at 0 from the start, so "failed per hour" reads 0 rather than nothing.
+  for (const result of ["ok", "partial", "failed"]) metrics.ingestRuns.inc({ result }, 0);
+  for (const outcome of ["ingested", "failed"]) metrics.ingestSources.inc({ outcome }, 0);
+  return metrics;
+}
+export type OperatorMetrics = ReturnType<typeof operatorMetrics>;
+
+/** What the knowledge-base reconciler counts as it ingests. */
+function ingestMetrics(registers: Registry[]) {
+  return {
     ingestRuns: new Counter({
       name: "capstan_operator_ingest_runs_total",
       help: "Knowledge-base ingestion runs by result: ok (every source), partial (some sources failed), failed (all failed)",
@@ -35,20 +45,34 @@ export function operatorMetrics(registry: Registry, informers: Informers, now: (
       help: "Knowledge bases being ingested right now",
       registers,
     }),
-    knowledgeBases: new Gauge({
-      name: "capstan_operator_knowledge_bases",
-      help: "Knowledge bases by their Ready condition (True, False, Unknown)",
-      labelNames: ["ready"] as const,
-      registers,
-      collect() {
-        const counts: Record<string, number> = { True: 0, False: 0, Unknown: 0 };
-        for (const kb of informers.knowledgeBases.list()) {
-          const ready = kb.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
-          counts[ready] = (counts[ready] ?? 0) + 1;
-        }
-        for (const [ready, n] of Object.entries(counts)) this.set({ ready }, n);
-      },
-    }),
+  };
+}
+
+/** Knowledge bases by their Ready condition, counted from the informer's cache at each scrape. */
+function knowledgeBasesGauge(registers: Registry[], informers: Informers) {
+  return new Gauge({
+    name: "capstan_operator_knowledge_bases",
+    help: "Knowledge bases by their Ready condition (True, False, Unknown)",
+    labelNames: ["ready"] as const,
+    registers,
+    collect() {
+      const counts: Record<string, number> = { True: 0, False: 0, Unknown: 0 };
+      for (const kb of informers.knowledgeBases.list()) {
+        const ready = kb.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
+        counts[ready] = (counts[ready] ?? 0) + 1;
+      }
+      for (const [ready, n] of Object.entries(counts)) this.set({ ready }, n);
+    },
+  });
+}
+
+/** Keys by state and the soonest expiry per kind, from the informers' caches at each scrape. */
+function keyGauges(registers: Registry[], informers: Informers, now: () => Date) {
+  const keyExpiries = (): { kind: string; expiry: (string | undefined)[] }[] => [
+    { kind: "AccessChannel", expiry: informers.channels.list().map((c) => c.spec.expiresAt) },
+    { kind: "SearchKey", expiry: informers.searchKeys.list().map((k) => k.spec.validUntil) },
+  ];
+  return {
     keys: new Gauge({
       name: "capstan_operator_keys",
       help: "Keys (AccessChannel, SearchKey) by state: valid (expires later), expired, no_expiry",
@@ -82,9 +106,4 @@ export function operatorMetrics(registry: Registry, informers: Informers, now: (
       },
     }),
   };
-  // Every outcome exists at 0 from the start, so "failed per hour" reads 0 rather than nothing.
-  for (const result of ["ok", "partial", "failed"]) metrics.ingestRuns.inc({ result }, 0);
-  for (const outcome of ["ingested", "failed"]) metrics.ingestSources.inc({ outcome }, 0);
-  return metrics;
 }
-export type OperatorMetrics = ReturnType<typeof operatorMetrics>;

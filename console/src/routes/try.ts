@@ -9,7 +9,7 @@ import type { OutboundMetrics } from "@capstan/shared";
 import { ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
 import { isStatus } from "@capstan/shared/kube";
 import { OutboundPolicy } from "@capstan/shared/resilience";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { ConsoleError, errors } from "../errors.ts";
@@ -58,6 +58,22 @@ export async function channelKey(api: ConsoleApi, ns: string, channel: KubeObjec
   return key;
 }
 
+type TryRequest = FastifyRequest<{ Params: Params }>;
+
+/** What the gateway answers to a chat completion, as far as "try a chat" reads it. */
+type Completion = {
+  error?: { message?: string };
+  model?: string;
+  choices?: { message?: { content?: string } }[];
+  usage?: Record<string, number>;
+};
+
+/** The parts of a Scraper's spec that say where it listens and whether it wants a key. */
+type ScraperSpec = {
+  client?: { url?: string; timeoutSeconds?: number };
+  auth?: { enabled?: boolean; apiKeySecretRef?: { name: string; key: string } };
+};
+
 export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, metrics: OutboundMetrics): void {
   const gatewayPolicy = new OutboundPolicy({
     target: "gateway",
@@ -66,87 +82,100 @@ export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, metrics: Ou
     baseDelayMs: 300,
     metrics,
   });
+  app.post<{ Params: Params }>("/api/namespaces/:ns/agents/:name/chat", (req) => tryChat(ctx, gatewayPolicy, req));
+  app.post<{ Params: Params }>("/api/namespaces/:ns/scrapers/:name/scrape", (req) => tryScrape(ctx, metrics, req));
+}
 
-  app.post<{ Params: Params }>("/api/namespaces/:ns/agents/:name/chat", async (req) => {
-    const { api } = await sessionOf(ctx, req);
-    const ns = checkName("namespace", req.params.ns);
-    if (!ctx.config.gatewayUrl) throw errors.notConfigured("the gateway's URL (CAPSTAN_GATEWAY_URL)");
-    const body = chatBody.safeParse(req.body);
-    if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
-    const channel = await api.get("accesschannels", ns, checkName("channel", body.data.channel));
-    const agent = (channel.spec?.agentRef as { name?: string } | undefined)?.name;
-    if (agent !== req.params.name) {
-      throw errors.invalid(`channel ${body.data.channel} serves agent ${agent}, not ${req.params.name}`);
-    }
-    const key = await channelKey(api, ns, channel);
-    const url = `${ctx.config.gatewayUrl}/api/v1/chat/completions`;
-    const started = Date.now();
-    try {
-      const answer = await gatewayPolicy.execute(async ({ signal }) => {
-        const res = await fetch(url, {
-          method: "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "console", messages: [{ role: "user", content: body.data.message }] }),
-          signal,
-        });
-        const json = (await res.json().catch(() => ({}))) as {
-          error?: { message?: string };
-          model?: string;
-          choices?: { message?: { content?: string } }[];
-          usage?: Record<string, number>;
-        };
-        if (!res.ok) throw new GatewayAnswer(res.status, json.error?.message ?? `HTTP ${res.status}`);
-        return json;
-      });
-      return {
-        answer: answer.choices?.[0]?.message?.content ?? "",
-        model: answer.model ?? null,
-        usage: answer.usage ?? null,
-        ms: Date.now() - started,
-      };
-    } catch (err) {
-      if (err instanceof GatewayAnswer) throw errors.upstream(`the gateway answered ${err.status}`, err.message);
-      throw errors.upstream("the gateway", (err as Error).message);
-    }
-  });
-
-  app.post<{ Params: Params }>("/api/namespaces/:ns/scrapers/:name/scrape", async (req) => {
-    const { api } = await sessionOf(ctx, req);
-    const ns = checkName("namespace", req.params.ns);
-    const body = scrapeBody.safeParse(req.body);
-    if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
-    // Reading the Scraper with the user's token is the authority check: no `get`, no scrape.
-    const scraper = await api.get("scrapers", ns, req.params.name);
-    const spec = (scraper.spec ?? {}) as {
-      client?: { url?: string; timeoutSeconds?: number };
-      auth?: { enabled?: boolean; apiKeySecretRef?: { name: string; key: string } };
+/** POST …/agents/:name/chat: one message to the agent through a channel that serves it. */
+async function tryChat(ctx: ConsoleContext, policy: OutboundPolicy, req: TryRequest) {
+  const { api } = await sessionOf(ctx, req);
+  const ns = checkName("namespace", req.params.ns);
+  if (!ctx.config.gatewayUrl) throw errors.notConfigured("the gateway's URL (CAPSTAN_GATEWAY_URL)");
+  const body = chatBody.safeParse(req.body);
+  if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
+  const channel = await api.get("accesschannels", ns, checkName("channel", body.data.channel));
+  const agent = (channel.spec?.agentRef as { name?: string } | undefined)?.name;
+  if (agent !== req.params.name) {
+    throw errors.invalid(`channel ${body.data.channel} serves agent ${agent}, not ${req.params.name}`);
+  }
+  const key = await channelKey(api, ns, channel);
+  const started = Date.now();
+  try {
+    const answer = await askGateway(policy, ctx.config.gatewayUrl, key, body.data.message);
+    return {
+      answer: answer.choices?.[0]?.message?.content ?? "",
+      model: answer.model ?? null,
+      usage: answer.usage ?? null,
+      ms: Date.now() - started,
     };
-    const url = ctx.config.scraperUrl ?? spec.client?.url ?? (scraper.status?.endpoint as string | undefined);
-    if (!url) throw new ConsoleError(409, "NoEndpoint", `Scraper ${req.params.name} has no endpoint yet (not Ready?)`);
-    let apiKey: string | undefined;
-    if (spec.auth?.enabled) {
-      // The operator's own default when auth is on without a reference (translate/scraper.ts).
-      const ref = spec.auth.apiKeySecretRef ?? { name: `${req.params.name}-scraper-key`, key: "key" };
-      apiKey = await secretValue(api, ns, ref.name, ref.key);
-    }
-    const client = new ScraperClient(
-      { url, timeout: spec.client?.timeoutSeconds ?? 30, max_retries: 1, ...(apiKey ? { api_key: apiKey } : {}) },
-      { metrics },
-    );
-    const started = Date.now();
-    try {
-      const page = await client.scrape(body.data.url, { pageOptions: { onlyMainContent: body.data.onlyMainContent } });
-      return {
-        markdown: page.markdown,
-        title: page.metadata.title,
-        statusCode: page.metadata.statusCode,
-        ms: Date.now() - started,
-      };
-    } catch (err) {
-      if (err instanceof ScraperClientError) throw errors.upstream("the scraper", err.message);
-      throw err;
-    } finally {
-      await client.close();
-    }
+  } catch (err) {
+    if (err instanceof GatewayAnswer) throw errors.upstream(`the gateway answered ${err.status}`, err.message);
+    throw errors.upstream("the gateway", (err as Error).message);
+  }
+}
+
+/** Sends `message` to the gateway's chat completions as a client holding `key` would. */
+async function askGateway(policy: OutboundPolicy, gatewayUrl: string, key: string, message: string) {
+  return policy.execute(async ({ signal }) => {
+    const res = await fetch(`${gatewayUrl}/api/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "console", messages: [{ role: "user", content: message }] }),
+      signal,
+    });
+    const json = (await res.json().catch(() => ({}))) as Completion;
+    if (!res.ok) throw new GatewayAnswer(res.status, json.error?.message ?? `HTTP ${res.status}`);
+    return json;
   });
+}
+
+/** POST …/scrapers/:name/scrape: one page through the Scraper the user may read. */
+async function tryScrape(ctx: ConsoleContext, metrics: OutboundMetrics, req: TryRequest) {
+  const { api } = await sessionOf(ctx, req);
+  const ns = checkName("namespace", req.params.ns);
+  const body = scrapeBody.safeParse(req.body);
+  if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
+  const client = await scraperClient(ctx, api, ns, req.params.name, metrics);
+  const started = Date.now();
+  try {
+    const page = await client.scrape(body.data.url, { pageOptions: { onlyMainContent: body.data.onlyMainContent } });
+    return {
+      markdown: page.markdown,
+      title: page.metadata.title,
+      statusCode: page.metadata.statusCode,
+      ms: Date.now() - started,
+    };
+  } catch (err) {
+    if (err instanceof ScraperClientError) throw errors.upstream("the scraper", err.message);
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * A client for the Scraper `name`: its endpoint, and its API key when its auth is on. Reading the
+ * Scraper with the user's token is the authority check: no `get`, no scrape.
+ */
+async function scraperClient(
+  ctx: ConsoleContext,
+  api: ConsoleApi,
+  ns: string,
+  name: string,
+  metrics: OutboundMetrics,
+): Promise<ScraperClient> {
+  const scraper = await api.get("scrapers", ns, name);
+  const spec = (scraper.spec ?? {}) as ScraperSpec;
+  const url = ctx.config.scraperUrl ?? spec.client?.url ?? (scraper.status?.endpoint as string | undefined);
+  if (!url) throw new ConsoleError(409, "NoEndpoint", `Scraper ${name} has no endpoint yet (not Ready?)`);
+  let apiKey: string | undefined;
+  if (spec.auth?.enabled) {
+    // The operator's own default when auth is on without a reference (translate/scraper.ts).
+    const ref = spec.auth.apiKeySecretRef ?? { name: `${name}-scraper-key`, key: "key" };
+    apiKey = await secretValue(api, ns, ref.name, ref.key);
+  }
+  return new ScraperClient(
+    { url, timeout: spec.client?.timeoutSeconds ?? 30, max_retries: 1, ...(apiKey ? { api_key: apiKey } : {}) },
+    { metrics },
+  );
 }

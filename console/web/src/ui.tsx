@@ -1,8 +1,10 @@
 // Small building blocks every page uses: an error shown in words, a labelled field, the Ready
-// badge, and the panel that shows a new key once with a copy button and ready-to-paste snippets.
+// badge, the panel that shows a new key once with a copy button and ready-to-paste snippets, and
+// the checked create that every "New …" form submits through.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, get, type Ready } from "./api.ts";
+import type { ZodType } from "zod";
+import { type ApiError, get, post, type Ready } from "./api.ts";
 
 export function ErrorText({ error }: { error: string | undefined }) {
   if (!error) return null;
@@ -83,6 +85,30 @@ export function KeyOnce(props: { value: string; snippets: { title: string; code:
 }
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "never");
+
+/** A datetime-local input's value (no zone) read as UTC, as an ISO timestamp. */
+export const utcIso = (local: string) => new Date(`${local}Z`).toISOString();
+
+/**
+ * Creates the resource `name` at `path` once `schema` (the CRD's own zod schema) accepts `spec`.
+ * Answers undefined when created, else what is wrong in words: the fields the schema refuses, or
+ * the console's own answer.
+ */
+export async function createChecked(
+  schema: ZodType,
+  path: string,
+  name: string,
+  spec: unknown,
+): Promise<string | undefined> {
+  const checked = schema.safeParse(spec);
+  if (!checked.success) return checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+  try {
+    await post(path, { name, spec });
+    return undefined;
+  } catch (err) {
+    return (err as ApiError).message;
+  }
+}
 
 /** The filter box (and the page's own actions) above a list. */
 export function FilterBar(props: {

@@ -2,15 +2,10 @@
 // auth is on without a key Secret, and status: endpoint, replicas, ready replicas, config hash.
 import type { Scraper } from "@capstan/shared/api";
 import { DEPLOYMENT, type KubeObject, SERVICE } from "@capstan/shared/kube";
-import { type ConditionInput, compact, findCondition, setConditions } from "../controller/conditions.ts";
+import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import {
-  configHashOf,
-  scraperEndpoint,
-  scraperKeySecretName,
-  scraperObjects,
-  workloadReadiness,
-} from "../translate/scraper.ts";
+import { configHashOf, scraperKeySecretName, scraperObjects, workloadReadiness } from "../translate/scraper.ts";
+import { deriveScraperStatus, type MissingKey } from "../translate/scraper-status.ts";
 import { secretKeyCheck } from "./agent.ts";
 import { applyAll } from "./apply.ts";
 import { type OperatorContext, SCRAPER } from "./context.ts";
@@ -32,84 +27,24 @@ export function scraperReconciler(ctx: OperatorContext): Reconcile {
     const s = ctx.informers.scrapers.get(namespace, name) as (Scraper & KubeObject) | undefined;
     if (!s || s.metadata.deletionTimestamp) return undefined;
     const now = ctx.now();
-    if (s.spec.auth.enabled && !s.spec.auth.apiKeySecretRef) {
-      const r = await generatedKey({
-        client: ctx.client,
-        owner: s,
-        type: SCRAPER,
-        name: scraperKeySecretName(s),
-        kind: "scraper",
-        now,
-      });
-      if (r.issued)
-        ctx.events.record(
-          s,
-          "Normal",
-          "KeyIssued",
-          "IssueKey",
-          `scraper API key issued into Secret ${scraperKeySecretName(s)}`,
-        );
-    }
-    const checks = await Promise.all(
-      scraperSecretRefs(s).map(async (ref) => ({ ref, check: await secretKeyCheck(ctx, namespace, ref) })),
-    );
-    const missing = checks.filter((m) => !m.check.ok);
+    await issueKey(ctx, s, now);
+    const missing = await missingKeys(ctx, namespace, s);
     const objects = scraperObjects(s, ctx.config);
+    const wanted = objects[0] as KubeObject;
     const writes = await applyAll(ctx, [
-      { type: DEPLOYMENT, desired: objects[0] as KubeObject, cache: ctx.informers.deployments },
+      { type: DEPLOYMENT, desired: wanted, cache: ctx.informers.deployments },
       { type: SERVICE, desired: objects[1] as KubeObject, cache: ctx.informers.services },
     ]);
+    // The live Deployment counts once it runs the wanted config; just written, the wanted one does.
     const live = ctx.informers.deployments.get(namespace, name);
-    const deployment = live && configHashOf(live) === configHashOf(objects[0] as KubeObject) ? live : undefined;
-    const readiness = workloadReadiness(
-      deployment ?? (writes ? (objects[0] as KubeObject) : undefined),
-      s.spec.replicas,
-    );
-    const secretsCondition: ConditionInput =
-      missing.length === 0
-        ? {
-            type: "SecretsResolved",
-            status: "True",
-            reason: "SecretsFound",
-            message: "every referenced Secret key exists",
-          }
-        : {
-            type: "SecretsResolved",
-            status: "False",
-            reason: (missing[0]?.check as { reason?: string } | undefined)?.reason ?? "SecretNotFound",
-            message: missing.map((m) => (m.check as { message: string }).message).join("; "),
-          };
-    const ready: ConditionInput =
-      missing.length > 0
-        ? { ...secretsCondition, type: "Ready" }
-        : {
-            type: "Ready",
-            status: readiness.ready ? "True" : "False",
-            reason: readiness.reason,
-            message: readiness.message,
-          };
-    const conditions = setConditions(
-      s.status?.conditions,
-      [
-        ready,
-        secretsCondition,
-        {
-          type: "Available",
-          status: readiness.reason === "Available" ? "True" : readiness.reason === "Applied" ? "Unknown" : "False",
-          reason: readiness.reason,
-          message: readiness.message,
-        },
-      ],
-      s.metadata.generation,
+    const deployment = live && configHashOf(live) === configHashOf(wanted) ? live : undefined;
+    const readiness = workloadReadiness(deployment ?? (writes ? wanted : undefined), s.spec.replicas);
+    const { status, ready } = deriveScraperStatus({
+      scraper: s,
+      missing,
+      readiness,
+      configHash: configHashOf(wanted),
       now,
-    );
-    const status = compact({
-      observedGeneration: s.metadata.generation,
-      conditions,
-      endpoint: scraperEndpoint(s),
-      replicas: s.spec.replicas,
-      readyReplicas: readiness.readyReplicas,
-      configHash: configHashOf(objects[0] as KubeObject),
     });
     const before = findCondition(s.status?.conditions, "Ready");
     await writeStatus(ctx.client, SCRAPER, s, status);
@@ -126,4 +61,31 @@ export function scraperReconciler(ctx: OperatorContext): Reconcile {
     const requeueMs = withSecretRetry(undefined, missing.length > 0);
     return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
   };
+}
+
+/** Auth on without a key Secret of the user's: the operator issues one (once) into its own Secret. */
+async function issueKey(ctx: OperatorContext, s: Scraper & KubeObject, now: Date): Promise<void> {
+  if (!s.spec.auth.enabled || s.spec.auth.apiKeySecretRef) return;
+  const r = await generatedKey({
+    client: ctx.client,
+    owner: s,
+    type: SCRAPER,
+    name: scraperKeySecretName(s),
+    kind: "scraper",
+    now,
+  });
+  if (r.issued)
+    ctx.events.record(
+      s,
+      "Normal",
+      "KeyIssued",
+      "IssueKey",
+      `scraper API key issued into Secret ${scraperKeySecretName(s)}`,
+    );
+}
+
+/** The Secret keys the Scraper references that do not exist (read live), in reference order. */
+async function missingKeys(ctx: OperatorContext, namespace: string, s: Scraper): Promise<MissingKey[]> {
+  const checks = await Promise.all(scraperSecretRefs(s).map((ref) => secretKeyCheck(ctx, namespace, ref)));
+  return checks.filter((check): check is MissingKey & { ok: false } => !check.ok);
 }

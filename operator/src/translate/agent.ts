@@ -2,6 +2,7 @@
 // exist, and Ready when it can answer.
 import { type Agent, type AgentStatus, agentUpstreams } from "@capstan/shared/api";
 import { type ConditionInput, compact, setConditions } from "../controller/conditions.ts";
+import { knowledgeFound } from "./common.ts";
 
 export type SecretCheck = { ok: true } | { ok: false; reason: string; message: string };
 
@@ -50,19 +51,7 @@ export function deriveAgentStatus(f: {
           reason: "NoKnowledge",
           message: "the agent uses no knowledge base",
         }
-      : missing.length === 0
-        ? {
-            type: "KnowledgeResolved",
-            status: "True",
-            reason: "KnowledgeBasesFound",
-            message: `knowledge: ${ids.join(", ")}`,
-          }
-        : {
-            type: "KnowledgeResolved",
-            status: "False",
-            reason: "KnowledgeBaseNotFound",
-            message: `no KnowledgeBase with id ${missing.join(", ")}`,
-          };
+      : knowledgeFound("KnowledgeResolved", "knowledge", ids, missing);
   let ready: ConditionInput;
   if (providerCondition.status === "False") ready = { ...providerCondition, type: "Ready" };
   else if (knowledgeCondition.status === "False") ready = { ...knowledgeCondition, type: "Ready" };

@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import type { KubeObject } from "@capstan/shared/kube";
 import type { OperatorConfig, PodSettings } from "../config.ts";
+import type { ConditionInput } from "../controller/conditions.ts";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "capstan-operator";
@@ -170,4 +171,19 @@ export function probe(path: string, port: string, periodSeconds = 10) {
  */
 export function scrapeAnnotations(internalPort: number): Record<string, string> {
   return { "prometheus.io/port": String(internalPort), "prometheus.io/path": "/metrics" };
+}
+
+/**
+ * A condition on the knowledge bases a resource names (by knowledge id): True when each exists,
+ * else False naming the missing ones. `label` introduces the list in the message ("scope: a, b").
+ */
+export function knowledgeFound(type: string, label: string, ids: string[], missing: string[]): ConditionInput {
+  return missing.length === 0
+    ? { type, status: "True", reason: "KnowledgeBasesFound", message: `${label}: ${ids.join(", ")}` }
+    : {
+        type,
+        status: "False",
+        reason: "KnowledgeBaseNotFound",
+        message: `no KnowledgeBase with id ${missing.join(", ")}`,
+      };
 }

@@ -6,6 +6,7 @@
 import { displayPrefix, hashKey, verifyingHash } from "@capstan/shared";
 import type { AccessChannel, AccessChannelStatus, Agent, SearchKey, SearchKeyStatus } from "@capstan/shared/api";
 import { type ConditionInput, compact, findCondition, kubeTime, setConditions } from "../controller/conditions.ts";
+import { knowledgeFound } from "./common.ts";
 import { parseDuration } from "./duration.ts";
 
 /** The key behind a resource, as found in its Secret. */
@@ -68,6 +69,18 @@ function minPositive(...ms: (number | undefined)[]): number | undefined {
   return v.length ? Math.min(...v) : undefined;
 }
 
+/** Expired: True once the key's end has passed; else when it ends (`until` words it), or that it never does. */
+function expiryCondition(end: string | undefined, expired: boolean, until: string): ConditionInput {
+  return expired
+    ? { type: "Expired", status: "True", reason: "Expired", message: `the key expired at ${end}` }
+    : {
+        type: "Expired",
+        status: "False",
+        reason: end ? "NotExpired" : "NoExpiry",
+        message: end ? `${until} ${end}` : "the key does not expire",
+      };
+}
+
 export function deriveAccessChannelStatus(f: {
   channel: AccessChannel;
   agent: Agent | undefined;
@@ -94,14 +107,7 @@ export function deriveAccessChannelStatus(f: {
     : agentReady?.status === "False"
       ? { ok: false, reason: "AgentNotReady", message: `Agent ${agentName} is not ready: ${agentReady.message}` }
       : { ok: true, reason: "AgentFound", message: `Agent ${agentName} found` };
-  const expiredCondition: ConditionInput = expired
-    ? { type: "Expired", status: "True", reason: "Expired", message: `the key expired at ${channel.spec.expiresAt}` }
-    : {
-        type: "Expired",
-        status: "False",
-        reason: expiresAt ? "NotExpired" : "NoExpiry",
-        message: expiresAt ? `the key expires at ${channel.spec.expiresAt}` : "the key does not expire",
-      };
+  const expiredCondition = expiryCondition(channel.spec.expiresAt, expired, "the key expires at");
   const keyCheck = keyCondition(key);
   const conditions = setConditions(
     channel.status?.conditions,
@@ -160,60 +166,24 @@ export function deriveSearchKeyStatus(f: {
   const { searchKey: sk, now } = f;
   const { key, hash: newHash, prefix } = verified(f.key, f.verifierKey);
   const spec = sk.spec;
-  const validFromText = spec.validFrom ?? sk.metadata.creationTimestamp;
-  const validFrom = validFromText ? new Date(validFromText) : undefined;
-  const validUntil = spec.validUntil ? new Date(spec.validUntil) : undefined;
-  const notYet = validFrom !== undefined && now < validFrom;
-  const expired = validUntil !== undefined && now >= validUntil;
+  const valid = validity(sk, now);
   const issuedAt = key.ok ? key.issuedAt : undefined;
-
-  // Hashes kept valid through a rotation overlap: earlier ones still in their window, plus the
-  // hash status carried until now when the key in the Secret has changed since.
-  const overlapMs = spec.rotation ? parseDuration(spec.rotation.overlap) : 0;
-  let previous = (sk.status?.previousKeys ?? []).filter((p) => new Date(p.validUntil) > now && p.keyHash !== newHash);
-  const oldHash = sk.status?.keyHash;
-  if (newHash && oldHash && oldHash !== newHash && overlapMs > 0) {
-    const until = new Date((issuedAt ?? now).getTime() + overlapMs);
-    if (until > now && !previous.some((p) => p.keyHash === oldHash)) {
-      previous = [...previous, { keyHash: oldHash, validUntil: kubeTime(until) }];
-    }
-  }
-
+  const previous = overlappingKeys(sk, newHash, issuedAt, now);
   const missing = f.missingKnowledgeIds;
-  const scopeCondition: ConditionInput =
-    missing.length === 0
-      ? {
-          type: "ScopeResolved",
-          status: "True",
-          reason: "KnowledgeBasesFound",
-          message: `scope: ${spec.knowledgeIds.join(", ")}`,
-        }
-      : {
-          type: "ScopeResolved",
-          status: "False",
-          reason: "KnowledgeBaseNotFound",
-          message: `no KnowledgeBase with id ${missing.join(", ")}`,
-        };
-  const expiredCondition: ConditionInput = expired
-    ? { type: "Expired", status: "True", reason: "Expired", message: `the key expired at ${spec.validUntil}` }
-    : {
-        type: "Expired",
-        status: "False",
-        reason: validUntil ? "NotExpired" : "NoExpiry",
-        message: validUntil ? `the key is valid until ${spec.validUntil}` : "the key does not expire",
-      };
+  const scope = knowledgeFound("ScopeResolved", "scope", spec.knowledgeIds, missing);
+  const expiredCondition = expiryCondition(spec.validUntil, valid.expired, "the key is valid until");
   const keyCheck = keyCondition(key);
   const conditions = setConditions(
     sk.status?.conditions,
     [
       readyFrom([
         { ok: key.ok, reason: keyCheck.reason, message: keyCheck.message },
-        { ok: !notYet, reason: "NotYetValid", message: `the key is valid from ${validFromText}` },
-        { ok: !expired, reason: "Expired", message: expiredCondition.message },
-        { ok: missing.length === 0, reason: "KnowledgeBaseNotFound", message: scopeCondition.message },
+        { ok: !valid.notYet, reason: "NotYetValid", message: `the key is valid from ${valid.fromText}` },
+        { ok: !valid.expired, reason: "Expired", message: expiredCondition.message },
+        { ok: missing.length === 0, reason: "KnowledgeBaseNotFound", message: scope.message },
       ]),
       keyCheck,
-      scopeCondition,
+      scope,
       expiredCondition,
     ],
     sk.metadata.generation,
@@ -227,21 +197,75 @@ export function deriveSearchKeyStatus(f: {
     secretName: key.secretName,
     expiresAt: spec.validUntil,
     endpoint: f.endpoint,
-    validFrom: validFromText,
+    validFrom: valid.fromText,
     rotatedAt: issuedAt ? kubeTime(issuedAt) : undefined,
     previousKeys: previous.length ? previous : undefined,
   });
-  const nextRotation =
-    spec.rotation && issuedAt ? issuedAt.getTime() + parseDuration(spec.rotation.every) - now.getTime() : undefined;
-  const requeueAfterMs = minPositive(
-    validUntil && !expired ? validUntil.getTime() - now.getTime() : undefined,
-    validFrom && notYet ? validFrom.getTime() - now.getTime() : undefined,
-    expired ? undefined : nextRotation,
-    ...previous.map((p) => new Date(p.validUntil).getTime() - now.getTime()),
-  );
+  const requeueAfterMs = searchKeyRequeue(sk, valid, issuedAt, previous, now);
   return {
     status,
     ready: conditions[0]?.status === "True",
     ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
   };
+}
+
+/** A search key's window: from validFrom (default: its creation) until validUntil (default: none). */
+interface Validity {
+  fromText: string | undefined;
+  from: Date | undefined;
+  until: Date | undefined;
+  notYet: boolean;
+  expired: boolean;
+}
+
+function validity(sk: SearchKey, now: Date): Validity {
+  const fromText = sk.spec.validFrom ?? sk.metadata.creationTimestamp;
+  const from = fromText ? new Date(fromText) : undefined;
+  const until = sk.spec.validUntil ? new Date(sk.spec.validUntil) : undefined;
+  return {
+    fromText,
+    from,
+    until,
+    notYet: from !== undefined && now < from,
+    expired: until !== undefined && now >= until,
+  };
+}
+
+/**
+ * Hashes kept valid through a rotation overlap: earlier ones still in their window, plus the
+ * hash status carried until now when the key in the Secret has changed since.
+ */
+function overlappingKeys(sk: SearchKey, newHash: string | undefined, issuedAt: Date | undefined, now: Date) {
+  const overlapMs = sk.spec.rotation ? parseDuration(sk.spec.rotation.overlap) : 0;
+  let previous = (sk.status?.previousKeys ?? []).filter((p) => new Date(p.validUntil) > now && p.keyHash !== newHash);
+  const oldHash = sk.status?.keyHash;
+  if (newHash && oldHash && oldHash !== newHash && overlapMs > 0) {
+    const until = new Date((issuedAt ?? now).getTime() + overlapMs);
+    if (until > now && !previous.some((p) => p.keyHash === oldHash)) {
+      previous = [...previous, { keyHash: oldHash, validUntil: kubeTime(until) }];
+    }
+  }
+  return previous;
+}
+
+/**
+ * When a search key's status changes by itself next: its window opens or closes, its key is due
+ * for rotation, or a previous key's overlap ends.
+ */
+function searchKeyRequeue(
+  sk: SearchKey,
+  valid: Validity,
+  issuedAt: Date | undefined,
+  previous: { validUntil: string }[],
+  now: Date,
+): number | undefined {
+  const rotation = sk.spec.rotation;
+  const nextRotation =
+    rotation && issuedAt ? issuedAt.getTime() + parseDuration(rotation.every) - now.getTime() : undefined;
+  return minPositive(
+    valid.until && !valid.expired ? valid.until.getTime() - now.getTime() : undefined,
+    valid.from && valid.notYet ? valid.from.getTime() - now.getTime() : undefined,
+    valid.expired ? undefined : nextRotation,
+    ...previous.map((p) => new Date(p.validUntil).getTime() - now.getTime()),
+  );
 }

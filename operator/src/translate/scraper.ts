@@ -104,59 +104,8 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
   const labels = { ...PART_OF, "app.kubernetes.io/name": "capstan-scraper", "app.kubernetes.io/instance": name };
   const selector = { "app.kubernetes.io/name": "capstan-scraper", "app.kubernetes.io/instance": name };
   const owner = [controllerRef(s, SCRAPER_TYPE)];
-  // Platform-wide settings (Helm values) after the Scraper's own, so an operator-level extraEnv wins.
-  const common = [...scraperEnv(s), ...otelEnv(c.otel, `capstan-scraper-${name}`), ...extraEnv(c.scraper.extraEnv)];
-  const mounts = [
-    { name: "tmp", mountPath: "/tmp" },
-    { name: "dshm", mountPath: "/dev/shm" },
-  ];
-  // Where an annotation-driven Prometheus finds the API's metrics (the pod's own annotations win).
-  const annotations = { ...scrapeAnnotations(ADMIN_PORT), ...c.scraper.podAnnotations };
-  const template = {
-    metadata: { labels, annotations },
-    spec: {
-      automountServiceAccountToken: false,
-      securityContext: POD_SECURITY,
-      ...podPlacement(c.scraper),
-      containers: [
-        {
-          name: "scraper",
-          image: s.spec.image ?? c.scraper.image,
-          imagePullPolicy: c.scraper.imagePullPolicy,
-          env: [...k8sEnv(name, "scraper"), env("SCRAPER_ROLE", "api"), ...scraperJobsEnv(s, c), ...common],
-          ports: [
-            { name: "http", containerPort: s.spec.internalPort, protocol: "TCP" },
-            { name: "admin", containerPort: ADMIN_PORT, protocol: "TCP" },
-          ],
-          // Health on the admin port: the API's port keeps only the reference's /health.
-          livenessProbe: probe("/healthz", "admin"),
-          readinessProbe: probe("/readyz", "admin", READINESS_PERIOD_SECONDS),
-          resources: c.scraper.resources,
-          securityContext: CONTAINER_SECURITY,
-          volumeMounts: mounts,
-        },
-        {
-          name: "render",
-          image: s.spec.image ?? c.scraper.image,
-          imagePullPolicy: c.scraper.imagePullPolicy,
-          // Chromium's own sandbox needs user namespaces, which the runtime's default seccomp
-          // profile refuses (Chromium exits at start): it runs off, and the container is the
-          // boundary (non-root, no capabilities, RuntimeDefault seccomp, read-only root).
-          env: [...k8sEnv(name, "render"), env("SCRAPER_ROLE", "render"), env("CHROMIUM_SANDBOX", "false"), ...common],
-          ports: [{ name: "render", containerPort: RENDER_PORT, protocol: "TCP" }],
-          livenessProbe: probe("/scrape", "render", 15),
-          readinessProbe: probe("/scrape", "render", READINESS_PERIOD_SECONDS),
-          resources: c.scraper.renderResources,
-          securityContext: CONTAINER_SECURITY,
-          volumeMounts: mounts,
-        },
-      ],
-      volumes: [
-        { name: "tmp", emptyDir: {} },
-        { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "256Mi" } },
-      ],
-    },
-  };
+  const template = scraperPodTemplate(s, c, labels);
+  // The config hash on the pod template rolls the pods when anything they run with changes.
   const configHash = shortHash(template);
   return [
     withAppliedHash({
@@ -168,7 +117,7 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
         selector: { matchLabels: selector },
         template: {
           ...template,
-          metadata: { labels, annotations: { ...annotations, [CONFIG_HASH]: configHash } },
+          metadata: { labels, annotations: { ...template.metadata.annotations, [CONFIG_HASH]: configHash } },
         },
       },
     }),
@@ -187,6 +136,84 @@ export function scraperObjects(s: Scraper, c: OperatorConfig): KubeObject[] {
       },
     }),
   ];
+}
+
+/** The pod of a Scraper: the API container and the rendering service's, sharing /tmp and /dev/shm. */
+function scraperPodTemplate(s: Scraper, c: OperatorConfig, labels: Record<string, string>) {
+  const name = s.metadata.name;
+  // Platform-wide settings (Helm values) after the Scraper's own, so an operator-level extraEnv wins.
+  const common = [...scraperEnv(s), ...otelEnv(c.otel, `capstan-scraper-${name}`), ...extraEnv(c.scraper.extraEnv)];
+  const mounts = [
+    { name: "tmp", mountPath: "/tmp" },
+    { name: "dshm", mountPath: "/dev/shm" },
+  ];
+  // Where an annotation-driven Prometheus finds the API's metrics (the pod's own annotations win).
+  const annotations = { ...scrapeAnnotations(ADMIN_PORT), ...c.scraper.podAnnotations };
+  return {
+    metadata: { labels, annotations },
+    spec: {
+      automountServiceAccountToken: false,
+      securityContext: POD_SECURITY,
+      ...podPlacement(c.scraper),
+      containers: [apiContainer(s, c, common, mounts), renderContainer(s, c, common, mounts)],
+      volumes: [
+        { name: "tmp", emptyDir: {} },
+        { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "256Mi" } },
+      ],
+    },
+  };
+}
+
+/** The scraper's API (SCRAPER_ROLE=api), with its admin port for metrics and health. */
+function apiContainer(s: Scraper, c: OperatorConfig, common: EnvVar[], mounts: unknown[]) {
+  return scraperContainer(s, c, "scraper", mounts, {
+    env: [...k8sEnv(s.metadata.name, "scraper"), env("SCRAPER_ROLE", "api"), ...scraperJobsEnv(s, c), ...common],
+    ports: [
+      { name: "http", containerPort: s.spec.internalPort, protocol: "TCP" },
+      { name: "admin", containerPort: ADMIN_PORT, protocol: "TCP" },
+    ],
+    // Health on the admin port: the API's port keeps only the reference's /health.
+    livenessProbe: probe("/healthz", "admin"),
+    readinessProbe: probe("/readyz", "admin", READINESS_PERIOD_SECONDS),
+    resources: c.scraper.resources,
+  });
+}
+
+/** The rendering service (SCRAPER_ROLE=render): Chromium, called by the API on localhost. */
+function renderContainer(s: Scraper, c: OperatorConfig, common: EnvVar[], mounts: unknown[]) {
+  return scraperContainer(s, c, "render", mounts, {
+    // Chromium's own sandbox needs user namespaces, which the runtime's default seccomp
+    // profile refuses (Chromium exits at start): it runs off, and the container is the
+    // boundary (non-root, no capabilities, RuntimeDefault seccomp, read-only root).
+    env: [
+      ...k8sEnv(s.metadata.name, "render"),
+      env("SCRAPER_ROLE", "render"),
+      env("CHROMIUM_SANDBOX", "false"),
+      ...common,
+    ],
+    ports: [{ name: "render", containerPort: RENDER_PORT, protocol: "TCP" }],
+    livenessProbe: probe("/scrape", "render", 15),
+    readinessProbe: probe("/scrape", "render", READINESS_PERIOD_SECONDS),
+    resources: c.scraper.renderResources,
+  });
+}
+
+/** A container of the Scraper's image (both roles run it), locked down, with the shared mounts. */
+function scraperContainer(
+  s: Scraper,
+  c: OperatorConfig,
+  name: string,
+  mounts: unknown[],
+  own: { env: EnvVar[]; ports: unknown[]; livenessProbe: unknown; readinessProbe: unknown; resources: unknown },
+) {
+  return {
+    name,
+    image: s.spec.image ?? c.scraper.image,
+    imagePullPolicy: c.scraper.imagePullPolicy,
+    ...own,
+    securityContext: CONTAINER_SECURITY,
+    volumeMounts: mounts,
+  };
 }
 
 export function configHashOf(deployment: KubeObject): string | undefined {

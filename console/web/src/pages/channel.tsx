@@ -12,7 +12,7 @@ import {
   post,
   type RevealedKey,
 } from "../api.ts";
-import { ErrorText, Field, KeyOnce, ReadyBadge, when } from "../ui.tsx";
+import { ErrorText, Field, KeyOnce, ReadyBadge, utcIso, when } from "../ui.tsx";
 
 function snippets(endpoint: string, key: string) {
   return [
@@ -99,10 +99,9 @@ function ApiAccess({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Perm
 }
 
 function Settings({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Permissions; reload: () => void }) {
-  const [qpm, setQpm] = useState(String(ch.qpm));
-  const [expiry, setExpiry] = useState(ch.expiresAt ? ch.expiresAt.slice(0, 16) : "");
   const [error, setError] = useState<string>();
   const path = nsPath(ns, `accesschannels/${encodeURIComponent(ch.name)}`);
+  /** Runs a change of the channel, then reloads it; a refusal is shown in words. */
   const run = async (f: () => Promise<unknown>) => {
     setError(undefined);
     try {
@@ -113,6 +112,14 @@ function Settings({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Permi
     }
   };
   const editable = Boolean(can.accesschannels?.patch);
+  const remove = () => {
+    if (confirm(`Delete channel ${ch.name}? Its key stops working at once.`)) {
+      void run(async () => {
+        await del(path);
+        location.hash = "#/channels";
+      });
+    }
+  };
   return (
     <div>
       <dl>
@@ -127,59 +134,53 @@ function Settings({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Permi
           <ReadyBadge ready={ch.ready} /> {ch.ready.message}
         </dd>
       </dl>
-      {editable ? (
-        <form
-          class="card"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void run(() =>
-              patch(path, { qpm: Number(qpm), expiresAt: expiry ? new Date(`${expiry}Z`).toISOString() : null }),
-            );
-          }}
-        >
-          <Field label="Rate limit (requests per minute)" id="edit-qpm">
-            <input
-              id="edit-qpm"
-              type="number"
-              min={1}
-              max={1000000}
-              required
-              value={qpm}
-              onInput={(e) => setQpm(e.currentTarget.value)}
-            />
-          </Field>
-          <Field label="Expiry, UTC (empty: never)" id="edit-expiry">
-            <input
-              id="edit-expiry"
-              type="datetime-local"
-              value={expiry}
-              onInput={(e) => setExpiry(e.currentTarget.value)}
-            />
-          </Field>
-          <button type="submit">Save</button>
-          <button type="button" onClick={() => run(() => post(`${path}/expire`))}>
-            Expire now
-          </button>
-        </form>
-      ) : null}
+      {editable ? <EditChannel ch={ch} path={path} run={run} /> : null}
       {can.accesschannels?.delete ? (
-        <button
-          type="button"
-          class="danger"
-          onClick={() => {
-            if (confirm(`Delete channel ${ch.name}? Its key stops working at once.`)) {
-              void run(async () => {
-                await del(path);
-                location.hash = "#/channels";
-              });
-            }
-          }}
-        >
+        <button type="button" class="danger" onClick={remove}>
           Delete channel
         </button>
       ) : null}
       <ErrorText error={error} />
     </div>
+  );
+}
+
+/** The channel's rate limit and expiry, saved together; Expire now ends its key at once. */
+function EditChannel({ ch, path, run }: { ch: Channel; path: string; run: (f: () => Promise<unknown>) => void }) {
+  const [qpm, setQpm] = useState(String(ch.qpm));
+  const [expiry, setExpiry] = useState(ch.expiresAt ? ch.expiresAt.slice(0, 16) : "");
+  return (
+    <form
+      class="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void run(() => patch(path, { qpm: Number(qpm), expiresAt: expiry ? utcIso(expiry) : null }));
+      }}
+    >
+      <Field label="Rate limit (requests per minute)" id="edit-qpm">
+        <input
+          id="edit-qpm"
+          type="number"
+          min={1}
+          max={1000000}
+          required
+          value={qpm}
+          onInput={(e) => setQpm(e.currentTarget.value)}
+        />
+      </Field>
+      <Field label="Expiry, UTC (empty: never)" id="edit-expiry">
+        <input
+          id="edit-expiry"
+          type="datetime-local"
+          value={expiry}
+          onInput={(e) => setExpiry(e.currentTarget.value)}
+        />
+      </Field>
+      <button type="submit">Save</button>
+      <button type="button" onClick={() => run(() => post(`${path}/expire`))}>
+        Expire now
+      </button>
+    </form>
   );
 }
 

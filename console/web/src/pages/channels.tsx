@@ -2,16 +2,51 @@
 // the CRD's own zod schema, then again by the console and the API server).
 import { accessChannelSpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type Channel, get, nsPath, type Permissions, post } from "../api.ts";
-import { ErrorText, Field, FilterBar, ReadyBadge, useItems, when } from "../ui.tsx";
+import { type ApiError, type Channel, get, nsPath, type Permissions } from "../api.ts";
+import { createChecked, ErrorText, Field, FilterBar, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
 
 interface AgentRow {
   name: string;
 }
 
-function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string) => void }) {
+/** What the New channel form holds (the expiry as a datetime-local input gives it, read as UTC). */
+interface ChannelForm {
+  name: string;
+  channelName: string;
+  agent: string;
+  qpm: string;
+  expiresAt: string;
+  keepHistory: boolean;
+}
+
+/** The spec the form asks for. */
+function specOf(form: ChannelForm) {
+  return {
+    channelName: form.channelName,
+    agentRef: { name: form.agent },
+    qpm: Number(form.qpm),
+    keepHistory: form.keepHistory,
+    ...(form.expiresAt ? { expiresAt: utcIso(form.expiresAt) } : {}),
+  };
+}
+
+/** The Agents of `ns` to pick from; the first becomes the form's agent until one is picked. */
+function useAgents(ns: string, setForm: (f: (old: ChannelForm) => ChannelForm) => void, onError: (m: string) => void) {
   const [agents, setAgents] = useState<AgentRow[]>([]);
-  const [form, setForm] = useState({
+  useEffect(() => {
+    get<{ items: AgentRow[] }>(nsPath(ns, "agents")).then(
+      (r) => {
+        setAgents(r.items);
+        setForm((f) => ({ ...f, agent: f.agent || r.items[0]?.name || "" }));
+      },
+      (e: ApiError) => onError(e.message),
+    );
+  }, [ns]);
+  return agents;
+}
+
+function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string) => void }) {
+  const [form, setForm] = useState<ChannelForm>({
     name: "",
     channelName: "",
     agent: "",
@@ -20,45 +55,19 @@ function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string
     keepHistory: false,
   });
   const [error, setError] = useState<string>();
-  useEffect(() => {
-    get<{ items: AgentRow[] }>(nsPath(ns, "agents")).then(
-      (r) => {
-        setAgents(r.items);
-        setForm((f) => ({ ...f, agent: f.agent || r.items[0]?.name || "" }));
-      },
-      (e: ApiError) => setError(e.message),
-    );
-  }, [ns]);
-  const set = (k: keyof typeof form) => (e: Event) => {
+  const agents = useAgents(ns, setForm, setError);
+  const set = (k: keyof ChannelForm) => (e: Event) => {
     const t = e.currentTarget as HTMLInputElement;
     setForm({ ...form, [k]: t.type === "checkbox" ? t.checked : t.value });
   };
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const problem = await createChecked(accessChannelSpec, nsPath(ns, "accesschannels"), form.name, specOf(form));
+    if (problem) setError(problem);
+    else onCreated(form.name);
+  };
   return (
-    <form
-      class="card"
-      aria-labelledby="new-channel"
-      onSubmit={async (e) => {
-        e.preventDefault();
-        const spec = {
-          channelName: form.channelName,
-          agentRef: { name: form.agent },
-          qpm: Number(form.qpm),
-          keepHistory: form.keepHistory,
-          ...(form.expiresAt ? { expiresAt: new Date(`${form.expiresAt}Z`).toISOString() } : {}),
-        };
-        const checked = accessChannelSpec.safeParse(spec);
-        if (!checked.success) {
-          setError(checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-          return;
-        }
-        try {
-          await post(nsPath(ns, "accesschannels"), { name: form.name, spec });
-          onCreated(form.name);
-        } catch (err) {
-          setError((err as ApiError).message);
-        }
-      }}
-    >
+    <form class="card" aria-labelledby="new-channel" onSubmit={submit}>
       <h2 id="new-channel">New access channel</h2>
       <Field label="Resource name" id="ch-name" hint="Lower-case letters, digits and '-'.">
         <input id="ch-name" required pattern="[a-z0-9]([\-a-z0-9]*[a-z0-9])?" value={form.name} onInput={set("name")} />

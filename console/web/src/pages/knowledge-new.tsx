@@ -3,8 +3,8 @@
 // knowledge base's page (upload) or as URL sources here.
 import { knowledgeBaseSpec } from "@capstan/shared/api";
 import { useState } from "preact/hooks";
-import { type ApiError, nsPath, post } from "../api.ts";
-import { ErrorText, Field } from "../ui.tsx";
+import { nsPath } from "../api.ts";
+import { createChecked, ErrorText, Field } from "../ui.tsx";
 
 export function CreateKnowledgeBase({ ns, onCreated }: { ns: string; onCreated: (name: string) => void }) {
   const [form, setForm] = useState({ name: "", knowledgeId: "", description: "", url: "" });
@@ -23,17 +23,9 @@ export function CreateKnowledgeBase({ ns, onCreated }: { ns: string; onCreated: 
           ...(form.description ? { description: form.description } : {}),
           sources: form.url ? [{ name: form.url, url: form.url }] : [],
         };
-        const checked = knowledgeBaseSpec.safeParse(spec);
-        if (!checked.success) {
-          setError(checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-          return;
-        }
-        try {
-          await post(nsPath(ns, "knowledgebases"), { name: form.name, spec });
-          onCreated(form.name);
-        } catch (err) {
-          setError((err as ApiError).message);
-        }
+        const problem = await createChecked(knowledgeBaseSpec, nsPath(ns, "knowledgebases"), form.name, spec);
+        if (problem) setError(problem);
+        else onCreated(form.name);
       }}
     >
       <h2 id="new-kb">New knowledge base</h2>

@@ -4,7 +4,7 @@ import { searchKeySpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
 import { badCidrs } from "../../../src/cidr.ts";
 import { type ApiError, del, get, nsPath, type Permissions, post, type RevealedKey } from "../api.ts";
-import { ErrorText, Field, FilterBar, KeyOnce, ReadyBadge, useItems, when } from "../ui.tsx";
+import { createChecked, ErrorText, Field, FilterBar, KeyOnce, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
 
 interface SearchKeyRow {
   name: string;
@@ -24,49 +24,75 @@ interface SearchKeyRow {
 
 const DAY_MS = 86_400_000;
 
-function CreateSearchKey({ ns, onCreated }: { ns: string; onCreated: () => void }) {
+/** What the New search key form holds (dates as a datetime-local input gives them, read as UTC). */
+interface SearchKeyForm {
+  name: string;
+  keyName: string;
+  validFrom: string;
+  validUntil: string;
+  cidrs: string;
+  rotate: boolean;
+}
+
+/** The spec the form asks for, or which of its IPs and CIDRs are not ones. */
+function specOf(f: SearchKeyForm, scope: string[]): { spec: Record<string, unknown> } | { error: string } {
+  const cidrs = f.cidrs.split(/[\s,]+/).filter(Boolean);
+  const bad = badCidrs(cidrs);
+  if (bad.length) return { error: `not an IP address or CIDR: ${bad.join(", ")}` };
+  return {
+    spec: {
+      keyName: f.keyName,
+      knowledgeIds: scope,
+      ...(f.validFrom ? { validFrom: utcIso(f.validFrom) } : {}),
+      ...(f.validUntil ? { validUntil: utcIso(f.validUntil) } : {}),
+      ...(cidrs.length ? { allowedCIDRs: cidrs } : {}),
+      ...(f.rotate ? { rotation: { every: "2160h", overlap: "24h" } } : {}),
+    },
+  };
+}
+
+/** Whether the validity window is longer than 90 days, past which rotating the key is advised. */
+function longWindow(f: SearchKeyForm): boolean {
+  const windowMs =
+    f.validUntil &&
+    new Date(`${f.validUntil}Z`).getTime() - (f.validFrom ? new Date(`${f.validFrom}Z`).getTime() : Date.now());
+  return typeof windowMs === "number" && windowMs > 90 * DAY_MS;
+}
+
+/** The knowledge bases of `ns` the user may see, for the scope; a failure goes to `onError`. */
+function useKnowledgeBases(ns: string, onError: (message: string) => void) {
   const [kbs, setKbs] = useState<{ knowledgeId: string; name: string }[]>([]);
-  const [f, setF] = useState({ name: "", keyName: "", validFrom: "", validUntil: "", cidrs: "", rotate: true });
-  const [scope, setScope] = useState<string[]>([]);
-  const [error, setError] = useState<string>();
   useEffect(() => {
     get<{ items: { knowledgeId: string; name: string }[] }>(nsPath(ns, "knowledgebases")).then(
       (r) => setKbs(r.items),
-      (e: ApiError) => setError(e.message),
+      (e: ApiError) => onError(e.message),
     );
   }, [ns]);
-  const windowDays =
-    f.validUntil &&
-    new Date(`${f.validUntil}Z`).getTime() - (f.validFrom ? new Date(`${f.validFrom}Z`).getTime() : Date.now());
-  const longWindow = typeof windowDays === "number" && windowDays > 90 * DAY_MS;
+  return kbs;
+}
+
+function CreateSearchKey({ ns, onCreated }: { ns: string; onCreated: () => void }) {
+  const [f, setF] = useState<SearchKeyForm>({
+    name: "",
+    keyName: "",
+    validFrom: "",
+    validUntil: "",
+    cidrs: "",
+    rotate: true,
+  });
+  const [scope, setScope] = useState<string[]>([]);
+  const [error, setError] = useState<string>();
+  const kbs = useKnowledgeBases(ns, setError);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const asked = specOf(f, scope);
+    if ("error" in asked) return setError(asked.error);
+    const problem = await createChecked(searchKeySpec, nsPath(ns, "searchkeys"), f.name, asked.spec);
+    if (problem) setError(problem);
+    else onCreated();
+  };
   return (
-    <form
-      class="card"
-      aria-labelledby="new-search-key"
-      onSubmit={async (e) => {
-        e.preventDefault();
-        const cidrs = f.cidrs.split(/[\s,]+/).filter(Boolean);
-        const bad = badCidrs(cidrs);
-        if (bad.length) return setError(`not an IP address or CIDR: ${bad.join(", ")}`);
-        const spec = {
-          keyName: f.keyName,
-          knowledgeIds: scope,
-          ...(f.validFrom ? { validFrom: new Date(`${f.validFrom}Z`).toISOString() } : {}),
-          ...(f.validUntil ? { validUntil: new Date(`${f.validUntil}Z`).toISOString() } : {}),
-          ...(cidrs.length ? { allowedCIDRs: cidrs } : {}),
-          ...(f.rotate ? { rotation: { every: "2160h", overlap: "24h" } } : {}),
-        };
-        const checked = searchKeySpec.safeParse(spec);
-        if (!checked.success)
-          return setError(checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-        try {
-          await post(nsPath(ns, "searchkeys"), { name: f.name, spec });
-          onCreated();
-        } catch (err) {
-          setError((err as ApiError).message);
-        }
-      }}
-    >
+    <form class="card" aria-labelledby="new-search-key" onSubmit={submit}>
       <h2 id="new-search-key">New search key</h2>
       <Field label="Resource name" id="sk-name">
         <input id="sk-name" required value={f.name} onInput={(e) => setF({ ...f, name: e.currentTarget.value })} />
@@ -80,37 +106,7 @@ function CreateSearchKey({ ns, onCreated }: { ns: string; onCreated: () => void 
           onInput={(e) => setF({ ...f, keyName: e.currentTarget.value })}
         />
       </Field>
-      <Field label="Valid from, UTC (empty: now)" id="sk-from">
-        <input
-          id="sk-from"
-          type="datetime-local"
-          value={f.validFrom}
-          onInput={(e) => setF({ ...f, validFrom: e.currentTarget.value })}
-        />
-      </Field>
-      <Field label="Valid until, UTC (empty: no end)" id="sk-until">
-        <input
-          id="sk-until"
-          type="datetime-local"
-          value={f.validUntil}
-          onInput={(e) => setF({ ...f, validUntil: e.currentTarget.value })}
-        />
-      </Field>
-      {longWindow ? (
-        <p class="hint" role="note">
-          This window is longer than 90 days: rotating the key about every 90 days is advised (automatic rotation
-          below).
-        </p>
-      ) : null}
-      <div class="field checkbox">
-        <input
-          id="sk-rotate"
-          type="checkbox"
-          checked={f.rotate}
-          onChange={(e) => setF({ ...f, rotate: e.currentTarget.checked })}
-        />
-        <label for="sk-rotate">Rotate automatically every 90 days (the old key stays valid 24 h)</label>
-      </div>
+      <ValidityFields f={f} setF={setF} />
       <Field label="Scope: knowledge bases" id="sk-scope" hint="Least privilege: only what the client needs.">
         <select
           id="sk-scope"
@@ -145,13 +141,50 @@ function CreateSearchKey({ ns, onCreated }: { ns: string; onCreated: () => void 
   );
 }
 
+/** The validity window (from, until), the advice past 90 days, and automatic rotation. */
+function ValidityFields({ f, setF }: { f: SearchKeyForm; setF: (f: SearchKeyForm) => void }) {
+  const setDate = (k: "validFrom" | "validUntil") => (e: Event) =>
+    setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
+  return (
+    <>
+      <Field label="Valid from, UTC (empty: now)" id="sk-from">
+        <input id="sk-from" type="datetime-local" value={f.validFrom} onInput={setDate("validFrom")} />
+      </Field>
+      <Field label="Valid until, UTC (empty: no end)" id="sk-until">
+        <input id="sk-until" type="datetime-local" value={f.validUntil} onInput={setDate("validUntil")} />
+      </Field>
+      {longWindow(f) ? (
+        <p class="hint" role="note">
+          This window is longer than 90 days: rotating the key about every 90 days is advised (automatic rotation
+          below).
+        </p>
+      ) : null}
+      <div class="field checkbox">
+        <input
+          id="sk-rotate"
+          type="checkbox"
+          checked={f.rotate}
+          onChange={(e) => setF({ ...f, rotate: e.currentTarget.checked })}
+        />
+        <label for="sk-rotate">Rotate automatically every 90 days (the old key stays valid 24 h)</label>
+      </div>
+    </>
+  );
+}
+
+/** The ready-to-paste search call shown with a new key. */
+function searchSnippets(endpoint: string, key: string) {
+  const code = `curl ${endpoint}/v1/rag/search \\\n  -H "Authorization: Bearer ${key}" \\\n  -H "Content-Type: application/json" \\\n  -d '{"knowledgeIds": ["kb_…"], "text": "your question", "maxResults": 10, "minSimilarity": 0.75}'`;
+  return [{ title: "curl", code }];
+}
+
 export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
   const { items, error: listError, reload: load } = useItems<SearchKeyRow>(nsPath(ns, "searchkeys"));
   const [filter, setFilter] = useState("");
   const [creating, setCreating] = useState(false);
   const [shown, setShown] = useState<RevealedKey>();
   const [error, setError] = useState<string>();
-  const act = async (name: string, rotate: boolean) => {
+  const showKey = async (name: string, rotate: boolean) => {
     setError(undefined);
     try {
       setShown(await post<RevealedKey>(nsPath(ns, `searchkeys/${encodeURIComponent(name)}/key`), { rotate }));
@@ -159,21 +192,22 @@ export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
       setError((err as ApiError).message);
     }
   };
-  const mayShow = Boolean(can.secrets?.get && can.searchkeys?.patch);
+  const remove = (name: string) =>
+    confirm(`Delete search key ${name}?`) &&
+    del(nsPath(ns, `searchkeys/${encodeURIComponent(name)}`)).then(load, (e: ApiError) => setError(e.message));
   const rows = (items ?? []).filter((k) =>
     `${k.name} ${k.keyName} ${k.knowledgeIds.join(" ")}`.toLowerCase().includes(filter.toLowerCase()),
   );
   if (shown) {
-    const endpoint = shown.endpoint ?? "<search URL>";
-    const code = `curl ${endpoint}/v1/rag/search \\\n  -H "Authorization: Bearer ${shown.key}" \\\n  -H "Content-Type: application/json" \\\n  -d '{"knowledgeIds": ["kb_…"], "text": "your question", "maxResults": 10, "minSimilarity": 0.75}'`;
+    const onDone = () => {
+      setShown(undefined);
+      void load();
+    };
     return (
       <KeyOnce
         value={shown.key}
-        snippets={[{ title: "curl", code }]}
-        onDone={() => {
-          setShown(undefined);
-          void load();
-        }}
+        snippets={searchSnippets(shown.endpoint ?? "<search URL>", shown.key)}
+        onDone={onDone}
       />
     );
   }
@@ -198,72 +232,82 @@ export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
         />
       ) : null}
       {items && items.length === 0 ? <p>No search keys in this namespace yet.</p> : null}
-      {rows.length ? (
-        <table>
-          <caption class="sr-only">Search keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Key name</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Valid</th>
-              <th scope="col">IPs</th>
-              <th scope="col">Key prefix</th>
-              <th scope="col">Ready</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((k) => (
-              <tr key={k.name}>
-                <td>
-                  {k.keyName} <small>({k.name})</small>
-                </td>
-                <td>{k.knowledgeIds.join(", ")}</td>
-                <td>
-                  {when(k.validFrom)} – {k.validUntil ? when(k.validUntil) : "no end"}
-                  {k.rotationAdvised ? (
-                    <div class="hint">Issued {k.keyAgeDays} days ago: rotation is advised.</div>
-                  ) : null}
-                </td>
-                <td>{k.allowedCIDRs.join(", ") || "any"}</td>
-                <td>
-                  <code>{k.keyPrefix ?? "—"}</code>
-                </td>
-                <td>
-                  <ReadyBadge ready={k.ready} />
-                </td>
-                <td>
-                  {mayShow && !k.keySupplied && !k.keyRevealed ? (
-                    <button type="button" aria-label={`Add key for ${k.keyName}`} onClick={() => act(k.name, false)}>
-                      Add key
-                    </button>
-                  ) : null}
-                  {mayShow && can.secrets?.delete && !k.keySupplied && k.keyRevealed ? (
-                    <button type="button" aria-label={`Rotate key of ${k.keyName}`} onClick={() => act(k.name, true)}>
-                      Rotate key
-                    </button>
-                  ) : null}
-                  {can.searchkeys?.delete ? (
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Delete ${k.keyName}`}
-                      onClick={() =>
-                        confirm(`Delete search key ${k.name}?`) &&
-                        del(nsPath(ns, `searchkeys/${encodeURIComponent(k.name)}`)).then(load, (e: ApiError) =>
-                          setError(e.message),
-                        )
-                      }
-                    >
-                      Delete
-                    </button>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      {rows.length ? <SearchKeyTable rows={rows} can={can} showKey={showKey} remove={remove} /> : null}
     </section>
+  );
+}
+
+interface RowActions {
+  can: Permissions;
+  /** Shows the key of a search key once, a new one when `rotate`. */
+  showKey: (name: string, rotate: boolean) => void;
+  remove: (name: string) => void;
+}
+
+function SearchKeyTable({ rows, ...actions }: { rows: SearchKeyRow[] } & RowActions) {
+  return (
+    <table>
+      <caption class="sr-only">Search keys</caption>
+      <thead>
+        <tr>
+          <th scope="col">Key name</th>
+          <th scope="col">Scope</th>
+          <th scope="col">Valid</th>
+          <th scope="col">IPs</th>
+          <th scope="col">Key prefix</th>
+          <th scope="col">Ready</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((k) => (
+          <tr key={k.name}>
+            <td>
+              {k.keyName} <small>({k.name})</small>
+            </td>
+            <td>{k.knowledgeIds.join(", ")}</td>
+            <td>
+              {when(k.validFrom)} – {k.validUntil ? when(k.validUntil) : "no end"}
+              {k.rotationAdvised ? <div class="hint">Issued {k.keyAgeDays} days ago: rotation is advised.</div> : null}
+            </td>
+            <td>{k.allowedCIDRs.join(", ") || "any"}</td>
+            <td>
+              <code>{k.keyPrefix ?? "—"}</code>
+            </td>
+            <td>
+              <ReadyBadge ready={k.ready} />
+            </td>
+            <td>
+              <KeyActions k={k} {...actions} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Add key (the first time), Rotate key (after), Delete: each as the user's access allows. */
+function KeyActions({ k, can, showKey, remove }: { k: SearchKeyRow } & RowActions) {
+  // Showing a key reads its Secret; rotating deletes the Secret; both touch the search key.
+  const mayShow = Boolean(can.secrets?.get && can.searchkeys?.patch);
+  return (
+    <>
+      {mayShow && !k.keySupplied && !k.keyRevealed ? (
+        <button type="button" aria-label={`Add key for ${k.keyName}`} onClick={() => showKey(k.name, false)}>
+          Add key
+        </button>
+      ) : null}
+      {mayShow && can.secrets?.delete && !k.keySupplied && k.keyRevealed ? (
+        <button type="button" aria-label={`Rotate key of ${k.keyName}`} onClick={() => showKey(k.name, true)}>
+          Rotate key
+        </button>
+      ) : null}
+      {can.searchkeys?.delete ? (
+        <button type="button" class="danger" aria-label={`Delete ${k.keyName}`} onClick={() => remove(k.name)}>
+          Delete
+        </button>
+      ) : null}
+    </>
   );
 }

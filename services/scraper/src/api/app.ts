@@ -17,14 +17,14 @@ import type { FastifyInstance } from "fastify";
 import type { ScraperConfig } from "../config.ts";
 import type { JobBackend } from "../crawl/backend.ts";
 import type { JobDeps } from "../crawl/crawler.ts";
-import { JobStore } from "../crawl/jobs.ts";
+import { type JobKind, JobStore, type PageOutcome } from "../crawl/jobs.ts";
 import { MemoryJobs } from "../crawl/memory-jobs.ts";
 import { type JobsRedis, jobsRedis } from "../crawl/redis.ts";
 import { SharedJobs } from "../crawl/shared-jobs.ts";
 import { SiteFiles } from "../crawl/site-files.ts";
 import { installErrorHandlers } from "../http-errors.ts";
 import { Limiter } from "../limiter.ts";
-import { apiMetrics } from "../metrics.ts";
+import { type ApiMetrics, apiMetrics } from "../metrics.ts";
 import { SsrfGuard } from "../ssrf/guard.ts";
 import { type LlmClient, llmClient } from "./llm.ts";
 import { httpRenderClient, type RenderClient } from "./render-client.ts";
@@ -52,6 +52,53 @@ export interface AppDeps {
 export type { BulkEntry } from "./response-schemas.ts";
 
 export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInstance {
+  const parts = scrapeParts(config, deps);
+  const { logger, registry, renderClient } = parts;
+  const { jobs, jobDeps, sweepTimer, stateRedis, siteDispatcher } = jobParts(parts, deps);
+  const renderer = watchRenderer(renderClient);
+
+  const app = buildBaseApp({
+    service: "scraper",
+    registry,
+    logger,
+    bodyLimit: 1024 * 1024,
+    // Metrics and health on the admin port's own instance (listenInternal in start.ts), which has
+    // no API route: the key-checked API is served on the API's port only.
+    internal: true,
+    notReady: () => (renderer.ready() ? undefined : `rendering service at ${config.renderUrl} is not ready`),
+  });
+  // Both listeners answer errors in the scraper's shape.
+  for (const a of [app, internalApp(app)]) installErrorHandlers(a);
+  app.addHook("onClose", async () => {
+    renderer.stop();
+    clearInterval(sweepTimer);
+    await jobs.close();
+    if (stateRedis && !deps.redis) stateRedis.disconnect();
+    await siteDispatcher.close();
+    if (!deps.renderClient) await renderClient.close();
+  });
+
+  registerOpenApi(app);
+  app.register(healthRoutes, { limiter: parts.limiter, rendererReady: renderer.ready });
+  const { service, limiter, llm, metrics } = parts;
+  app.register(scraperApi, { config, service, limiter, llm, metrics, jobs, jobDeps });
+  return app;
+}
+
+/** What /scrape is served with, each from `deps` when a test gives it, else built from `config`. */
+interface ScrapeParts {
+  config: ScraperConfig;
+  logger: Logger;
+  registry: Registry;
+  metrics: ApiMetrics;
+  renderClient: RenderClient;
+  guard: SsrfGuard;
+  llm: LlmClient;
+  limiter: Limiter;
+  service: ScrapeService;
+}
+
+function scrapeParts(config: ScraperConfig, deps: AppDeps): ScrapeParts {
   const logger = deps.logger ?? createLogger({ name: "scraper", level: config.logLevel });
   const registry = deps.registry ?? createRegistry();
   const metrics = apiMetrics(registry);
@@ -67,6 +114,16 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
     metrics.queueDepth.set(queued),
   );
   const service = new ScrapeService({ config, guard, limiter, renderClient, llm, metrics, logger });
+  return { config, logger, registry, metrics, renderClient, guard, llm, limiter, service };
+}
+
+/**
+ * Crawls and batches: their own limiter and site files (robots.txt, sitemaps), and where the jobs
+ * live. With Redis, jobs are shared by every replica and kept across restarts; without, in memory.
+ * The in-memory store is swept of expired jobs every minute.
+ */
+function jobParts(parts: ScrapeParts, deps: AppDeps) {
+  const { config, guard, metrics, logger, service } = parts;
   // Crawls and batches take a background slot before a worker slot: by default one worker slot
   // is always left to /scrape (WORKER_CONCURRENCY - 1, at least 1).
   const jobLimiter = new Limiter(
@@ -76,20 +133,8 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
   const siteDispatcher = guard.dispatcher(config.proxy);
   const siteFiles = new SiteFiles({ guard, dispatcher: siteDispatcher, metrics, maxBytes: config.maxResourceBytes });
   const jobDeps: JobDeps = { config, service, guard, jobLimiter, siteFiles, ...(deps.now ? { now: deps.now } : {}) };
-  const onPage = (kind: "crawl" | "batch", outcome: "ok" | "error" | "robots_blocked") =>
-    metrics.jobPages.inc({ kind, outcome });
-  const store = new JobStore({
-    ...config.jobs,
-    ...(deps.now ? { now: deps.now } : {}),
-    onError: (job, err) => logger.error({ err, job: job.id, kind: job.kind }, "job failed unexpectedly"),
-    onStart: (job) => metrics.jobsRunning.inc({ kind: job.kind }),
-    onFinish: (job, ms) => {
-      metrics.jobsRunning.dec({ kind: job.kind });
-      const { id, kind, status, completed, failed } = job;
-      logger.info({ job: id, kind, status, completed, failed, ms: Math.round(ms) }, "job finished");
-    },
-    onPage,
-  });
+  const onPage = (kind: JobKind, outcome: PageOutcome) => metrics.jobPages.inc({ kind, outcome });
+  const store = memoryStore(parts, deps, onPage);
   // With Redis, jobs are shared by every replica and kept across restarts; without, in memory.
   const target = redisTarget(config.redisUrl, config.redis);
   const connections = deps.redis ?? (target ? jobsRedis(target, logger) : undefined);
@@ -108,36 +153,43 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
       : new MemoryJobs(store, jobDeps);
   const sweepTimer = setInterval(() => store.sweep(), 60_000);
   sweepTimer.unref();
+  return { jobs, jobDeps, sweepTimer, stateRedis, siteDispatcher };
+}
 
-  let rendererReady = false;
+/** The in-memory job store, its jobs' starts, pages and ends counted and logged. */
+function memoryStore(
+  { config, metrics, logger }: ScrapeParts,
+  deps: AppDeps,
+  onPage: (kind: JobKind, outcome: PageOutcome) => void,
+): JobStore {
+  return new JobStore({
+    ...config.jobs,
+    ...(deps.now ? { now: deps.now } : {}),
+    onError: (job, err) => logger.error({ err, job: job.id, kind: job.kind }, "job failed unexpectedly"),
+    onStart: (job) => metrics.jobsRunning.inc({ kind: job.kind }),
+    onFinish: (job, ms) => {
+      metrics.jobsRunning.dec({ kind: job.kind });
+      const { id, kind, status, completed, failed } = job;
+      logger.info({ job: id, kind, status, completed, failed, ms: Math.round(ms) }, "job finished");
+    },
+    onPage,
+  });
+}
+
+/** Asks the rendering service whether it is ready, now and every 5 s; `ready()` is its last answer. */
+function watchRenderer(renderClient: RenderClient): { ready: () => boolean; stop: () => void } {
+  let ready = false;
   const probe = async () => {
-    rendererReady = await renderClient.probe();
+    ready = await renderClient.probe();
   };
   void probe();
-  const probeTimer = setInterval(() => void probe(), 5_000);
-  probeTimer.unref();
+  const timer = setInterval(() => void probe(), 5_000);
+  timer.unref();
+  return { ready: () => ready, stop: () => clearInterval(timer) };
+}
 
-  const app = buildBaseApp({
-    service: "scraper",
-    registry,
-    logger,
-    bodyLimit: 1024 * 1024,
-    // Metrics and health on the admin port's own instance (listenInternal in start.ts), which has
-    // no API route: the key-checked API is served on the API's port only.
-    internal: true,
-    notReady: () => (rendererReady ? undefined : `rendering service at ${config.renderUrl} is not ready`),
-  });
-  // Both listeners answer errors in the scraper's shape.
-  for (const a of [app, internalApp(app)]) installErrorHandlers(a);
-  app.addHook("onClose", async () => {
-    clearInterval(probeTimer);
-    clearInterval(sweepTimer);
-    await jobs.close();
-    if (stateRedis && !deps.redis) stateRedis.disconnect();
-    await siteDispatcher.close();
-    if (!deps.renderClient) await renderClient.close();
-  });
-
+/** The published contract: /openapi.json and its /docs page. */
+function registerOpenApi(app: FastifyInstance): void {
   app.register(openApi, {
     title: "Capstan scraper",
     description:
@@ -156,16 +208,4 @@ export function buildApp(config: ScraperConfig, deps: AppDeps = {}): FastifyInst
       { name: "health", description: "Liveness" },
     ],
   });
-  app.register(healthRoutes, { limiter, rendererReady: () => rendererReady });
-  app.register(scraperApi, {
-    config,
-    service,
-    limiter,
-    llm,
-    metrics,
-    jobs,
-    jobDeps,
-  });
-
-  return app;
 }

@@ -12,7 +12,7 @@ import { DelayedError } from "bullmq";
 import { isScraperError, ScraperError } from "../errors.ts";
 import type { JobDeps } from "./crawler.ts";
 import { READ_SHARE, scrapeForJob, scrapeInput } from "./crawler.ts";
-import type { HostSlots } from "./host-slots.ts";
+import type { HostSlots, Slot } from "./host-slots.ts";
 import type { JobKind, PageOutcome } from "./jobs.ts";
 import { appliedDelayMs, duration } from "./pacing.ts";
 import type { BatchBody, CrawlBody } from "./schemas.ts";
@@ -36,6 +36,9 @@ interface Found {
   depth: number;
   blocked: boolean;
 }
+
+/** What a page's render answers. */
+type PageData = Awaited<ReturnType<typeof scrapeForJob>>;
 
 /** A slot wait longer than this puts the page back in the queue (freeing the worker) instead. */
 const WAIT_IN_PLACE_MS = 1_000;
@@ -192,42 +195,78 @@ export class PageRunner {
     }
     const { body, scope } = this.parsed(task.job, meta);
     const signal = this.d.signalOf(task.job);
-    const created = Number(meta.createdAt);
-    const expires = Number(meta.expiresAt);
-    const fetchUntil = expires - (expires - created) * READ_SHARE;
     const url = new URL(task.url);
     const retry = (bull.attemptsStarted ?? 0) > 1;
 
-    let delayMs = 0;
-    if (task.kind === "crawl") {
-      let rules: RobotsRules;
-      try {
-        rules = await this.robotsOf(url.origin, signal);
-      } catch (err) {
-        // The origin is refused by the guard (its robots.txt was never fetched): nothing is sent to it.
-        await this.fail(task, err);
-        return;
-      }
-      const maxDelay = this.d.jobDeps.config.jobs.maxCrawlDelayMs;
-      delayMs = appliedDelayMs(rules.crawlDelaySeconds, maxDelay);
-      const asked = rules.crawlDelaySeconds;
-      if (asked !== undefined && asked * 1000 > delayMs) {
-        await this.warn(
-          task.job,
-          `cap ${url.origin}`,
-          `robots.txt of ${url.origin} asks for ${asked} s between requests (Crawl-delay); ${duration(delayMs)} is applied, ` +
-            "the most this scraper waits (SCRAPER_CRAWL_DELAY_MAX)",
-          meta.expiresAt,
-        );
-      }
+    const delayMs = task.kind === "crawl" ? await this.crawlDelay(task, meta, url, signal) : 0;
+    if (delayMs === undefined) return;
+    const slot = await this.turnAt(bull, token, meta, body, url, delayMs, signal);
+    if (!slot) return;
+    const data = await this.scrapeIn(slot, task, body, signal);
+    if (!data) return;
+    this.d.onPage?.(task.kind, "ok");
+    if (task.kind === "batch" || !scope) {
+      await this.finish(task, "ok", JSON.stringify(data));
+      return;
     }
+    await this.finishCrawled(task, body as CrawlBody, scope, url, data, retry, signal);
+  }
+
+  /**
+   * The wait between two requests to the page's host that its robots.txt asks for (Crawl-delay),
+   * capped by SCRAPER_CRAWL_DELAY_MAX, with a warning on the job when capped. Undefined when the
+   * origin is refused by the guard: the page is then recorded as failed.
+   */
+  private async crawlDelay(task: PageTask, meta: JobMeta, url: URL, signal: AbortSignal) {
+    let rules: RobotsRules;
+    try {
+      rules = await this.robotsOf(url.origin, signal);
+    } catch (err) {
+      // The origin is refused by the guard (its robots.txt was never fetched): nothing is sent to it.
+      await this.fail(task, err);
+      return undefined;
+    }
+    const maxDelay = this.d.jobDeps.config.jobs.maxCrawlDelayMs;
+    const delayMs = appliedDelayMs(rules.crawlDelaySeconds, maxDelay);
+    const asked = rules.crawlDelaySeconds;
+    if (asked !== undefined && asked * 1000 > delayMs) {
+      await this.warn(
+        task.job,
+        `cap ${url.origin}`,
+        `robots.txt of ${url.origin} asks for ${asked} s between requests (Crawl-delay); ${duration(delayMs)} is applied, ` +
+          "the most this scraper waits (SCRAPER_CRAWL_DELAY_MAX)",
+        meta.expiresAt,
+      );
+    }
+    return delayMs;
+  }
+
+  /**
+   * Waits for the page's turn at its host (the host's delay, the job's maxConcurrency) and answers
+   * the slot it got. A long wait puts the page back in the queue instead (DelayedError is thrown);
+   * a turn that would come after the job's fetching time stops the job. Undefined when the page
+   * was finished here without a render (stopped, or its job cancelled while it waited).
+   */
+  private async turnAt(
+    bull: BullJob<PageTask>,
+    token: string | undefined,
+    meta: JobMeta,
+    body: CrawlBody | BatchBody,
+    url: URL,
+    delayMs: number,
+    signal: AbortSignal,
+  ): Promise<Slot | undefined> {
+    const task = bull.data;
+    const created = Number(meta.createdAt);
+    const expires = Number(meta.expiresAt);
+    const fetchUntil = expires - (expires - created) * READ_SHARE;
     const concurrency = (body as CrawlBody).maxConcurrency;
     const slotReq = { host: url.host, delayMs, ...(concurrency ? { job: { id: task.job, concurrency } } : {}) };
     let got = await this.d.slots.tryAcquire(slotReq);
     while ("waitMs" in got) {
       if (Date.now() + got.waitMs > fetchUntil) {
         await this.stopForTime(task, meta, url.origin, delayMs, fetchUntil);
-        return;
+        return undefined;
       }
       if (got.waitMs > WAIT_IN_PLACE_MS && token) {
         await bull.moveToDelayed(Date.now() + got.waitMs, token);
@@ -238,12 +277,21 @@ export class PageRunner {
     }
     const slot = got.slot;
     // The job may have been cancelled (or stopped) while this page waited for its turn.
-    if ((await this.d.redis.hget(k.meta, "status")) !== "scraping") {
+    if ((await this.d.redis.hget(jobKeys(this.d.prefix, task.job).meta, "status")) !== "scraping") {
       await slot.release();
       await this.finish(task, "skip");
-      return;
+      return undefined;
     }
-    let data: Awaited<ReturnType<typeof scrapeForJob>>;
+    return slot;
+  }
+
+  /**
+   * Renders the page while holding its host's slot, which it then releases. Undefined when the
+   * render failed (recorded as the page's error) or its job was cancelled (skipped); a render cut
+   * short by shutdown throws, so the page runs again elsewhere.
+   */
+  private async scrapeIn(slot: Slot, task: PageTask, body: CrawlBody | BatchBody, signal: AbortSignal) {
+    let data: PageData;
     try {
       const options = task.kind === "crawl" ? (body as CrawlBody).scrapeOptions : (body as BatchBody);
       data = await scrapeForJob(this.d.jobDeps, signal, scrapeInput(task.url, options), task.kind === "crawl");
@@ -252,18 +300,43 @@ export class PageRunner {
       if (this.d.closing()) throw err;
       if (signal.aborted) await this.finish(task, "skip");
       else await this.fail(task, err);
-      return;
+      return undefined;
     }
     await slot.release();
-    this.d.onPage?.(task.kind, "ok");
-    if (task.kind === "batch" || !scope) {
-      await this.finish(task, "ok", JSON.stringify(data));
-      return;
-    }
-    const crawl = body as CrawlBody;
+    return data;
+  }
+
+  /** A crawled page: the pages it found are queued, then it is finished with its result. */
+  private async finishCrawled(
+    task: PageTask,
+    crawl: CrawlBody,
+    scope: CrawlScope,
+    url: URL,
+    data: PageData,
+    retry: boolean,
+    signal: AbortSignal,
+  ) {
     const { links, ...rest } = data;
     const keep = crawl.scrapeOptions.formats.includes("links") ? data : rest;
     const limit = Math.min(crawl.limit ?? this.d.jobDeps.config.jobs.maxPages, this.d.jobDeps.config.jobs.maxPages);
+    const found = await this.discovered(task, crawl, scope, links ?? [], signal);
+    await this.enqueue(task, found, retry, limit);
+    const final = scope.normalise(String(data.metadata.url ?? task.url), undefined);
+    const finalKey = final ? pageKey(scope.key(final)) : "";
+    await this.finish(task, "ok", scope.pathWanted(url) ? JSON.stringify(keep) : "", finalKey);
+  }
+
+  /**
+   * The pages a crawled page leads to, in the crawl's scope and depth: its links, and the site's
+   * sitemap when it is the start page. Each is marked blocked when robots.txt disallows it.
+   */
+  private async discovered(
+    task: PageTask,
+    crawl: CrawlBody,
+    scope: CrawlScope,
+    links: string[],
+    signal: AbortSignal,
+  ): Promise<Found[]> {
     const found: Found[] = [];
     const add = async (raw: string, depth: number) => {
       const next = scope.normalise(raw, undefined);
@@ -282,11 +355,8 @@ export class PageRunner {
       const sitemap = await this.d.jobDeps.siteFiles.sitemapUrls(scope.start.origin, rules?.sitemaps ?? [], signal);
       for (const page of sitemap) await add(page, 0);
     }
-    for (const link of links ?? []) await add(link, task.depth + 1);
-    await this.enqueue(task, found, retry, limit);
-    const final = scope.normalise(String(data.metadata.url ?? task.url), undefined);
-    const finalKey = final ? pageKey(scope.key(final)) : "";
-    await this.finish(task, "ok", scope.pathWanted(url) ? JSON.stringify(keep) : "", finalKey);
+    for (const link of links) await add(link, task.depth + 1);
+    return found;
   }
 
   /** The host's next turn comes after the job's fetching time: the job stops with what it has. */

@@ -111,6 +111,7 @@ export class Renderer {
     }
   }
 
+  /** Renders `req` on a pooled page, within its budget, and leaves the page ready for the next. */
   private async renderOn(page: Page, req: ParsedRenderRequest, outer?: AbortSignal): Promise<RenderResponse> {
     const watch = await this.watch(page);
     const timeout = req.timeout ?? this.config.requestTimeoutMs;
@@ -123,67 +124,16 @@ export class Renderer {
       controller.abort(new ScraperError("TIMEOUT", [budget, "render"]));
       void page.close().catch(() => {});
     }, budget);
-    const extraHeaders: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers ?? {})) {
-      if (!FORBIDDEN_HEADERS.has(name.toLowerCase())) extraHeaders[name.toLowerCase()] = value;
-    }
-    const state: TaskState = {
-      guard: this.guard,
-      dispatcher: this.dispatcher,
-      viaProxy: Boolean(this.config.proxy.server),
-      blockMedia: req.block_media ?? this.config.blockMedia,
-      extraHeaders,
-      extraHeadersHost: new URL(req.url).host,
-      signal: controller.signal,
-      maxBytes: this.config.maxResourceBytes,
-      blockedRequests: 0,
-      traceContext: activeTraceContext(),
-    };
+    const state = this.taskState(req, controller.signal);
     const context = page.context();
     state.wake = () => watch.poke();
     this.states.set(context, state);
     watch.active = true;
     try {
-      const deadline = Date.now() + timeout;
-      const remaining = () => Math.max(1, deadline - Date.now());
-      const redirects = { count: 0 };
-      await this.navigate(page, state, req.url, redirects, controller.signal, timeout, remaining);
-      // Client-side navigation (meta refresh, Refresh header, script, form) ends in the final
-      // document or in its error; sub-resources get a bounded settle time once a document is ready.
-      for (let waited = false; ; ) {
-        await watch.until(() => !watch.navigating, remaining(), controller.signal);
-        if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
-        this.throwIfFailed(state);
-        if (state.redirect) {
-          await this.navigate(page, state, state.redirect, redirects, controller.signal, timeout, remaining);
-          continue;
-        }
-        if (watch.navigating) throw new ScraperError("TIMEOUT", [timeout, "page load"]);
-        await watch.until(() => !watch.loading || watch.navigating, Math.min(remaining(), this.config.settleTimeoutMs));
-        if (!waited && req.wait_after_load > 0) await page.waitForTimeout(req.wait_after_load);
-        waited = true;
-        await watch.nudge(Math.min(remaining(), 2_000));
-        this.throwIfFailed(state);
-        if (!watch.navigating && !state.redirect) break;
-      }
+      await this.load(page, watch, state, req, controller.signal, timeout);
       if (controller.signal.aborted) throw this.abortError(controller.signal, timeout);
       if (!/^https?:/.test(page.url())) throw new ScraperError("UNREACHABLE", ["the page ended in an error document"]);
-      const screenshot = req.screenshot
-        ? (await page.screenshot({ type: "png", fullPage: req.full_page_screenshot, timeout: 30_000 })).toString(
-            "base64",
-          )
-        : null;
-      const content = await this.content(page);
-      const status = state.mainStatus ?? 200;
-      return {
-        content,
-        pageStatusCode: status,
-        pageError: status >= 400 ? state.mainStatusText || `HTTP ${status}` : null,
-        finalUrl: page.url(),
-        contentType: state.mainContentType ?? null,
-        screenshot,
-        blockedRequests: state.blockedRequests,
-      };
+      return await this.answer(page, state, req);
     } catch (err) {
       if (controller.signal.aborted && !isScraperError(err)) throw this.abortError(controller.signal, timeout);
       throw err;
@@ -197,6 +147,79 @@ export class Renderer {
       // Fetches the page still has in flight (a resource that never answers) end with the task.
       if (!controller.signal.aborted) controller.abort(new ScraperError("TIMEOUT", [0, "scrape finished"]));
     }
+  }
+
+  /** What the request interception (interceptor.ts) needs to know of this render. */
+  private taskState(req: ParsedRenderRequest, signal: AbortSignal): TaskState {
+    const extraHeaders: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers ?? {})) {
+      if (!FORBIDDEN_HEADERS.has(name.toLowerCase())) extraHeaders[name.toLowerCase()] = value;
+    }
+    return {
+      guard: this.guard,
+      dispatcher: this.dispatcher,
+      viaProxy: Boolean(this.config.proxy.server),
+      blockMedia: req.block_media ?? this.config.blockMedia,
+      extraHeaders,
+      extraHeadersHost: new URL(req.url).host,
+      signal,
+      maxBytes: this.config.maxResourceBytes,
+      blockedRequests: 0,
+      traceContext: activeTraceContext(),
+    };
+  }
+
+  /**
+   * Navigates to `req.url` and waits until the page stays on its final document, within `timeout`.
+   * Client-side navigation (meta refresh, Refresh header, script, form) ends in the final
+   * document or in its error; sub-resources get a bounded settle time once a document is ready.
+   */
+  private async load(
+    page: Page,
+    watch: NavigationWatch,
+    state: TaskState,
+    req: ParsedRenderRequest,
+    signal: AbortSignal,
+    timeout: number,
+  ): Promise<void> {
+    const deadline = Date.now() + timeout;
+    const remaining = () => Math.max(1, deadline - Date.now());
+    const redirects = { count: 0 };
+    await this.navigate(page, state, req.url, redirects, signal, timeout, remaining);
+    for (let waited = false; ; ) {
+      await watch.until(() => !watch.navigating, remaining(), signal);
+      if (signal.aborted) throw this.abortError(signal, timeout);
+      this.throwIfFailed(state);
+      if (state.redirect) {
+        await this.navigate(page, state, state.redirect, redirects, signal, timeout, remaining);
+        continue;
+      }
+      if (watch.navigating) throw new ScraperError("TIMEOUT", [timeout, "page load"]);
+      await watch.until(() => !watch.loading || watch.navigating, Math.min(remaining(), this.config.settleTimeoutMs));
+      if (!waited && req.wait_after_load > 0) await page.waitForTimeout(req.wait_after_load);
+      waited = true;
+      await watch.nudge(Math.min(remaining(), 2_000));
+      this.throwIfFailed(state);
+      if (!watch.navigating && !state.redirect) break;
+    }
+  }
+
+  /** The loaded page as the answer: its DOM, its main document's status, a screenshot if asked. */
+  private async answer(page: Page, state: TaskState, req: ParsedRenderRequest): Promise<RenderResponse> {
+    const screenshot = req.screenshot
+      ? (await page.screenshot({ type: "png", fullPage: req.full_page_screenshot, timeout: 30_000 })).toString("base64")
+      : null;
+    const content = await this.content(page);
+    const status = state.mainStatus ?? 200;
+    return {
+      content,
+      pageStatusCode: status,
+      pageError: status >= 400 ? state.mainStatusText || `HTTP ${status}` : null,
+      finalUrl: page.url(),
+      contentType: state.mainContentType ?? null,
+      screenshot,
+      blockedRequests: state.blockedRequests,
+    };
   }
 
   /**

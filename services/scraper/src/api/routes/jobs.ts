@@ -2,15 +2,7 @@
 // for /batch/scrape, and POST /map, in one of three dialects (firecrawl/dialects.ts): unprefixed
 // (the scraper's own, Firecrawl v1's names), /v1 and /v2 (Firecrawl's SDKs). Registered inside the
 // API plugin (routes/api.ts), so the key check covers them. The jobs themselves are in src/crawl/.
-import type {
-  FastifyBaseLogger,
-  FastifyInstance,
-  FastifyPluginAsync,
-  FastifyRequest,
-  RawReplyDefaultExpression,
-  RawRequestDefaultExpression,
-  RawServerDefault,
-} from "fastify";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { JobBackend, JobView } from "../../crawl/backend.ts";
 import type { JobDeps } from "../../crawl/crawler.ts";
@@ -28,7 +20,7 @@ import { isScraperError, ScraperError } from "../../errors.ts";
 import type { JobDialect } from "../../firecrawl/dialects.ts";
 import type { Limiter } from "../../limiter.ts";
 import { errorResponses } from "../response-schemas.ts";
-import { abortOnClose, bodyValidator } from "./scrape.ts";
+import { abortOnClose, bodyValidator, type ZodApp } from "./scrape.ts";
 
 export interface JobRoutesOptions {
   /** Paths, bodies and answers: the scraper's own, Firecrawl v1's or v2's (firecrawl/dialects.ts). */
@@ -73,13 +65,7 @@ function statusOf(job: JobView, req: FastifyRequest, skip: number, dialect: JobD
 
 /** What every job route needs: the Zod-typed app, the dialect, the jobs and their dependencies. */
 interface Routes {
-  app: FastifyInstance<
-    RawServerDefault,
-    RawRequestDefaultExpression,
-    RawReplyDefaultExpression,
-    FastifyBaseLogger,
-    ZodTypeProvider
-  >;
+  app: ZodApp;
   options: JobRoutesOptions;
   /** An operationId, unique across the dialects: crawl, v1Crawl, v2Crawl. */
   opId: (name: string) => string;

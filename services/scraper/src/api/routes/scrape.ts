@@ -1,8 +1,17 @@
-// POST /scrape, POST /scrape/bulk and POST /search (reference 4.3, 2.9, 2.10) as one plugin. Its
+// POST /scrape, POST /scrape/bulk and POST /search as one plugin, one function a route. Its
 // route schemas validate the bodies (a bad one is a 400 naming the field, in the scraper's error
 // shape), serialise the answers, and are what /openapi.json publishes. The key check is not here:
 // the API plugin (routes/api.ts) adds it to the context this plugin is registered in.
-import type { FastifyPluginAsync, FastifyReply, FastifySchemaCompiler } from "fastify";
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifySchemaCompiler,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { z } from "zod";
 import type { ScraperConfig } from "../../config.ts";
@@ -54,30 +63,48 @@ export function abortOnClose(reply: FastifyReply): AbortSignal {
 
 const security = [{ scraperKey: [] }];
 
+/** The plugin's app with its route schemas typed by zod (jobs.ts registers on the same kind). */
+export type ZodApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
 export const scrapeRoutes: FastifyPluginAsync<ScrapeRoutesOptions> = async (plain, options) => {
-  const { config, service, limiter, llm, metrics } = options;
   const app = plain.withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(bodyValidator);
+  scrapeRoute(app, options);
+  bulkRoute(app, options);
+  searchRoute(app, options);
+};
 
-  /** Scrapes each input with at most WORKER_CONCURRENCY at once; a failure is that entry's error. */
-  async function runMany(inputs: ScrapeInput[], signal: AbortSignal): Promise<BulkEntry[]> {
-    const results: BulkEntry[] = new Array(inputs.length);
-    let next = 0;
-    const worker = async () => {
-      for (let i = next++; i < inputs.length; i = next++) {
-        const input = inputs[i] as ScrapeInput;
-        try {
-          results[i] = { url: input.url, success: true, data: await service.scrape(input, { signal, bulk: true }) };
-        } catch (err) {
-          const e = isScraperError(err) ? err : new ScraperError("INTERNAL");
-          results[i] = { url: input.url, success: false, error: e.message, code: e.code, status: e.status };
-        }
+/** Scrapes each input with at most WORKER_CONCURRENCY at once; a failure is that entry's error. */
+async function scrapeMany(
+  { config, service }: ScrapeRoutesOptions,
+  inputs: ScrapeInput[],
+  signal: AbortSignal,
+): Promise<BulkEntry[]> {
+  const results: BulkEntry[] = new Array(inputs.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < inputs.length; i = next++) {
+      const input = inputs[i] as ScrapeInput;
+      try {
+        results[i] = { url: input.url, success: true, data: await service.scrape(input, { signal, bulk: true }) };
+      } catch (err) {
+        const e = isScraperError(err) ? err : new ScraperError("INTERNAL");
+        results[i] = { url: input.url, success: false, error: e.message, code: e.code, status: e.status };
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(config.workerConcurrency, inputs.length) }, worker));
-    return results;
-  }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(config.workerConcurrency, inputs.length) }, worker));
+  return results;
+}
 
+/** POST /scrape: one page. */
+function scrapeRoute(app: ZodApp, { service }: ScrapeRoutesOptions): void {
   app.post(
     "/scrape",
     {
@@ -98,7 +125,11 @@ export const scrapeRoutes: FastifyPluginAsync<ScrapeRoutesOptions> = async (plai
       return { success: true as const, data };
     },
   );
+}
 
+/** POST /scrape/bulk: several pages, each answered with its page or its own error, in order. */
+function bulkRoute(app: ZodApp, options: ScrapeRoutesOptions): void {
+  const { config, limiter } = options;
   app.post(
     "/scrape/bulk",
     {
@@ -118,7 +149,8 @@ export const scrapeRoutes: FastifyPluginAsync<ScrapeRoutesOptions> = async (plai
         throw new ScraperError("BAD_REQUEST", [`at most ${config.bulkMaxUrls} URLs per bulk request`]);
       }
       if (limiter.full) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 1 });
-      const data = await runMany(
+      const data = await scrapeMany(
+        options,
         urls.map((url) => ({ url, pageOptions, extractors, formats })),
         abortOnClose(reply),
       );
@@ -126,7 +158,11 @@ export const scrapeRoutes: FastifyPluginAsync<ScrapeRoutesOptions> = async (plai
       return { success: true as const, total: data.length, succeeded, failed: data.length - succeeded, data };
     },
   );
+}
 
+/** POST /search: a web search, each result optionally scraped. */
+function searchRoute(app: ZodApp, options: ScrapeRoutesOptions): void {
+  const { config, limiter, llm, metrics } = options;
   app.post(
     "/search",
     {
@@ -145,11 +181,12 @@ export const scrapeRoutes: FastifyPluginAsync<ScrapeRoutesOptions> = async (plai
       const results = await webSearch(config, metrics, llm, query, limit, signal);
       if (!scrape) return { success: true as const, data: results };
       if (limiter.full) throw new ScraperError("QUEUE_FULL", [], { retryAfter: 1 });
-      const pages = await runMany(
+      const pages = await scrapeMany(
+        options,
         results.map((r) => ({ url: r.url, pageOptions })),
         signal,
       );
       return { success: true as const, data: results.map((r, i) => ({ ...r, page: pages[i] })) };
     },
   );
-};
+}
