@@ -12,8 +12,11 @@ const HERE = fileURLToPath(new URL(".", import.meta.url));
 /** Modules the benchmarks import, not run on their own. */
 const MODULES = new Set([
   "bench/work.ts",
+  "bench/process-tree.ts",
   "bench/gateway/harness.ts",
   "bench/gateway/fake-upstream-server.ts",
+  "bench/knowledge/site.ts",
+  "bench/knowledge/stack.ts",
   "bench/operator/driver.ts",
   "bench/operator/layer.ts",
   "bench/operator/operator-process.ts",
