@@ -7,12 +7,13 @@
 //
 //   node bench/scraper/bench.ts [--pages 2000] [--per-level 200] [--max-seconds 1200] [--recycle 25]
 //   node bench/scraper/bench.ts --smoke     (a few pages per level, 100 in the RSS run)
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buildApp, buildRenderService, scraperConfig } from "@capstan/scraper";
 import { createLogger, createRegistry } from "@capstan/shared";
 import { Agent, fetch } from "undici";
+import { processTree, pssMiB } from "../process-tree.ts";
 import { expectCount, expectWork, sized, workChecked } from "../work.ts";
 
 const args = new Map<string, string>();
@@ -42,44 +43,12 @@ function page(i: number): string {
     <footer>footer</footer></body></html>`;
 }
 
-/** This process and every descendant (the Chromium processes), from /proc. */
-function processTree(): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // process gone
-    }
-  }
-  const tree: number[] = [];
-  const stack = [process.pid];
-  while (stack.length) {
-    const pid = stack.pop() as number;
-    tree.push(pid);
-    stack.push(...(children.get(pid) ?? []));
-  }
-  return tree;
-}
-
 /**
- * Memory in MiB of the process tree: the sum of PSS (proportional set size), so pages shared
- * between Chromium's processes count once.
+ * Memory in MiB of this process and every descendant (the Chromium processes): the sum of PSS
+ * (proportional set size), so pages shared between Chromium's processes count once.
  */
 function treeRssMiB(): number {
-  let kib = 0;
-  for (const pid of processTree()) {
-    try {
-      const m = /^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
-      kib += Number(m?.[1] ?? 0);
-    } catch {
-      // process gone
-    }
-  }
-  return kib / 1024;
+  return pssMiB(processTree());
 }
 
 /**

@@ -8,6 +8,12 @@ export const ERRORS = defineErrors({
   SCRAPING_DISABLED: { message: "scraping is disabled for {name}", reason: "ScrapingDisabled" },
   SCRAPE_FAILED: { message: "scraping {url} through {via} failed: {detail}", reason: "ScrapeFailed" },
   CRAWL_FAILED: { message: "crawling {url} through {via} failed: {detail}", reason: "CrawlFailed" },
+  CRAWL_INCOMPLETE: {
+    message:
+      "{failed} of {attempted} pages crawled from {url} through {via} could not be fetched (the crawl's errors say why); " +
+      "their documents are kept, the rest were written, and the source is retried",
+    reason: "CrawlIncomplete",
+  },
   CONFIG_MAP_NOT_FOUND: { message: "ConfigMap {name} does not exist", reason: "ConfigMapNotFound" },
   CONFIG_MAP_KEY_NOT_FOUND: { message: "ConfigMap {name} has no key {key}", reason: "ConfigMapKeyNotFound" },
   LEASE_LOST: { message: "leadership lost: {detail}", reason: "LeaseLost" },

@@ -217,6 +217,25 @@ export async function whenCondition(
   });
 }
 
+/**
+ * The KnowledgeBase once the refresh of its current generation has ended with every source in:
+ * its status observes the generation, names no refresh under way, and says Ingested.
+ */
+export function refreshedKnowledgeBase(client: TestKube, ns: string, name: string, timeoutMs: number): Promise<Obj> {
+  return eventually(
+    `the refresh of KnowledgeBase ${name} to end`,
+    async () => {
+      const kb = (await get(client, CAP, "KnowledgeBase", ns, name)) as Obj;
+      const done =
+        kb.status?.observedGeneration === kb.metadata.generation &&
+        !kb.status?.refresh &&
+        condition(kb, "Ingested")?.status === "True";
+      return done ? kb : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /** The documents API at the interface level, in memory: what the search service stores per knowledge base. */
 export class InMemorySearchDocuments implements SearchDocuments {
   readonly kbs = new Map<

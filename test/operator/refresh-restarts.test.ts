@@ -23,13 +23,13 @@ import { type RedisServer, startRedis } from "../ground/redis.ts";
 import { type Site, startSite } from "../scraper/helpers.ts";
 import {
   CAP,
-  condition,
   create,
   eventually,
   get,
   internalTokenSecret,
   type Obj,
   patch,
+  refreshedKnowledgeBase,
   startOperatorFor,
 } from "./helpers.ts";
 
@@ -141,20 +141,7 @@ async function documents(): Promise<IngestedDocument[]> {
 }
 
 /** The KnowledgeBase once the refresh of its current generation has ended with every source in. */
-function refreshed(): Promise<Obj> {
-  return eventually(
-    "the refresh to end",
-    async () => {
-      const kb = (await get(client, CAP, "KnowledgeBase", ns, "site")) as Obj;
-      const done =
-        kb.status?.observedGeneration === kb.metadata.generation &&
-        !kb.status?.refresh &&
-        condition(kb, "Ingested")?.status === "True";
-      return done ? kb : undefined;
-    },
-    240_000,
-  );
-}
+const refreshed = () => refreshedKnowledgeBase(client, ns, "site", 240_000);
 
 /** The refresh now running (its id in status), once the site has had `hits` more requests. */
 async function midRefresh(hitsBefore: number, hits: number): Promise<string> {

@@ -5,7 +5,10 @@
 // fetch time and the refresh's id; search skips the embedding of what it already holds unchanged
 // (content hash) and only moves its stamps. The refresh ends with one prune in search: documents
 // of sources gone from the spec, and of complete sources, the pages this refresh did not write or
-// confirm. Search holds the documents; nothing here keeps a list of them. A refresh run again
+// confirm. A crawl that could not fetch some of its pages (a render timed out, the site dropped a
+// connection) is not complete: the pages it has are written, the others keep their documents (no
+// prune of that source), and the source is reported failed (CrawlIncomplete), so the status does
+// not call it ingested and it is retried. Search holds the documents; nothing here keeps a list of them. A refresh run again
 // under the same id (an operator restarted half-way, search restarted) ends the same: what was
 // written is confirmed without embedding, and the prune keys on the id.
 import type { KnowledgeBase } from "@capstan/shared/api";
@@ -89,19 +92,28 @@ export function newRefreshId(now: Date): string {
   return `r${now.getTime().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** One source's documents, each keyed by a stable id so a refresh replaces instead of adding. */
-async function documentsOf(d: RefreshDeps, run: RefreshRun, source: Source, onPages: (n: number) => void) {
+/**
+ * One source's documents, each keyed by a stable id so a refresh replaces instead of adding.
+ * `incomplete`: the source's documents are not all here (a crawl that could not fetch some pages):
+ * the ones here are written, and the source is neither reported ingested nor pruned.
+ */
+async function documentsOf(
+  d: RefreshDeps,
+  run: RefreshRun,
+  source: Source,
+  onPages: (n: number) => void,
+): Promise<{ docs: Doc[]; incomplete?: OperatorError }> {
   const stamp = { source: sourceIdOf(source), refresh: run.refresh, fetchedAt: d.now().toISOString() };
   if (source.text !== undefined) {
     const body = { docsName: source.name, text: source.text, metadata: { source: "inline" }, ...stamp };
-    return [{ docsId: docsIdFor(source.name, "text"), body }];
+    return { docs: [{ docsId: docsIdFor(source.name, "text"), body }] };
   }
   if (source.configMap) {
     const cmName = source.configMap.name;
     const data = await d.configMap(cmName);
     if (!data) throw new OperatorError("CONFIG_MAP_NOT_FOUND", { name: cmName });
     const keys = source.configMap.keys ?? Object.keys(data).sort();
-    return keys.map((key) => {
+    const docs = keys.map((key) => {
       const text = data[key];
       if (text === undefined) throw new OperatorError("CONFIG_MAP_KEY_NOT_FOUND", { name: cmName, key });
       const metadata = { source: `configmap:${cmName}/${key}` };
@@ -110,44 +122,60 @@ async function documentsOf(d: RefreshDeps, run: RefreshRun, source: Source, onPa
         body: { docsName: `${source.name}/${key}`, text, metadata, ...stamp },
       };
     });
+    return { docs };
   }
   const options = {
     ...(run.spec.scrapeOptions?.waitFor !== undefined ? { waitFor: run.spec.scrapeOptions.waitFor } : {}),
     onlyMainContent: run.spec.scrapeOptions?.onlyMainContent ?? true,
   };
-  if (source.crawl) {
-    const { url: start, limit, maxDepth, includePaths, excludePaths } = source.crawl;
-    const request = {
-      url: start,
-      limit,
-      ...(maxDepth !== undefined ? { maxDepth } : {}),
-      ...(includePaths ? { includePaths } : {}),
-      ...(excludePaths ? { excludePaths } : {}),
-      scrapeOptions: { ...options, formats: ["markdown"] },
-    };
-    const pages = await d.scrape.crawl(await d.target(), request, { onPages });
-    // One document per page URL (a page reached twice, e.g. through a redirect, once: the last).
-    const byUrl = new Map(pages.map((p) => [p.url, p]));
-    return [...byUrl.values()].map((p) => ({
-      docsId: docsIdFor(source.name, "crawl", p.url),
-      body: {
-        docsName: `${source.name}/${p.url}`,
-        text: p.markdown,
-        metadata: { source: p.url, crawl: start, ...(p.title ? { title: p.title } : {}) },
-        ...stamp,
-        origin: p.url,
-      },
-    }));
-  }
+  if (source.crawl) return crawlDocuments(d, { ...source, crawl: source.crawl }, stamp, options, onPages);
   const url = source.url as string;
   const page = await d.scrape.scrape(await d.target(), url, options);
   const metadata = { source: url, ...(page.title ? { title: page.title } : {}) };
-  return [
-    {
-      docsId: docsIdFor(source.name, "url"),
-      body: { docsName: source.name, text: page.markdown, metadata, ...stamp, origin: url },
+  return {
+    docs: [
+      {
+        docsId: docsIdFor(source.name, "url"),
+        body: { docsName: source.name, text: page.markdown, metadata, ...stamp, origin: url },
+      },
+    ],
+  };
+}
+
+/** A crawl source's documents: one per page the crawl fetched; incomplete when it could not fetch some. */
+async function crawlDocuments(
+  d: RefreshDeps,
+  source: Source & { crawl: NonNullable<Source["crawl"]> },
+  stamp: { source: string; refresh: string; fetchedAt: string },
+  options: { waitFor?: number; onlyMainContent: boolean },
+  onPages: (n: number) => void,
+): Promise<{ docs: Doc[]; incomplete?: OperatorError }> {
+  const { url: start, limit, maxDepth, includePaths, excludePaths } = source.crawl;
+  const request = {
+    url: start,
+    limit,
+    ...(maxDepth !== undefined ? { maxDepth } : {}),
+    ...(includePaths ? { includePaths } : {}),
+    ...(excludePaths ? { excludePaths } : {}),
+    scrapeOptions: { ...options, formats: ["markdown"] },
+  };
+  const target = await d.target();
+  const crawl = await d.scrape.crawl(target, request, { onPages });
+  // One document per page URL (a page reached twice, e.g. through a redirect, once: the last).
+  const byUrl = new Map(crawl.pages.map((p) => [p.url, p]));
+  const docs = [...byUrl.values()].map((p) => ({
+    docsId: docsIdFor(source.name, "crawl", p.url),
+    body: {
+      docsName: `${source.name}/${p.url}`,
+      text: p.markdown,
+      metadata: { source: p.url, crawl: start, ...(p.title ? { title: p.title } : {}) },
+      ...stamp,
+      origin: p.url,
     },
-  ];
+  }));
+  if (crawl.failed === 0) return { docs };
+  const params = { failed: crawl.failed, attempted: crawl.attempted, url: start, via: target.via };
+  return { docs, incomplete: new OperatorError("CRAWL_INCOMPLETE", params) };
 }
 
 /** p, or the abort's reason as soon as the signal fires (a crawl does not stop for it: it is left behind). */
@@ -200,7 +228,7 @@ export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<Refre
       const source = sources[next++] as Source;
       const sourceId = sourceIdOf(source);
       try {
-        const docs = await abortable(
+        const { docs, incomplete } = await abortable(
           documentsOf(d, run, source, (n) => {
             pages.set(sourceId, n);
             progress();
@@ -215,6 +243,8 @@ export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<Refre
             out.embeddedChunks += r.chunks;
           }
         }
+        // An incomplete source keeps what it did not bring (no prune of it) and is reported failed.
+        if (incomplete) throw incomplete;
         complete.push(sourceId);
       } catch (err) {
         if (run.signal?.aborted) throw run.signal.reason;

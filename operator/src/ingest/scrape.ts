@@ -4,7 +4,7 @@
 // settings, reused across refreshes.
 import type { OutboundMetrics } from "@capstan/shared";
 import { type CrawlRequest, ScraperClient, ScraperClientError } from "@capstan/shared/clients/scraper-client";
-import { type CrawledPage, type CrawlOptions, crawlPages } from "@capstan/shared/clients/scraper-crawl";
+import { type CrawlOptions, type CrawlResult, crawlPages } from "@capstan/shared/clients/scraper-crawl";
 import { OperatorError } from "../errors.ts";
 
 export interface ScrapeTarget {
@@ -27,7 +27,7 @@ export interface Scrape {
     pageUrl: string,
     options: { waitFor?: number; onlyMainContent?: boolean },
   ): Promise<ScrapedText>;
-  crawl(target: ScrapeTarget, request: CrawlRequest, options?: CrawlOptions): Promise<CrawledPage[]>;
+  crawl(target: ScrapeTarget, request: CrawlRequest, options?: CrawlOptions): Promise<CrawlResult>;
 }
 
 function detailOf(err: unknown): string {
@@ -75,7 +75,7 @@ export class ClientScrape implements Scrape {
     }
   }
 
-  async crawl(t: ScrapeTarget, request: CrawlRequest, options: CrawlOptions = {}): Promise<CrawledPage[]> {
+  async crawl(t: ScrapeTarget, request: CrawlRequest, options: CrawlOptions = {}): Promise<CrawlResult> {
     try {
       return await crawlPages(this.client(t), request, options);
     } catch (err) {

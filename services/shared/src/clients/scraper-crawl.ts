@@ -7,8 +7,11 @@
 // crawl is bounded by maxWaitMs. A poll that finds the scraper away (a replica restarting: the
 // job itself lives in Redis and goes on) is asked again with the same backoff, for up to
 // awayMs in a row. Pages that answered 4xx/5xx are results on the scraper but not
-// documents; a crawl that failed, was cancelled or fetched no page at all is an error (a
-// KnowledgeBase keeps the source's previous documents).
+// documents; pages the scraper could not fetch at all (a render that timed out, a connection the
+// site dropped) are not results either: they are counted (`failed`), so the caller knows the crawl
+// is incomplete and does not take a missing page for a page gone from the site. A crawl that
+// failed, was cancelled or fetched no page at all is an error (a KnowledgeBase keeps the source's
+// previous documents).
 import { type CrawlRequest, type CrawlStatus, scraperAway } from "./scraper-client.ts";
 
 /** The calls of the scraper's crawl API this needs (ScraperClient has them). */
@@ -41,6 +44,15 @@ export const POLL_MAX_MS = 5_000;
 const DEFAULT_MAX_WAIT_MS = 30 * 60_000;
 const DEFAULT_AWAY_MS = 120_000;
 
+/** A crawl's end: the pages worth a document, and how many pages it could not fetch at all. */
+export interface CrawlResult {
+  pages: CrawledPage[];
+  /** Pages the scraper failed to fetch (its job's `failed` count); their content is unknown. */
+  failed: number;
+  /** Pages the crawl answered for: results (documents or 4xx/5xx) and failures. */
+  attempted: number;
+}
+
 /** Why a crawl did not give its pages; the caller wraps it in its own error with the start URL. */
 export class CrawlError extends Error {}
 
@@ -52,17 +64,14 @@ export function pollDelay(n: number, random: () => number = Math.random): number
   return Math.max(POLL_MIN_MS / 2, Math.floor(random() * ceiling));
 }
 
-/** Runs one crawl to its end and returns the pages worth a document, in the order they finished. */
-export async function crawlPages(
-  api: CrawlApi,
-  request: CrawlRequest,
-  opts: CrawlOptions = {},
-): Promise<CrawledPage[]> {
+/** Runs one crawl to its end: the pages worth a document, in the order they finished, and the count of failed ones. */
+export async function crawlPages(api: CrawlApi, request: CrawlRequest, opts: CrawlOptions = {}): Promise<CrawlResult> {
   const sleep = opts.sleep ?? realSleep;
   const deadline = Date.now() + (opts.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
   const { id } = await api.startCrawl(request);
   const pages: CrawledPage[] = [];
   let read = 0;
+  let failed = 0;
   let idle = 0;
   let finished = false;
   let awaySince: number | undefined;
@@ -81,6 +90,7 @@ export async function crawlPages(
         continue;
       }
       read += st.data.length;
+      failed = st.failed ?? 0;
       for (const p of st.data) {
         const status = p.metadata?.statusCode;
         if (typeof status === "number" && status >= 400) continue;
@@ -108,5 +118,5 @@ export async function crawlPages(
     throw err;
   }
   if (pages.length === 0) throw new CrawlError("the crawl found no page (the start URL failed or matched no path)");
-  return pages;
+  return { pages, failed, attempted: read + failed };
 }
