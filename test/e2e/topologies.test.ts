@@ -101,6 +101,20 @@ beforeAll(async () => {
   });
   const installStarted = Date.now();
   await helmInstall(home, installValues(topologyValues()));
+  // The operator renders the gateway and search on the new settings after helm is done: until it
+  // has, both Deployments are the previous file's (the in-chart Redis, search's embedded store),
+  // and Ready.
+  const seed = redis.nodes[0] as string;
+  const peer = new URL(qdrant.peers[0]?.url as string).host;
+  for (const [name, names] of [
+    ["capstan-gateway", seed],
+    ["capstan-search", peer],
+  ] as const) {
+    await eventually(`${name} rendered on the clusters (${names})`, async () => {
+      const d = await get(kube, "Deployment", "apps/v1", name, SYSTEM_NS);
+      return JSON.stringify(d?.spec?.template ?? {}).includes(names) ? true : undefined;
+    });
+  }
   await deploymentReady(kube, SYSTEM_NS, "capstan-gateway");
   await deploymentReady(kube, SYSTEM_NS, "capstan-search");
   console.log(`[e2e topologies] helm install on the clusters Ready in ${Date.now() - installStarted} ms`);
