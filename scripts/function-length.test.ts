@@ -15,11 +15,7 @@ const MAX_FUNCTION_LINES = 80;
 const SOURCE_ROOTS = ["services", "operator", "console", "scripts", "bench"];
 
 /** Functions over the limit when the rule came in, as "path name" (see the header). */
-const LONG_FUNCTIONS = new Set([
-  "scripts/standalone/main.ts main",
-  "operator/src/manager.ts constructor",
-  "scripts/standalone/state.ts materialize",
-]);
+const LONG_FUNCTIONS = new Set(["operator/src/manager.ts constructor"]);
 
 /** Product sources: not tests (`*.test.ts`, fixtures), not installed packages, not generated code. */
 function productFiles(root = "."): string[] {
