@@ -14,8 +14,8 @@ import { describe, expect, it } from "vitest";
 const MAX_FUNCTION_LINES = 80;
 const SOURCE_ROOTS = ["services", "operator", "console", "scripts", "bench"];
 
-/** Functions over the limit when the rule came in, as "path name" (see the header). */
-const LONG_FUNCTIONS = new Set(["operator/src/manager.ts constructor"]);
+/** Functions over the limit when the rule came in, as "path name" (see the header): all split now. */
+const LONG_FUNCTIONS = new Set<string>([]);
 
 /** Product sources: not tests (`*.test.ts`, fixtures), not installed packages, not generated code. */
 function productFiles(root = "."): string[] {
