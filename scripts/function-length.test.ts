@@ -14,18 +14,8 @@ import { describe, expect, it } from "vitest";
 const MAX_FUNCTION_LINES = 80;
 const SOURCE_ROOTS = ["services", "operator", "console", "scripts", "bench"];
 
-/** Functions over the limit when the rule came in, as "path name" (see the header). */
-const LONG_FUNCTIONS = new Set([
-  "scripts/standalone/main.ts main",
-  "services/search/src/app.ts buildApp",
-  "services/search/src/routes/documents.ts documentRoutes",
-  "services/search/src/routes/public-documents.ts publicDocumentRoutes",
-  "operator/src/manager.ts constructor",
-  "services/search/src/search-engine.ts searchMany",
-  "services/search/src/routes/search.ts searchRoutes",
-  "services/search/src/metrics.ts searchMetrics",
-  "scripts/standalone/state.ts materialize",
-]);
+/** Functions over the limit when the rule came in, as "path name" (see the header): all split now. */
+const LONG_FUNCTIONS = new Set<string>([]);
 
 /** Product sources: not tests (`*.test.ts`, fixtures), not installed packages, not generated code. */
 function productFiles(root = "."): string[] {

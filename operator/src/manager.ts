@@ -62,6 +62,55 @@ function secretTransform(obj: KubeObject & { data?: Record<string, string> }): K
   return obj;
 }
 
+/** The caches: the five kinds in the watched namespaces, and the Secrets, Deployments and Services it owns. */
+function createInformers(http: KubeHttp, config: OperatorConfig, logger: Logger): Informers {
+  const watched = watchedNamespaces(config);
+  const base = { namespaces: watched, resyncMs: config.resyncSeconds * 1000, logger };
+  // The Deployments and Services it owns: in the watched namespaces (Scrapers) and its own
+  // (the shared gateway and search), so namespaced RBAC suffices.
+  const managed = {
+    ...base,
+    namespaces: watched && [...watched, config.namespace],
+    labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+  };
+  return {
+    agents: new Informer(http, AGENT, base),
+    channels: new Informer(http, ACCESS_CHANNEL, base),
+    searchKeys: new Informer(http, SEARCH_KEY, base),
+    knowledgeBases: new Informer(http, KNOWLEDGE_BASE, base),
+    scrapers: new Informer(http, SCRAPER, base),
+    // Only the Secrets it owns, in its own namespace (internal token, provider-key mirror): the
+    // operator never lists or watches other Secrets; it gets the ones a resource names.
+    secrets: new Informer(http, SECRET, {
+      ...managed,
+      namespaces: [config.namespace],
+      resyncMs: 0,
+      transform: secretTransform,
+    }),
+    deployments: new Informer(http, DEPLOYMENT, { ...managed, resyncMs: 0 }),
+    services: new Informer(http, SERVICE, { ...managed, resyncMs: 0 }),
+  } as Informers;
+}
+
+/** Search's documents API, called with the internal token read from its Secret in the cache at each call. */
+function searchDocuments(
+  config: OperatorConfig,
+  secrets: Informers["secrets"],
+  outbound: ReturnType<typeof outboundMetrics>,
+): SearchDocuments {
+  return new TokenSearchDocuments({
+    baseURL: searchInternalUrl(config),
+    metrics: outbound,
+    token: () => {
+      const s = secrets.get(config.namespace, config.internalTokenSecret) as
+        | { data?: Record<string, string> }
+        | undefined;
+      const b64 = s?.data?.[INTERNAL_TOKEN_KEY];
+      return b64 ? Buffer.from(b64, "base64").toString("utf8") : undefined;
+    },
+  });
+}
+
 const nsName = (ns: string | undefined, name: string) => `${ns ?? ""}/${name}`;
 
 export class Operator {
@@ -84,51 +133,20 @@ export class Operator {
     this.logger = deps.logger ?? createLogger({ name: "capstan-operator", level: config.logLevel });
     this.http = new KubeHttp(deps.kubeConfig, this.registry, { timeoutMs: config.apiTimeoutSeconds * 1000 });
     this.client = new ObjectClient(this.http);
-    const watched = watchedNamespaces(config);
-    const resyncMs = config.resyncSeconds * 1000;
-    const base = { namespaces: watched, resyncMs, logger: this.logger };
-    // The Deployments and Services it owns: in the watched namespaces (Scrapers) and its own
-    // (the shared gateway and search), so namespaced RBAC suffices.
-    const managed = {
-      ...base,
-      namespaces: watched && [...watched, config.namespace],
-      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
-    };
-    this.informers = {
-      agents: new Informer(this.http, AGENT, base),
-      channels: new Informer(this.http, ACCESS_CHANNEL, base),
-      searchKeys: new Informer(this.http, SEARCH_KEY, base),
-      knowledgeBases: new Informer(this.http, KNOWLEDGE_BASE, base),
-      scrapers: new Informer(this.http, SCRAPER, base),
-      // Only the Secrets it owns, in its own namespace (internal token, provider-key mirror): the
-      // operator never lists or watches other Secrets; it gets the ones a resource names.
-      secrets: new Informer(this.http, SECRET, {
-        ...managed,
-        namespaces: [config.namespace],
-        resyncMs: 0,
-        transform: secretTransform,
-      }),
-      deployments: new Informer(this.http, DEPLOYMENT, { ...managed, resyncMs: 0 }),
-      services: new Informer(this.http, SERVICE, { ...managed, resyncMs: 0 }),
-    } as Informers;
+    this.informers = createInformers(this.http, config, this.logger);
     this.addIndexes();
+    this.context = this.createContext(deps);
+    this.controllers = this.createControllers();
+    this.wire();
+    this.elector = config.leaderElection.enabled ? this.createElector(deps) : undefined;
+  }
 
+  /** What every reconciler works with: the caches, the clients of search, the scrapers and the gateway, metrics. */
+  private createContext(deps: OperatorDeps): OperatorContext {
+    const { config } = this;
     const outbound = outboundMetrics(this.registry, "capstan_operator");
-    const secrets = this.informers.secrets;
-    const search =
-      deps.search ??
-      new TokenSearchDocuments({
-        baseURL: searchInternalUrl(config),
-        metrics: outbound,
-        token: () => {
-          const s = secrets.get(config.namespace, config.internalTokenSecret) as
-            | { data?: Record<string, string> }
-            | undefined;
-          const b64 = s?.data?.[INTERNAL_TOKEN_KEY];
-          return b64 ? Buffer.from(b64, "base64").toString("utf8") : undefined;
-        },
-      });
-    this.context = {
+    const search = deps.search ?? searchDocuments(config, this.informers.secrets, outbound);
+    return {
       config,
       client: this.client,
       informers: this.informers,
@@ -146,6 +164,11 @@ export class Operator {
       // A refresh that ends enqueues its KnowledgeBase: the next reconcile writes its status.
       refreshes: new RefreshJobs((key) => this.controllers.knowledgeBase?.enqueue(key)),
     };
+  }
+
+  /** One controller per kind, and the data-plane controller (the shared gateway and search). */
+  private createControllers(): Record<string, Controller> {
+    const { config } = this;
     const metrics = { controller: controllerMetrics(this.registry), queue: queueMetrics(this.registry) };
     const make = (kind: string, reconcile: Reconcile, workers = config.maxConcurrentReconciles) =>
       new Controller({
@@ -156,7 +179,7 @@ export class Operator {
         metrics,
         logger: this.logger,
       });
-    this.controllers = {
+    return {
       accessChannel: make("AccessChannel", accessChannelReconciler(this.context)),
       searchKey: make("SearchKey", searchKeyReconciler(this.context)),
       agent: make("Agent", agentReconciler(this.context)),
@@ -170,26 +193,28 @@ export class Operator {
         logger: this.logger,
       }),
     };
-    this.wire();
+  }
+
+  /** The Lease campaign: the controllers run while this instance leads. */
+  private createElector(deps: OperatorDeps): LeaderElector {
+    const { config } = this;
     const le = config.leaderElection;
-    this.elector = le.enabled
-      ? new LeaderElector({
-          client: this.client,
-          namespace: le.namespace ?? config.namespace,
-          name: le.leaseName,
-          identity: config.instanceId,
-          leaseDurationMs: le.leaseDurationSeconds * 1000,
-          renewDeadlineMs: le.renewDeadlineSeconds * 1000,
-          retryPeriodMs: le.retryPeriodSeconds * 1000,
-          logger: this.logger,
-          registry: this.registry,
-          onStartedLeading: () => this.startControllers(),
-          onStoppedLeading: () => {
-            void this.stopControllers();
-            if (!this.stopping) deps.onLostLeadership?.();
-          },
-        })
-      : undefined;
+    return new LeaderElector({
+      client: this.client,
+      namespace: le.namespace ?? config.namespace,
+      name: le.leaseName,
+      identity: config.instanceId,
+      leaseDurationMs: le.leaseDurationSeconds * 1000,
+      renewDeadlineMs: le.renewDeadlineSeconds * 1000,
+      retryPeriodMs: le.retryPeriodSeconds * 1000,
+      logger: this.logger,
+      registry: this.registry,
+      onStartedLeading: () => this.startControllers(),
+      onStoppedLeading: () => {
+        void this.stopControllers();
+        if (!this.stopping) deps.onLostLeadership?.();
+      },
+    });
   }
 
   private addIndexes(): void {

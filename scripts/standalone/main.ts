@@ -8,7 +8,6 @@
 // signs in with a local admin token printed at start (console.ts). One Ctrl-C stops everything,
 // one line per service.
 import { Socket } from "node:net";
-import { resolve } from "node:path";
 import { docsIdFor } from "@capstan/operator/translate";
 import { loadConfig, loadConfigOrExit } from "@capstan/shared";
 import type { AnyResource, KnowledgeBase } from "@capstan/shared/api";
@@ -17,42 +16,25 @@ import { SearchClient } from "@capstan/shared/clients/search-client";
 import { describeRedisTarget, redisEnvMap, redisTarget, redisTopologySchema } from "@capstan/shared/redis";
 import { readResources } from "@capstan/shared/resource-view";
 import { z } from "zod";
-import { CONSOLE_ENTRY, consoleAdminToken, consoleEnv, ensureConsoleBuilt } from "./console.ts";
-import { DEFAULT_WARN_DAYS, keyValidity, keyWarning, nextBoundaryMs } from "./expiry.ts";
+import { keyValidity, keyWarning, nextBoundaryMs } from "./expiry.ts";
 import { ingestKnowledgeBase } from "./ingest.ts";
-import { loadPlatformConfig, scrapingPlan } from "./platform-config.ts";
-import { Supervisor, waitReady } from "./processes.ts";
+import { loadPlatformConfig, type ScrapingPlan, scrapingPlan } from "./platform-config.ts";
+import { Supervisor } from "./processes.ts";
+import { commonEnv, type Ready, type Services, startServices, waitAllReady } from "./services.ts";
+import {
+  cfg,
+  consoleUrl,
+  gatewayInternalUrl,
+  gatewayUrl,
+  scraperAdminUrl,
+  scraperUrl,
+  searchInternalUrl,
+  searchUrl,
+} from "./settings.ts";
 import { type IssuedKey, internalToken, materialize } from "./state.ts";
 import { describeDiff, knowledgeChanges, type ResourceDiff, watchResources } from "./watch.ts";
 
-const root = resolve(import.meta.dirname, "../..");
 const env = process.env;
-const cfg = {
-  resourcesDir: resolve(env.CAPSTAN_RESOURCES_DIR ?? `${root}/examples`),
-  stateDir: resolve(env.CAPSTAN_STATE_DIR ?? `${root}/.state`),
-  host: "127.0.0.1",
-  gatewayPort: Number(env.GATEWAY_PORT ?? 8080),
-  /** The gateway's metrics and health (its internal port). */
-  gatewayInternalPort: Number(env.GATEWAY_INTERNAL_PORT ?? 8090),
-  searchPort: Number(env.SEARCH_PORT ?? 8081),
-  /** Search's documents API, metrics and health (its internal port). */
-  searchInternalPort: Number(env.SEARCH_INTERNAL_PORT ?? 8091),
-  scraperPort: Number(env.SCRAPER_PORT ?? 3002),
-  /** The scraper's metrics and health (its admin port). */
-  scraperAdminPort: Number(env.SCRAPER_ADMIN_PORT ?? 3003),
-  renderPort: Number(env.RENDER_PORT ?? 3000),
-  consolePort: Number(env.CONSOLE_PORT ?? 8097),
-  /** The console's metrics and health (its internal port). */
-  consoleInternalPort: Number(env.CONSOLE_INTERNAL_PORT ?? 8098),
-  console: env.CAPSTAN_CONSOLE !== "off",
-  redisUrl: env.REDIS_URL ?? "redis://127.0.0.1:6379",
-  scraper: env.CAPSTAN_SCRAPER !== "off",
-  warnDays: Number(env.CAPSTAN_KEY_WARN_DAYS ?? DEFAULT_WARN_DAYS),
-  /** Restart backoff of a service that exited (tests shorten it). */
-  restartBackoffMs: Number(env.CAPSTAN_RESTART_BACKOFF_MS ?? 1000),
-  /** Start, ingest, print, and exit 0. */
-  once: env.CAPSTAN_STANDALONE_ONCE === "1",
-};
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 
@@ -77,14 +59,6 @@ function redisAnswers(url: string): Promise<boolean> {
   });
 }
 
-const gatewayUrl = `http://${cfg.host}:${cfg.gatewayPort}`;
-const gatewayInternalUrl = `http://${cfg.host}:${cfg.gatewayInternalPort}`;
-const searchUrl = `http://${cfg.host}:${cfg.searchPort}`;
-const searchInternalUrl = `http://${cfg.host}:${cfg.searchInternalPort}`;
-const scraperUrl = `http://${cfg.host}:${cfg.scraperPort}`;
-const scraperAdminUrl = `http://${cfg.host}:${cfg.scraperAdminPort}`;
-const consoleUrl = `http://${cfg.host}:${cfg.consolePort}`;
-const consoleInternalUrl = `http://${cfg.host}:${cfg.consoleInternalPort}`;
 const scraping = scrapingPlan(platform, { url: scraperUrl, off: !cfg.scraper });
 const endpoints = { gateway: `${gatewayUrl}/api/v1`, search: `${searchUrl}/v1/rag/search` };
 const supervisor = new Supervisor({ say, initialBackoffMs: cfg.restartBackoffMs });
@@ -125,10 +99,8 @@ function scheduleExpiryCheck(resources: AnyResource[]): void {
   expiryTimer.unref();
 }
 
-async function main(): Promise<void> {
-  let resources = readResources([cfg.resourcesDir]);
-  const first = materialize(resources, cfg.stateDir, endpoints);
-  const token = internalToken(cfg.stateDir);
+/** The services' Redis for rate limits: as configured, or the local URL if a Redis answers there. */
+async function rateLimitRedis(): Promise<{ replicated: ReturnType<typeof redisTarget>; redis: string | undefined }> {
   // Sentinel or Cluster (REDIS_MODE with its addresses, inherited by the services with the rest
   // of the environment): used as configured, no probe. Standalone: the URL if a Redis answers there.
   const topology = loadConfigOrExit(
@@ -137,6 +109,35 @@ async function main(): Promise<void> {
   );
   const replicated = redisTarget(undefined, topology);
   const redis = replicated ? undefined : (await redisAnswers(cfg.redisUrl)) ? cfg.redisUrl : undefined;
+  return { replicated, redis };
+}
+
+let stoppingSince = 0;
+async function stop(code: number): Promise<void> {
+  stoppingSince = Date.now();
+  await supervisor.stopAll();
+  process.exit(code);
+}
+
+/** SIGINT or SIGTERM: stop every service; a second one kills them at once. */
+function onSignal(): void {
+  if (stoppingSince > 0) {
+    // One Ctrl-C under `npm start` arrives twice: from the terminal (to the whole foreground
+    // process group) and forwarded by npm to its script. Only a later one is a second Ctrl-C.
+    if (Date.now() - stoppingSince < 1000) return;
+    say("Second signal: killing every service now.");
+    supervisor.killAll();
+    process.exit(1);
+  }
+  say("Stopping every service (Ctrl-C again to kill them at once):");
+  void stop(0);
+}
+
+async function main(): Promise<void> {
+  const resources = readResources([cfg.resourcesDir]);
+  const first = materialize(resources, cfg.stateDir, endpoints);
+  const token = internalToken(cfg.stateDir);
+  const { replicated, redis } = await rateLimitRedis();
 
   say(`Capstan standalone: ${resources.length} resources from ${cfg.resourcesDir}; state in ${cfg.stateDir}`);
   say(
@@ -147,148 +148,69 @@ async function main(): Promise<void> {
         : `Rate limits: no Redis answered at ${cfg.redisUrl}; the gateway limits QPM in process (one replica, exact).`,
   );
   say(scraping.summary);
-
-  const common = {
-    CAPSTAN_RESOURCES_DIR: first.resourcesDir,
-    CAPSTAN_INTERNAL_TOKEN: token,
-    HOST: cfg.host,
-    OTEL_SDK_DISABLED: env.OTEL_SDK_DISABLED ?? "false",
-    // On one machine a provider on loopback (Ollama, vLLM, a fake in a test) is the usual case:
-    // the egress policy allows this host's own addresses here, and nothing else non-public.
-    CAPSTAN_EGRESS_ALLOWED_HOSTS: env.CAPSTAN_EGRESS_ALLOWED_HOSTS ?? "localhost,127.0.0.0/8,::1",
-  };
-  let stoppingSince = 0;
-  const stop = async (code: number) => {
-    stoppingSince = Date.now();
-    await supervisor.stopAll();
-    process.exit(code);
-  };
-  const onSignal = () => {
-    if (stoppingSince > 0) {
-      // One Ctrl-C under `npm start` arrives twice: from the terminal (to the whole foreground
-      // process group) and forwarded by npm to its script. Only a later one is a second Ctrl-C.
-      if (Date.now() - stoppingSince < 1000) return;
-      say("Second signal: killing every service now.");
-      supervisor.killAll();
-      process.exit(1);
-    }
-    say("Stopping every service (Ctrl-C again to kill them at once):");
-    void stop(0);
-  };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
 
-  const search = supervisor.start({
-    name: "search",
-    entry: `${root}/services/search/src/main.ts`,
-    // Readiness is asked on search's internal port, where its health answers.
-    url: searchInternalUrl,
-    readyPath: "/readyz",
-    env: {
-      ...common,
-      PORT: String(cfg.searchPort),
-      CAPSTAN_INTERNAL_PORT: String(cfg.searchInternalPort),
-      CAPSTAN_DATA_DIR: `${cfg.stateDir}/vectors`,
-    },
+  const services = startServices(supervisor, say, {
+    common: commonEnv(first.resourcesDir, token),
+    redis,
+    scraping,
+    namespace: resources[0]?.metadata.namespace ?? "default",
   });
-  const gateway = supervisor.start({
-    name: "gateway",
-    entry: `${root}/services/gateway/src/main.ts`,
-    // Readiness is asked on the gateway's internal port, where its health answers.
-    url: gatewayInternalUrl,
-    readyPath: "/readyz",
-    env: {
-      ...common,
-      PORT: String(cfg.gatewayPort),
-      CAPSTAN_INTERNAL_PORT: String(cfg.gatewayInternalPort),
-      // Retrieval with the internal token: search's internal port, the only one that accepts it.
-      CAPSTAN_SEARCH_URL: searchInternalUrl,
-      CAPSTAN_SECRETS_DIR: `${cfg.stateDir}/secrets`,
-      // Not inherited when no Redis answered: the gateway then limits in process, as said above.
-      REDIS_URL: redis,
-    },
-  });
-  const scraper = scraping.startLocal
-    ? supervisor.start({
-        name: "scraper",
-        entry: `${root}/services/scraper/src/main.ts`,
-        url: scraperUrl,
-        readyPath: "/health",
-        env: {
-          HOST: cfg.host,
-          PORT: String(cfg.scraperPort),
-          INTERNAL_PORT: String(cfg.scraperPort),
-          ADMIN_PORT: String(cfg.scraperAdminPort),
-          RENDER_PORT: String(cfg.renderPort),
-          LOGGING_LEVEL: env.LOGGING_LEVEL ?? "info",
-          // The scraping section's api_key: the scraper requires it and the launcher sends it.
-          ...scraping.localEnv,
-        },
-      })
-    : undefined;
-
-  const admin = cfg.console ? consoleAdminToken(cfg.stateDir) : undefined;
-  const consoleBuild = admin ? ensureConsoleBuilt() : Promise.resolve(undefined);
-  const startConsole = async () => {
-    const unbuilt = await consoleBuild;
-    if (unbuilt) say(`the console's page could not be built (${unbuilt}); it answers 503 until it is`);
-    return supervisor.start({
-      name: "console",
-      entry: CONSOLE_ENTRY,
-      // Readiness is asked on the console's internal port, where its health answers.
-      url: consoleInternalUrl,
-      readyPath: "/readyz",
-      env: consoleEnv({
-        host: cfg.host,
-        port: cfg.consolePort,
-        internalPort: cfg.consoleInternalPort,
-        resourcesDir: cfg.resourcesDir,
-        stateDir: cfg.stateDir,
-        tokenFile: (admin as { file: string }).file,
-        namespace: resources[0]?.metadata.namespace ?? "default",
-        gatewayUrl,
-        gatewayInternalUrl,
-        searchUrl,
-        scraperUrl: scraper ? scraperUrl : undefined,
-      }),
-    });
-  };
-  const consoleService = admin ? startConsole() : undefined;
-
-  const ready = await Promise.all([
-    // Generous: on a busy machine loading the model and Chromium takes minutes.
-    waitReady(search, 300_000),
-    waitReady(gateway, 300_000),
-    scraper ? waitReady(scraper, 300_000) : Promise.resolve(false),
-    consoleService ? consoleService.then((c) => waitReady(c, 300_000)) : Promise.resolve(false),
-  ]);
-  if (!ready[0] || !ready[1]) {
+  const ready = await waitAllReady(services);
+  if (!ready.search || !ready.gateway) {
     say("search or gateway did not become ready; see their output above");
     return stop(1);
   }
-  if (scraper && !ready[2])
+  if (services.scraper && !ready.scraper)
     say("the scraper did not start (is Chromium installed? bash scripts/setup.sh); URL sources are skipped");
 
   const searchClient = new SearchClient({ baseURL: searchUrl, internalURL: searchInternalUrl, token });
   // The scraping section's url, timeout, max_retries and api_key (a local scraper that did not
   // start leaves none).
-  const scrapingClient = scraping.client && (!scraping.startLocal || ready[2]) ? scraping.client : undefined;
-  const ingest = async (kb: KnowledgeBase) => {
-    const s = await ingestKnowledgeBase(kb, { search: searchClient, scraping: scrapingClient });
-    say(
-      `Knowledge base ${s.knowledgeId}: ${s.documents} documents, ${s.chunks} chunks ingested` +
-        ` (${s.documents - s.embedded} unchanged, ${s.pruned} removed)`,
-    );
-    for (const f of s.failures) say(`  skipped ${f}`);
-  };
+  const scrapingClient = scraping.client && (!scraping.startLocal || ready.scraper) ? scraping.client : undefined;
+  const ingest = (kb: KnowledgeBase) => ingestAndReport(kb, searchClient, scrapingClient);
   for (const kb of resources.filter((r) => r.kind === "KnowledgeBase")) await ingest(kb);
 
+  sayKeys(first.keys, resources);
+  sayEndpoints(first.keys, resources, services, ready, scrapingClient !== undefined);
+  if (cfg.once) return stop(0);
+
+  watch({ resources, knownKeys: new Set(first.keys.map((k) => k.key)), search: searchClient, ingest });
+}
+
+/** Ingests one knowledge base and says what it holds now. */
+async function ingestAndReport(
+  kb: KnowledgeBase,
+  search: SearchClient,
+  scrapingClient: ScrapingPlan["client"],
+): Promise<void> {
+  const s = await ingestKnowledgeBase(kb, { search, scraping: scrapingClient });
+  say(
+    `Knowledge base ${s.knowledgeId}: ${s.documents} documents, ${s.chunks} chunks ingested` +
+      ` (${s.documents - s.embedded} unchanged, ${s.pruned} removed)`,
+  );
+  for (const f of s.failures) say(`  skipped ${f}`);
+}
+
+/** Every key issued, and the warnings of those that expire. */
+function sayKeys(keys: IssuedKey[], resources: AnyResource[]): void {
   say();
   say("Keys (kept in .state/keys.json; shown here once per start):");
-  for (const k of first.keys) say(keyLine(k));
+  for (const k of keys) say(keyLine(k));
   warnKeys(resources);
-  const chatKey = first.keys.find((k) => k.kind === "AccessChannel")?.key;
-  const searchKey = first.keys.find((k) => k.kind === "SearchKey")?.key;
+}
+
+/** Where each service answers, with a ready-to-run request for chat and search. */
+function sayEndpoints(
+  keys: IssuedKey[],
+  resources: AnyResource[],
+  services: Services,
+  ready: Ready,
+  scrapingOn: boolean,
+): void {
+  const chatKey = keys.find((k) => k.kind === "AccessChannel")?.key;
+  const searchKey = keys.find((k) => k.kind === "SearchKey")?.key;
   const kbId = resources.find((r) => r.kind === "KnowledgeBase");
   say();
   say(`Chat (OpenAI-compatible):  ${gatewayUrl}/api/v1/chat/completions`);
@@ -305,66 +227,83 @@ async function main(): Promise<void> {
         `    -d '{"knowledgeIds":["${knowledgeIdOf(kbId as KnowledgeBase)}"],"text":"how long are keys valid"}'`,
     );
   }
-  if (scraper && scrapingClient)
+  const { scraper, admin } = services;
+  if (scraper && scrapingOn)
     say(`Scraper:                   ${scraperUrl}/scrape   (rendering service ${cfg.renderPort})`);
   say(
     `Metrics:                   ${gatewayInternalUrl}/metrics  ${searchInternalUrl}/metrics${scraper ? `  ${scraperAdminUrl}/metrics` : ""}`,
   );
-  if (admin && ready[3]) {
+  if (admin && ready.console) {
     say(`Console:                   ${consoleUrl}   (writes into ${cfg.resourcesDir})`);
     say(`  admin token: ${admin.token}   (kept in ${admin.file})`);
   } else if (admin) say(`the console did not become ready at ${consoleUrl}; see its output above`);
   say();
-  if (cfg.once) return stop(0);
+}
 
-  const knownKeys = new Set(first.keys.map((k) => k.key));
-  const apply = async (next: AnyResource[], diff: ResourceDiff) => {
-    say(`Resources changed in ${cfg.resourcesDir}: ${describeDiff(diff)}`);
-    const before = resources;
-    const { keys } = materialize(next, cfg.stateDir, endpoints); // the services reload this folder
-    for (const k of keys.filter((k) => !knownKeys.has(k.key))) {
-      say(`  new key ${keyLine(k).trim()}`);
-      knownKeys.add(k.key);
-    }
-    const { ingest: kbs, drop } = knowledgeChanges(diff);
-    for (const kb of kbs as KnowledgeBase[]) {
-      await ingest(kb);
-      const old = before.find((r) => r.kind === "KnowledgeBase" && knowledgeIdOf(r) === knowledgeIdOf(kb));
-      const kept = new Set(kb.spec.sources.map((s) => docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "")));
-      for (const s of (old as KnowledgeBase | undefined)?.spec.sources ?? []) {
-        const id = docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "");
-        const ref = { namespace: kb.metadata.namespace || "default", knowledgeId: knowledgeIdOf(kb) };
-        if (!kept.has(id)) await searchClient.deleteDocument(ref, id);
-      }
-    }
-    for (const id of drop) {
-      // The documents API addresses a knowledge base by namespace and id.
-      const gone = before.find((r) => r.kind === "KnowledgeBase" && knowledgeIdOf(r as KnowledgeBase) === id);
-      await searchClient.deleteKnowledgeBase({ namespace: gone?.metadata.namespace || "default", knowledgeId: id });
-      say(`Knowledge base ${id}: removed`);
-    }
-    const scrapers = [...diff.added, ...diff.changed].filter((r) => r.kind === "Scraper");
-    for (const r of scrapers)
-      say(
-        `  Scraper ${r.metadata.name}: not applied — standalone mode runs one scraper with the launcher's settings ` +
-          "(SCRAPER_PORT, RENDER_PORT, LOGGING_LEVEL); a cluster applies Scraper resources",
-      );
-    resources = next;
-    warnKeys(next);
-    scheduleExpiryCheck(next);
-    say("Applied: the gateway and search serve the new resources.");
-  };
-  watchResources(resources, {
+/** What the watcher works on: the resources serving now and the keys already shown. */
+interface Running {
+  resources: AnyResource[];
+  knownKeys: Set<string>;
+  search: SearchClient;
+  ingest: (kb: KnowledgeBase) => Promise<void>;
+}
+
+/** Watches the resources folder and applies each saved change. */
+function watch(run: Running): void {
+  watchResources(run.resources, {
     dir: cfg.resourcesDir,
-    apply,
+    apply: (next, diff) => applyChange(run, next, diff),
     rejected: (err) =>
       say(`Resources in ${cfg.resourcesDir} not applied: ${err.message}. The previous resources keep serving.`),
     failed: (err) => say(`Applying the change failed part-way: ${err.message}. It is tried again on the next change.`),
     recovered: () => say(`Resources in ${cfg.resourcesDir} read fine again; nothing new to apply.`),
   });
-  scheduleExpiryCheck(resources);
+  scheduleExpiryCheck(run.resources);
   say(`Watching ${cfg.resourcesDir}: saved changes are applied.`);
   say("Running. Ctrl-C stops every service.");
+}
+
+/** One change of the folder: new keys, knowledge bases ingested again or removed, then the new resources serve. */
+async function applyChange(run: Running, next: AnyResource[], diff: ResourceDiff): Promise<void> {
+  say(`Resources changed in ${cfg.resourcesDir}: ${describeDiff(diff)}`);
+  const before = run.resources;
+  const { keys } = materialize(next, cfg.stateDir, endpoints); // the services reload this folder
+  for (const k of keys.filter((k) => !run.knownKeys.has(k.key))) {
+    say(`  new key ${keyLine(k).trim()}`);
+    run.knownKeys.add(k.key);
+  }
+  const { ingest: kbs, drop } = knowledgeChanges(diff);
+  for (const kb of kbs as KnowledgeBase[]) {
+    await run.ingest(kb);
+    await deleteRemovedSources(run.search, kb, before);
+  }
+  for (const id of drop) {
+    // The documents API addresses a knowledge base by namespace and id.
+    const gone = before.find((r) => r.kind === "KnowledgeBase" && knowledgeIdOf(r as KnowledgeBase) === id);
+    await run.search.deleteKnowledgeBase({ namespace: gone?.metadata.namespace || "default", knowledgeId: id });
+    say(`Knowledge base ${id}: removed`);
+  }
+  const scrapers = [...diff.added, ...diff.changed].filter((r) => r.kind === "Scraper");
+  for (const r of scrapers)
+    say(
+      `  Scraper ${r.metadata.name}: not applied — standalone mode runs one scraper with the launcher's settings ` +
+        "(SCRAPER_PORT, RENDER_PORT, LOGGING_LEVEL); a cluster applies Scraper resources",
+    );
+  run.resources = next;
+  warnKeys(next);
+  scheduleExpiryCheck(next);
+  say("Applied: the gateway and search serve the new resources.");
+}
+
+/** Deletes the documents of the sources a changed knowledge base no longer lists. */
+async function deleteRemovedSources(search: SearchClient, kb: KnowledgeBase, before: AnyResource[]): Promise<void> {
+  const old = before.find((r) => r.kind === "KnowledgeBase" && knowledgeIdOf(r) === knowledgeIdOf(kb));
+  const kept = new Set(kb.spec.sources.map((s) => docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "")));
+  for (const s of (old as KnowledgeBase | undefined)?.spec.sources ?? []) {
+    const id = docsIdFor(s.name, s.url ? "url" : "text", s.url ?? "");
+    const ref = { namespace: kb.metadata.namespace || "default", knowledgeId: knowledgeIdOf(kb) };
+    if (!kept.has(id)) await search.deleteDocument(ref, id);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -22,13 +22,13 @@ import { SearchError } from "./errors.ts";
 import { installSearchErrors } from "./http-errors.ts";
 import { Ingester } from "./ingest.ts";
 import { KnowledgeBases } from "./knowledge-bases.ts";
-import { searchMetrics } from "./metrics.ts";
+import { type SearchMetrics, searchMetrics } from "./metrics.ts";
 import { ExternalReranker } from "./rerank/external.ts";
 import { HybridReranker } from "./rerank/hybrid.ts";
 import type { Reranker } from "./rerank/types.ts";
 import { documentRoutes } from "./routes/documents.ts";
-import { publicDocumentRoutes } from "./routes/public-documents.ts";
-import { searchRoutes } from "./routes/search.ts";
+import { type PublicDocumentRoutesOptions, publicDocumentRoutes } from "./routes/public-documents.ts";
+import { type SearchRoutesOptions, searchRoutes } from "./routes/search.ts";
 import { searchSchemas } from "./routes/search-schemas.ts";
 import { SearchEngine } from "./search-engine.ts";
 import { createStore } from "./store/factory.ts";
@@ -59,16 +59,54 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   const registry = deps.registry ?? createRegistry();
   const metrics = searchMetrics(registry);
 
+  const backends = await openBackends(config, deps, logger, metrics);
+  const services = searchServices(config, deps, backends, logger, metrics);
+  const limits = rateLimits(config, deps, logger, registry);
+
+  const app = baseApp(config, deps, backends.store, registry, logger);
+  if (backends.store instanceof QdrantStore) exportClusterState(backends.store.cluster, metrics);
+  const internal = internalApp(app);
+  installSearchErrors(app, metrics);
+  installSearchErrors(internal, metrics);
+  registerRoutes(app, internal, { config, metrics, store: backends.store, limiter: limits.limiter, ...services });
+
+  app.addHook("onClose", async () => {
+    services.auth.close();
+    services.kbs.close();
+    if (backends.ownsStore) await backends.store.close();
+    if (limits.ownsRedis) limits.redis?.disconnect();
+    if (backends.ownsEmbedders) await Promise.all(backends.embedderList.map((e) => e.close()));
+    await backends.egressDispatcher.close();
+  });
+  return app;
+}
+
+/** What search reads and calls: the embedders, the vector store and the rerankers (with what the app owns). */
+interface Backends {
+  egressDispatcher: ReturnType<EgressGuard["agent"]>;
+  embedderList: Embedder[];
+  ownsEmbedders: boolean;
+  store: VectorStore;
+  ownsStore: boolean;
+  reranker: Reranker;
+  /** The local reranker, also the fallback when the external one fails. */
+  hybrid: HybridReranker;
+}
+
+/** The embedders, store and reranker the deps give, else made from the config. */
+async function openBackends(
+  config: SearchConfig,
+  deps: SearchDeps,
+  logger: Logger,
+  metrics: SearchMetrics,
+): Promise<Backends> {
   // The remote embedding and rerank endpoints are reached through the platform's egress policy.
   const egress = new EgressGuard({
     allowedHosts: config.egressAllowedHosts,
     onBlocked: (_stage, target, reason) => logger.warn({ target, reason }, "egress policy refused an endpoint"),
   });
   const egressDispatcher = egress.agent({ connections: 16, keepAliveTimeout: 30_000 });
-  const ownsEmbedders = deps.embedders === undefined;
   const embedderList = deps.embedders ?? (await createEmbedders(config, metrics, egressDispatcher));
-  const embedders = new Map(embedderList.map((e) => [e.name, e]));
-  const ownsStore = deps.store === undefined;
   const store = deps.store ?? (await createStore(config, logger, metrics));
 
   const hybrid = new HybridReranker(config.rerank.vectorWeight);
@@ -78,7 +116,27 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     (external
       ? new ExternalReranker({ ...external, metrics: metrics.outbound, maxRetries: 2, dispatcher: egressDispatcher })
       : hybrid);
+  return {
+    egressDispatcher,
+    embedderList,
+    ownsEmbedders: deps.embedders === undefined,
+    store,
+    ownsStore: deps.store === undefined,
+    reranker,
+    hybrid,
+  };
+}
 
+/** The knowledge bases, the key authenticator, the search engine and the ingester over the backends. */
+function searchServices(
+  config: SearchConfig,
+  deps: SearchDeps,
+  backends: Backends,
+  logger: Logger,
+  metrics: SearchMetrics,
+) {
+  const { store } = backends;
+  const embedders = new Map(backends.embedderList.map((e) => [e.name, e]));
   const kbs = new KnowledgeBases(deps.view, store);
   const auth = new SearchKeyAuthenticator({
     view: deps.view,
@@ -90,14 +148,19 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     kbs,
     embedders,
     store,
-    reranker,
-    fallbackReranker: hybrid,
+    reranker: backends.reranker,
+    fallbackReranker: backends.hybrid,
     metrics,
     logger,
     candidateFactor: config.search.candidateFactor,
     minCandidates: config.search.minCandidates,
   });
   const ingester = new Ingester({ kbs, store, embedders, metrics, logger });
+  return { kbs, auth, engine, ingester };
+}
+
+/** The per-key limiter: exact across replicas, the gateway's sliding-log limiter on the same Redis. */
+function rateLimits(config: SearchConfig, deps: SearchDeps, logger: Logger, registry: Registry) {
   const target = redisTarget(config.redisUrl, config.redis);
   const ownsRedis = deps.redis === undefined && target !== undefined;
   const redis =
@@ -105,7 +168,6 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     (target
       ? createRedisClient(target, logger, { commandTimeoutMs: Math.max(5_000, config.limiter.redisTimeoutMs + 1_000) })
       : undefined);
-  // Per key, exact across replicas: the gateway's sliding-log limiter on the same Redis.
   const limiter = new WindowLimiter({
     redis: redis ? new RedisLimiter(redis, config.limiter) : undefined,
     windowMs: config.limiter.windowMs,
@@ -116,8 +178,12 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     unavailable: () => new SearchError("SEARCH_ERR_LIMITER"),
     what: "search rate limits",
   });
+  return { redis, ownsRedis, limiter };
+}
 
-  const app = buildBaseApp({
+/** The Fastify app with the platform's base: request metrics, health and readiness, the internal listener. */
+function baseApp(config: SearchConfig, deps: SearchDeps, store: VectorStore, registry: Registry, logger: Logger) {
+  return buildBaseApp({
     service: "search",
     registry,
     logger,
@@ -134,12 +200,15 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
     // copies of each shard a lost peer leaves search answering).
     readyDetails: () => (store instanceof QdrantStore ? { qdrant: store.cluster.last } : {}),
   });
-  if (store instanceof QdrantStore) exportClusterState(store.cluster, metrics);
+}
 
-  const internal = internalApp(app);
-  installSearchErrors(app, metrics);
-  installSearchErrors(internal, metrics);
-
+/** The published API (OpenAPI, search, public documents) and the internal listener's routes. */
+function registerRoutes(
+  app: FastifyInstance,
+  internal: FastifyInstance,
+  parts: Omit<SearchRoutesOptions, "callers"> & PublicDocumentRoutesOptions,
+) {
+  const { config, auth, engine, metrics, limiter, kbs, ingester, store } = parts;
   app.register(openApi, {
     title: "Capstan search",
     description:
@@ -167,14 +236,4 @@ export async function buildApp(input: SearchConfigInput | SearchConfig, deps: Se
   // gateway's retrieval), the only routes that accept the internal token.
   internal.register(documentRoutes, { prefix: "/internal/v1", config, auth, ingester, store });
   internal.register(searchRoutes, { prefix: "/v1/rag", callers: "internal", config, auth, engine, metrics, limiter });
-
-  app.addHook("onClose", async () => {
-    auth.close();
-    kbs.close();
-    if (ownsStore) await store.close();
-    if (ownsRedis) redis?.disconnect();
-    if (ownsEmbedders) await Promise.all(embedderList.map((e) => e.close()));
-    await egressDispatcher.close();
-  });
-  return app;
 }

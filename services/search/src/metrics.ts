@@ -1,8 +1,25 @@
-// The search service's own metrics (request metrics come from buildBaseApp).
+// The search service's own metrics (request metrics come from buildBaseApp), grouped by what
+// they count: searches, query embedding, ingestion, the Qdrant cluster, outbound calls.
 import { Counter, Gauge, Histogram, LATENCY_BUCKETS, outboundMetrics, type Registry } from "@capstan/shared";
 
 export function searchMetrics(registry: Registry) {
   const metrics = {
+    ...queryMetrics(registry),
+    ...embeddingMetrics(registry),
+    ...ingestMetrics(registry),
+    ...qdrantMetrics(registry),
+    outbound: outboundMetrics(registry, "capstan_search"),
+  };
+  // Both cache results exist at 0 from the start, so the hit-ratio panel has a series.
+  for (const result of ["hit", "miss"]) metrics.cache.inc({ result }, 0);
+  return metrics;
+}
+
+export type SearchMetrics = ReturnType<typeof searchMetrics>;
+
+/** How searches went: latency by stage, outcomes, results per query, refusals, rerank fallbacks. */
+function queryMetrics(registry: Registry) {
+  return {
     stage: new Histogram({
       name: "capstan_search_stage_duration_seconds",
       help: "Search latency by stage: embed (query embedding), vector (vector query), rerank",
@@ -33,6 +50,17 @@ export function searchMetrics(registry: Registry) {
       labelNames: ["code"] as const,
       registers: [registry],
     }),
+    rerankFallbacks: new Counter({
+      name: "capstan_search_rerank_fallbacks_total",
+      help: "Queries whose external rerank failed and fell back to the hybrid reranker",
+      registers: [registry],
+    }),
+  };
+}
+
+/** The query embedding: model runs (texts per run, duration) and the query embedding cache. */
+function embeddingMetrics(registry: Registry) {
+  return {
     embedBatch: new Histogram({
       name: "capstan_search_embedding_batch_size",
       help: "Texts per embedding model run",
@@ -51,6 +79,12 @@ export function searchMetrics(registry: Registry) {
       labelNames: ["result"] as const,
       registers: [registry],
     }),
+  };
+}
+
+/** The documents API's ingestion: chunks and documents written, time per document, documents in flight. */
+function ingestMetrics(registry: Registry) {
+  return {
     ingestedChunks: new Counter({
       name: "capstan_search_ingested_chunks_total",
       help: "Chunks embedded and stored by the documents API",
@@ -73,11 +107,12 @@ export function searchMetrics(registry: Registry) {
       help: "Documents being ingested right now",
       registers: [registry],
     }),
-    rerankFallbacks: new Counter({
-      name: "capstan_search_rerank_fallbacks_total",
-      help: "Queries whose external rerank failed and fell back to the hybrid reranker",
-      registers: [registry],
-    }),
+  };
+}
+
+/** The Qdrant cluster behind search: its shards' replicas by state, and shards that cannot be read. */
+function qdrantMetrics(registry: Registry) {
+  return {
     qdrantReplicas: new Gauge({
       name: "capstan_search_qdrant_shard_replicas",
       help: "Replicas of the shards of search's Qdrant collections by state (Active, Dead, Partial, ...), as one peer of a Qdrant cluster reports them",
@@ -89,11 +124,5 @@ export function searchMetrics(registry: Registry) {
       help: "Shards of search's Qdrant collections with no Active replica (their points cannot be read)",
       registers: [registry],
     }),
-    outbound: outboundMetrics(registry, "capstan_search"),
   };
-  // Both cache results exist at 0 from the start, so the hit-ratio panel has a series.
-  for (const result of ["hit", "miss"]) metrics.cache.inc({ result }, 0);
-  return metrics;
 }
-
-export type SearchMetrics = ReturnType<typeof searchMetrics>;

@@ -95,20 +95,19 @@ export class SearchEngine {
     const plans = await Promise.all(
       reqs.map((r) => this.plan(r).catch((err: unknown) => (err instanceof SearchError ? err : Promise.reject(err)))),
     );
-    // Embed: the distinct texts of each embedder in one call.
-    const vectors = new Map<string, Map<string, Float32Array>>();
-    const embedErrors = new Map<string, SearchError>();
+    const embedded = await this.embedQueries(plans);
+    const { queries, owners, results } = vectorQueries(plans, embedded, this.d);
+    const hitsBy = await this.queryVectors(queries, owners);
+    await this.rerankAll(plans, hitsBy, results);
+    return results;
+  }
+
+  /** Embeds the distinct texts of each embedder in one call; an embedder that fails is an error of its model. */
+  private async embedQueries(plans: (Plan | SearchError)[]): Promise<Embedded> {
+    const embedded: Embedded = { vectors: new Map(), errors: new Map() };
     await withSpan(t, "search.embed", async (span) => {
       const started = performance.now();
-      const textsBy = new Map<string, Set<string>>();
-      for (const p of plans) {
-        if (p instanceof SearchError) continue;
-        for (const model of p.groups.keys()) {
-          const set = textsBy.get(model) ?? new Set<string>();
-          set.add(p.req.text);
-          textsBy.set(model, set);
-        }
-      }
+      const textsBy = textsByModel(plans);
       span.setAttribute(
         "search.texts",
         [...textsBy.values()].reduce((s, x) => s + x.size, 0),
@@ -118,61 +117,47 @@ export class SearchEngine {
           const texts = [...set];
           try {
             const vs = await (this.d.embedders.get(model) as Embedder).embed(texts);
-            vectors.set(model, new Map(texts.map((x, i) => [x, vs[i] as Float32Array])));
+            embedded.vectors.set(model, new Map(texts.map((x, i) => [x, vs[i] as Float32Array])));
           } catch (err) {
             this.d.logger.error({ err: (err as Error).message, model }, "query embedding failed");
-            embedErrors.set(model, new SearchError("SEARCH_ERR_EMBEDDING", { detail: (err as Error).message }));
+            embedded.errors.set(model, new SearchError("SEARCH_ERR_EMBEDDING", { detail: (err as Error).message }));
           }
         }),
       );
       if (textsBy.size > 0) this.d.metrics.stage.observe({ stage: "embed" }, (performance.now() - started) / 1000);
     });
+    return embedded;
+  }
 
-    // Vector query: every (request, embedder group) pair in one store call.
-    const queries: VectorQuery[] = [];
-    const owners: number[] = [];
-    const results: (SearchResult[] | SearchError)[] = plans.map((p) => (p instanceof SearchError ? p : []));
-    plans.forEach((p, i) => {
-      if (p instanceof SearchError) return;
-      for (const [model, ids] of p.groups) {
-        const err = embedErrors.get(model);
-        if (err) {
-          results[i] = err;
-          return;
-        }
-        const limit = Math.max(p.req.maxResults * this.d.candidateFactor, this.d.minCandidates);
-        queries.push({
-          knowledgeIds: ids,
-          // The generation of this model, even if a switch happens while the text is embedded.
-          model,
-          vector: vectors.get(model)?.get(p.req.text) as Float32Array,
-          limit,
-          minScore: p.req.minSimilarity,
-        });
-        owners.push(i);
+  /** Runs every vector query in one store call; the hits by the index of the request that owns them. */
+  private async queryVectors(queries: VectorQuery[], owners: number[]): Promise<Map<number, VectorHit[]>> {
+    const hitsBy = new Map<number, VectorHit[]>();
+    if (queries.length === 0) return hitsBy;
+    const lists = await withSpan(t, "search.vector", async (span) => {
+      span.setAttribute("search.queries", queries.length);
+      const started = performance.now();
+      try {
+        return await this.d.store.queryBatch(queries);
+      } catch (err) {
+        this.d.logger.error({ err: (err as Error).message }, "vector query failed");
+        throw new SearchError("SEARCH_ERR_STORE", { detail: "query failed" }, { cause: err });
+      } finally {
+        this.d.metrics.stage.observe({ stage: "vector" }, (performance.now() - started) / 1000);
       }
     });
-    const hitsBy = new Map<number, VectorHit[]>();
-    if (queries.length > 0) {
-      const lists = await withSpan(t, "search.vector", async (span) => {
-        span.setAttribute("search.queries", queries.length);
-        const started = performance.now();
-        try {
-          return await this.d.store.queryBatch(queries);
-        } catch (err) {
-          this.d.logger.error({ err: (err as Error).message }, "vector query failed");
-          throw new SearchError("SEARCH_ERR_STORE", { detail: "query failed" }, { cause: err });
-        } finally {
-          this.d.metrics.stage.observe({ stage: "vector" }, (performance.now() - started) / 1000);
-        }
-      });
-      lists.forEach((hits, k) => {
-        const owner = owners[k] as number;
-        hitsBy.set(owner, [...(hitsBy.get(owner) ?? []), ...hits]);
-      });
-    }
+    lists.forEach((hits, k) => {
+      const owner = owners[k] as number;
+      hitsBy.set(owner, [...(hitsBy.get(owner) ?? []), ...hits]);
+    });
+    return hitsBy;
+  }
 
-    // Rerank each request's candidates, order by rerankedScore, keep maxResults.
+  /** Reranks each request's candidates into its results (those not already an error). */
+  private async rerankAll(
+    plans: (Plan | SearchError)[],
+    hitsBy: Map<number, VectorHit[]>,
+    results: (SearchResult[] | SearchError)[],
+  ): Promise<void> {
     await withSpan(t, "search.rerank", async () => {
       const started = performance.now();
       await Promise.all(
@@ -185,9 +170,9 @@ export class SearchEngine {
       );
       this.d.metrics.stage.observe({ stage: "rerank" }, (performance.now() - started) / 1000);
     });
-    return results;
   }
 
+  /** Orders the candidates by rerankedScore and keeps maxResults. */
   private async rerank(req: SearchRequest, hits: VectorHit[]): Promise<SearchResult[]> {
     if (hits.length === 0) return [];
     const candidates = hits.map((h) => ({ text: h.record.text, score: h.score }));
@@ -205,6 +190,61 @@ export class SearchEngine {
       .slice(0, req.maxResults)
       .map(({ h, r }) => toResult(h, r));
   }
+}
+
+/** The query vectors by model and text, and the models whose embedding failed. */
+interface Embedded {
+  vectors: Map<string, Map<string, Float32Array>>;
+  errors: Map<string, SearchError>;
+}
+
+/** The distinct query texts each embedder has to embed. */
+function textsByModel(plans: (Plan | SearchError)[]): Map<string, Set<string>> {
+  const textsBy = new Map<string, Set<string>>();
+  for (const p of plans) {
+    if (p instanceof SearchError) continue;
+    for (const model of p.groups.keys()) {
+      const set = textsBy.get(model) ?? new Set<string>();
+      set.add(p.req.text);
+      textsBy.set(model, set);
+    }
+  }
+  return textsBy;
+}
+
+/**
+ * One vector query per (request, embedder group) pair, with the index of the request that owns
+ * it; the results start empty, or as the request's error (its plan's, or its model's embedding).
+ */
+function vectorQueries(
+  plans: (Plan | SearchError)[],
+  embedded: Embedded,
+  sizing: Pick<SearchEngineDeps, "candidateFactor" | "minCandidates">,
+) {
+  const queries: VectorQuery[] = [];
+  const owners: number[] = [];
+  const results: (SearchResult[] | SearchError)[] = plans.map((p) => (p instanceof SearchError ? p : []));
+  plans.forEach((p, i) => {
+    if (p instanceof SearchError) return;
+    for (const [model, ids] of p.groups) {
+      const err = embedded.errors.get(model);
+      if (err) {
+        results[i] = err;
+        return;
+      }
+      const limit = Math.max(p.req.maxResults * sizing.candidateFactor, sizing.minCandidates);
+      queries.push({
+        knowledgeIds: ids,
+        // The generation of this model, even if a switch happens while the text is embedded.
+        model,
+        vector: embedded.vectors.get(model)?.get(p.req.text) as Float32Array,
+        limit,
+        minScore: p.req.minSimilarity,
+      });
+      owners.push(i);
+    }
+  });
+  return { queries, owners, results };
 }
 
 function toResult(hit: VectorHit, reranked: number): SearchResult {

@@ -85,118 +85,139 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
     done();
   });
 
-  app.put(base, async (req) => {
-    const { namespace, id, knowledgeId } = params(req);
-    await d.ingester.adoptLegacy(namespace, id);
-    await d.ingester.ensure(knowledgeId, parseBody(knowledgeBaseSettingsSchema, req.body ?? {}));
-    const gens = await d.store.generations(knowledgeId);
-    if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${knowledgeId} not created` });
-    const info = gens.serving;
-    const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
-    return ok<KnowledgeBaseInfo>({
-      knowledgeId: id,
-      model: info.model,
-      dimensions: info.dimensions,
-      chunking: info.chunking,
-      ...stats,
-      ...whereStored(d.store, info),
-      ...(await building(d.store, gens.building)),
-    });
-  });
-
-  app.get(base, async (req) => {
-    const { namespace, id, knowledgeId } = params(req);
-    await d.ingester.adoptLegacy(namespace, id);
-    const gens = await d.store.generations(knowledgeId);
-    const stats = gens && (await d.store.stats(knowledgeId));
-    if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${id}` });
-    const { model, dimensions } = gens.serving;
-    // The serving generation's model and collection come from this one read, so the KnowledgeBase
-    // status taken from it never names one generation's model beside another's collection.
-    // The documents uploaded through the public API, counted apart (when there are any): the
-    // operator keeps them out of what its sources produce (status.uploaded).
-    const docs = await d.store.documents(knowledgeId, UPLOAD_PREFIX);
-    const uploaded = { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) };
-    return ok<KnowledgeBaseInfo>({
-      knowledgeId: id,
-      model,
-      dimensions,
-      ...stats,
-      ...whereStored(d.store, gens.serving),
-      ...(docs.length > 0 ? { uploaded } : {}),
-      ...(await building(d.store, gens.building)),
-    });
-  });
-
-  // Makes the generation being built serve (after its last document); with {model}, only if it is
-  // that model's. Asked again after it happened (a lost answer), it answers switched: false.
-  app.post(`${base}/switch`, async (req) => {
-    const { id, knowledgeId } = params(req);
-    const { model } = parseBody(switchBody, req.body ?? {});
-    const switched = await d.ingester.switchGeneration(knowledgeId, model);
-    const serving = switched ?? (await d.store.getCollection(knowledgeId));
-    if (!serving || (!switched && model !== undefined && serving.model !== model)) {
-      throw new SearchError("SEARCH_ERR_NOT_FOUND", {
-        detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${id}`,
-      });
-    }
-    return ok({
-      knowledgeId: id,
-      model: serving.model,
-      dimensions: serving.dimensions,
-      switched: switched !== undefined,
-    });
-  });
-
-  // Copies the serving generation's uploads missing from the one being built into it, one page
-  // (`limit` uploads at most) a call; the caller repeats with from = next until there is none.
-  app.post(`${base}/carry-uploads`, async (req) => {
-    const { id, knowledgeId } = params(req);
-    const body = parseBody(carryBodySchema, req.body ?? {});
-    return ok({ knowledgeId: id, ...(await carryUploads(d, knowledgeId, body)) });
-  });
-
-  app.delete(base, async (req) => {
-    const { id, knowledgeId } = params(req);
-    const deleted = await d.ingester.drop(knowledgeId);
-    return ok({ knowledgeId: id, deleted });
-  });
-
-  app.put(`${base}/documents/:docsId`, { bodyLimit: d.config.documents.maxBodyBytes }, async (req) => {
-    const { id, knowledgeId, docsId } = params(req);
-    const body = parseBody(documentInputSchema, req.body);
-    const outcome = await d.ingester.upsert(knowledgeId, docsId, body);
-    return ok<UpsertResult>({ knowledgeId: id, docsId, ...outcome });
-  });
-
-  // The documents of the generation written to (of one source, with ?source=), a page at a time.
-  app.get(`${base}/documents`, async (req) => {
-    const { id, knowledgeId } = params(req);
-    const q = parseBody(documentListQuerySchema, req.query ?? {}, "query");
-    const page = await d.store.ingestedPage(knowledgeId, q.source, q.from, q.limit);
-    const documents = page.documents.map((doc) => ({
-      docsId: doc.docsId,
-      docsName: doc.docsName,
-      chunks: doc.chunks,
-      ...stampsOf(doc),
-    }));
-    return ok<DocumentList>({ knowledgeId: id, documents, ...(page.next !== undefined ? { next: page.next } : {}) });
-  });
-
-  // The end of a refresh: what its sources no longer have (see pruneBodySchema).
-  app.post(`${base}/prune`, async (req) => {
-    const { id, knowledgeId } = params(req);
-    const rule = parseBody(pruneBodySchema, req.body ?? {});
-    const deleted = await d.ingester.prune(knowledgeId, rule);
-    return ok<PruneResult>({ knowledgeId: id, deleted });
-  });
-
-  app.delete(`${base}/documents/:docsId`, async (req) => {
-    const { id, knowledgeId, docsId } = params(req);
-    const deleted = await d.ingester.deleteDocument(knowledgeId, docsId);
-    return ok({ knowledgeId: id, docsId, deleted });
-  });
+  // The knowledge base itself.
+  app.put(base, (req) => ensureKnowledgeBase(d, req));
+  app.get(base, (req) => describeKnowledgeBase(d, req));
+  app.post(`${base}/switch`, (req) => switchGeneration(d, req));
+  app.post(`${base}/carry-uploads`, (req) => carryUploadsPage(d, req));
+  app.delete(base, (req) => dropKnowledgeBase(d, req));
+  // Its documents.
+  app.put(`${base}/documents/:docsId`, { bodyLimit: d.config.documents.maxBodyBytes }, (req) => upsertDocument(d, req));
+  app.get(`${base}/documents`, (req) => listDocuments(d, req));
+  app.post(`${base}/prune`, (req) => pruneDocuments(d, req));
+  app.delete(`${base}/documents/:docsId`, (req) => deleteDocument(d, req));
 };
+
+/** PUT: creates the knowledge base's collection (or checks its settings) and answers what it holds. */
+async function ensureKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { namespace, id, knowledgeId } = params(req);
+  await d.ingester.adoptLegacy(namespace, id);
+  await d.ingester.ensure(knowledgeId, parseBody(knowledgeBaseSettingsSchema, req.body ?? {}));
+  const gens = await d.store.generations(knowledgeId);
+  if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${knowledgeId} not created` });
+  const info = gens.serving;
+  const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
+  return ok<KnowledgeBaseInfo>({
+    knowledgeId: id,
+    model: info.model,
+    dimensions: info.dimensions,
+    chunking: info.chunking,
+    ...stats,
+    ...whereStored(d.store, info),
+    ...(await building(d.store, gens.building)),
+  });
+}
+
+/** GET: what the knowledge base holds, its uploads apart, and the generation being built if any. */
+async function describeKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { namespace, id, knowledgeId } = params(req);
+  await d.ingester.adoptLegacy(namespace, id);
+  const gens = await d.store.generations(knowledgeId);
+  const stats = gens && (await d.store.stats(knowledgeId));
+  if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${id}` });
+  const { model, dimensions } = gens.serving;
+  // The serving generation's model and collection come from this one read, so the KnowledgeBase
+  // status taken from it never names one generation's model beside another's collection.
+  // The documents uploaded through the public API, counted apart (when there are any): the
+  // operator keeps them out of what its sources produce (status.uploaded).
+  const docs = await d.store.documents(knowledgeId, UPLOAD_PREFIX);
+  const uploaded = { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) };
+  return ok<KnowledgeBaseInfo>({
+    knowledgeId: id,
+    model,
+    dimensions,
+    ...stats,
+    ...whereStored(d.store, gens.serving),
+    ...(docs.length > 0 ? { uploaded } : {}),
+    ...(await building(d.store, gens.building)),
+  });
+}
+
+/**
+ * Makes the generation being built serve (after its last document); with {model}, only if it is
+ * that model's. Asked again after it happened (a lost answer), it answers switched: false.
+ */
+async function switchGeneration(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId } = params(req);
+  const { model } = parseBody(switchBody, req.body ?? {});
+  const switched = await d.ingester.switchGeneration(knowledgeId, model);
+  const serving = switched ?? (await d.store.getCollection(knowledgeId));
+  if (!serving || (!switched && model !== undefined && serving.model !== model)) {
+    throw new SearchError("SEARCH_ERR_NOT_FOUND", {
+      detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${id}`,
+    });
+  }
+  return ok({
+    knowledgeId: id,
+    model: serving.model,
+    dimensions: serving.dimensions,
+    switched: switched !== undefined,
+  });
+}
+
+/**
+ * Copies the serving generation's uploads missing from the one being built into it, one page
+ * (`limit` uploads at most) a call; the caller repeats with from = next until there is none.
+ */
+async function carryUploadsPage(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId } = params(req);
+  const body = parseBody(carryBodySchema, req.body ?? {});
+  return ok({ knowledgeId: id, ...(await carryUploads(d, knowledgeId, body)) });
+}
+
+/** DELETE: the knowledge base and all its vectors. */
+async function dropKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId } = params(req);
+  const deleted = await d.ingester.drop(knowledgeId);
+  return ok({ knowledgeId: id, deleted });
+}
+
+/** PUT a document: chunked, embedded and stored (nothing embedded when its content is unchanged). */
+async function upsertDocument(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId, docsId } = params(req);
+  const body = parseBody(documentInputSchema, req.body);
+  const outcome = await d.ingester.upsert(knowledgeId, docsId, body);
+  return ok<UpsertResult>({ knowledgeId: id, docsId, ...outcome });
+}
+
+/** The documents of the generation written to (of one source, with ?source=), a page at a time. */
+async function listDocuments(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId } = params(req);
+  const q = parseBody(documentListQuerySchema, req.query ?? {}, "query");
+  const page = await d.store.ingestedPage(knowledgeId, q.source, q.from, q.limit);
+  const documents = page.documents.map((doc) => ({
+    docsId: doc.docsId,
+    docsName: doc.docsName,
+    chunks: doc.chunks,
+    ...stampsOf(doc),
+  }));
+  return ok<DocumentList>({ knowledgeId: id, documents, ...(page.next !== undefined ? { next: page.next } : {}) });
+}
+
+/** The end of a refresh: deletes what its sources no longer have (see pruneBodySchema). */
+async function pruneDocuments(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId } = params(req);
+  const rule = parseBody(pruneBodySchema, req.body ?? {});
+  const deleted = await d.ingester.prune(knowledgeId, rule);
+  return ok<PruneResult>({ knowledgeId: id, deleted });
+}
+
+/** DELETE a document and its chunks. */
+async function deleteDocument(d: DocumentRoutesDeps, req: FastifyRequest) {
+  const { id, knowledgeId, docsId } = params(req);
+  const deleted = await d.ingester.deleteDocument(knowledgeId, docsId);
+  return ok({ knowledgeId: id, docsId, deleted });
+}
 
 /** Where a generation's vectors live and how they are indexed (the KnowledgeBase shows this in its status). */
 function whereStored(store: VectorStore, info: CollectionInfo) {

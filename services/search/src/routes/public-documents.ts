@@ -86,7 +86,6 @@ function pathOf(req: FastifyRequest): { knowledgeId: string; name: string } {
 
 export const publicDocumentRoutes: FastifyPluginAsync<PublicDocumentRoutesOptions> = async (app, options) => {
   const { prefix: _prefix, ...d } = options as PublicDocumentRoutesOptions & { prefix?: string };
-  const security = [{ searchKey: [] }];
   const bodyLimit = d.config.documents.maxBodyBytes;
 
   // The document types arrive as raw bytes; anything else is refused with this API's own 415.
@@ -107,103 +106,105 @@ export const publicDocumentRoutes: FastifyPluginAsync<PublicDocumentRoutesOption
     }
   });
 
-  app.get(
-    "/:knowledgeId/documents",
-    {
-      schema: {
-        operationId: "listDocuments",
-        summary: "The documents uploaded to a knowledge base, with their chunk counts, and the knowledge base's totals",
-        tags: ["documents"],
-        security,
-        params: params.omit({ name: true }),
-        response: { 200: documentListResponse, ...errorResponses(400, 401, 403, 429, 500, 503) },
-      },
-    },
-    async (req) => {
-      const key = req.documentsKey as string;
-      const { knowledgeId } = pathOf(req);
-      const docs = await d.store.documents(key, UPLOAD_PREFIX);
-      const total = (await d.store.stats(key)) ?? { documents: 0, chunks: 0 };
-      return ok({
-        knowledgeId,
-        documents: docs.map((doc) => ({
-          name: doc.docsId.slice(UPLOAD_PREFIX.length),
-          chunks: doc.chunks,
-          format: doc.extra?.format ?? "markdown",
-          ...(doc.extra?.title ? { title: doc.extra.title } : {}),
-          ...(doc.extra?.uploadedAt ? { uploadedAt: doc.extra.uploadedAt } : {}),
-        })),
-        uploaded: { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) },
-        total,
-      });
-    },
-  );
-
+  app.get("/:knowledgeId/documents", { schema: listSchema }, (req) => listUploads(d, req));
   app.put(
     "/:knowledgeId/documents/:name",
     {
       bodyLimit,
-      schema: {
-        operationId: "putDocument",
-        summary:
-          "Upload or replace a document (by name): the body is the document, in the format its Content-Type names",
-        tags: ["documents"],
-        security,
-        consumes: DOCUMENT_TYPES,
-        params,
-        body: z.string().meta({ format: "binary", description: "the document's bytes (text formats in UTF-8)" }),
-        response: { 200: documentResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
-      },
+      schema: putSchema,
       // The body is the raw document: its checks are the conversion's.
       validatorCompiler: () => (value: unknown) => ({ value }),
     },
-    async (req) => {
-      const key = req.documentsKey as string;
-      const { knowledgeId, name } = pathOf(req);
-      const format = formatOf(req.headers["content-type"]);
-      if (!format || !Buffer.isBuffer(req.body)) {
-        throw new SearchError("SEARCH_ERR_DOCUMENT_TYPE", {
-          got: String(req.headers["content-type"] ?? "").slice(0, 100),
-        });
-      }
-      const doc = await convert(format, req.body);
-      const { chunks } = await d.ingester.upsert(key, UPLOAD_PREFIX + name, {
-        docsName: name,
-        text: doc.markdown,
-        metadata: {
-          source: "upload",
-          format,
-          uploadedAt: new Date().toISOString(),
-          ...(doc.title ? { title: doc.title.slice(0, 512) } : {}),
-        },
-      });
-      return ok({ knowledgeId, name, format, chunks, ...(doc.title ? { title: doc.title } : {}) });
-    },
+    (req) => putUpload(d, req),
   );
-
-  app.delete(
-    "/:knowledgeId/documents/:name",
-    {
-      schema: {
-        operationId: "deleteDocument",
-        summary: "Delete an uploaded document",
-        tags: ["documents"],
-        security,
-        params,
-        response: {
-          200: documentDeletedResponse,
-          ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
-        },
-      },
-    },
-    async (req) => {
-      const key = req.documentsKey as string;
-      const { knowledgeId, name } = pathOf(req);
-      const deleted = await d.ingester.deleteDocument(key, UPLOAD_PREFIX + name);
-      return ok({ knowledgeId, name, deleted });
-    },
-  );
+  app.delete("/:knowledgeId/documents/:name", { schema: deleteSchema }, (req) => deleteUpload(d, req));
 };
+
+const security = [{ searchKey: [] }];
+
+const listSchema = {
+  operationId: "listDocuments",
+  summary: "The documents uploaded to a knowledge base, with their chunk counts, and the knowledge base's totals",
+  tags: ["documents"],
+  security,
+  params: params.omit({ name: true }),
+  response: { 200: documentListResponse, ...errorResponses(400, 401, 403, 429, 500, 503) },
+};
+
+/** The uploaded documents (their names, chunks, formats) and the knowledge base's totals. */
+async function listUploads(d: PublicDocumentRoutesOptions, req: FastifyRequest) {
+  const key = req.documentsKey as string;
+  const { knowledgeId } = pathOf(req);
+  const docs = await d.store.documents(key, UPLOAD_PREFIX);
+  const total = (await d.store.stats(key)) ?? { documents: 0, chunks: 0 };
+  return ok({
+    knowledgeId,
+    documents: docs.map((doc) => ({
+      name: doc.docsId.slice(UPLOAD_PREFIX.length),
+      chunks: doc.chunks,
+      format: doc.extra?.format ?? "markdown",
+      ...(doc.extra?.title ? { title: doc.extra.title } : {}),
+      ...(doc.extra?.uploadedAt ? { uploadedAt: doc.extra.uploadedAt } : {}),
+    })),
+    uploaded: { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) },
+    total,
+  });
+}
+
+const putSchema = {
+  operationId: "putDocument",
+  summary: "Upload or replace a document (by name): the body is the document, in the format its Content-Type names",
+  tags: ["documents"],
+  security,
+  consumes: DOCUMENT_TYPES,
+  params,
+  body: z.string().meta({ format: "binary", description: "the document's bytes (text formats in UTF-8)" }),
+  response: { 200: documentResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
+};
+
+/** Converts the uploaded document to Markdown and ingests it under `upload:<name>`. */
+async function putUpload(d: PublicDocumentRoutesOptions, req: FastifyRequest) {
+  const key = req.documentsKey as string;
+  const { knowledgeId, name } = pathOf(req);
+  const format = formatOf(req.headers["content-type"]);
+  if (!format || !Buffer.isBuffer(req.body)) {
+    throw new SearchError("SEARCH_ERR_DOCUMENT_TYPE", {
+      got: String(req.headers["content-type"] ?? "").slice(0, 100),
+    });
+  }
+  const doc = await convert(format, req.body);
+  const { chunks } = await d.ingester.upsert(key, UPLOAD_PREFIX + name, {
+    docsName: name,
+    text: doc.markdown,
+    metadata: {
+      source: "upload",
+      format,
+      uploadedAt: new Date().toISOString(),
+      ...(doc.title ? { title: doc.title.slice(0, 512) } : {}),
+    },
+  });
+  return ok({ knowledgeId, name, format, chunks, ...(doc.title ? { title: doc.title } : {}) });
+}
+
+const deleteSchema = {
+  operationId: "deleteDocument",
+  summary: "Delete an uploaded document",
+  tags: ["documents"],
+  security,
+  params,
+  response: {
+    200: documentDeletedResponse,
+    ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503),
+  },
+};
+
+/** Deletes an uploaded document and its chunks. */
+async function deleteUpload(d: PublicDocumentRoutesOptions, req: FastifyRequest) {
+  const key = req.documentsKey as string;
+  const { knowledgeId, name } = pathOf(req);
+  const deleted = await d.ingester.deleteDocument(key, UPLOAD_PREFIX + name);
+  return ok({ knowledgeId, name, deleted });
+}
 
 async function convert(format: DocumentFormat, body: Buffer) {
   try {

@@ -3,7 +3,7 @@
 // hook of this plugin's context, before the body is read; the route schemas validate the bodies
 // (each batch query on its own) and serialise the envelopes, and are what /openapi.json publishes.
 import { rateLimitHeaders, retryAfterSeconds, type WindowLimiter } from "@capstan/shared/limiter";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { type Caller, NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../auth/search-keys.ts";
 import type { SearchConfig } from "../config.ts";
@@ -60,7 +60,7 @@ export async function caller(
 }
 
 /** A route's body validator: the zod schema, failing with the envelope's 400 naming the field. */
-function bodyValidator(schema: Parameters<typeof parseBody>[0]) {
+function bodyValidator(schema: QuerySchema) {
   return () => (body: unknown) => {
     try {
       return { value: parseBody(schema, body) };
@@ -81,12 +81,7 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
   app.addHook("onRequest", async (req) => {
     req.searchCaller = await caller(d, req);
   });
-  app.addHook("onResponse", async (req, reply) => {
-    if (req.routeOptions.url?.endsWith("/search") !== true) return;
-    const code = reply.getHeader("x-capstan-error");
-    const outcome = reply.statusCode < 400 ? "ok" : typeof code === "string" ? code : "internal";
-    d.metrics.queries.inc({ endpoint: "search", outcome });
-  });
+  app.addHook("onResponse", async (req, reply) => countSearchOutcome(d.metrics, req, reply));
 
   app.post(
     "/search",
@@ -101,20 +96,7 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
       },
       validatorCompiler: bodyValidator(single),
     },
-    async (req) => {
-      const who = req.searchCaller as Caller;
-      const body = req.body as SearchRequest;
-      const results = await d.engine.search(d.engine.checkAccess(who, body));
-      req.log.debug(
-        {
-          caller: who.kind === "key" ? `${who.namespace}/${who.name}` : `internal:${who.namespace ?? "-"}`,
-          kbs: body.knowledgeIds.length,
-          results: results.length,
-        },
-        "search",
-      );
-      return ok(results);
-    },
+    (req) => searchOne(d, req),
   );
 
   app.post(
@@ -130,32 +112,81 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
       },
       validatorCompiler: bodyValidator(batch),
     },
-    async (req) => {
-      const who = req.searchCaller as Caller;
-      const { queries } = req.body as { queries: unknown[] };
-      // Validate and authorise each query on its own: a bad one gets its own error envelope.
-      const items: (SearchRequest | SearchError)[] = queries.map((q, i) => {
-        try {
-          return d.engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
-        } catch (err) {
-          if (err instanceof SearchError) return err;
-          throw err;
-        }
-      });
-      const valid = items.filter((x): x is SearchRequest => !(x instanceof SearchError));
-      const answers = valid.length > 0 ? await d.engine.searchMany(valid) : [];
-      let k = 0;
-      const data: Envelope<SearchResult[]>[] = items.map((item) => {
-        const out = item instanceof SearchError ? item : answers[k++];
-        if (out instanceof SearchError || out === undefined) {
-          const err = out ?? new SearchError("SEARCH_ERR_INTERNAL");
-          d.metrics.queries.inc({ endpoint: "batch", outcome: err.code });
-          return errorEnvelope(err);
-        }
-        d.metrics.queries.inc({ endpoint: "batch", outcome: "ok" });
-        return ok(out);
-      });
-      return ok(data);
-    },
+    (req) => searchBatch(d, single, req),
   );
 };
+
+/** Counts a single search by its outcome: ok, or the error code it answered (batches count per query). */
+function countSearchOutcome(metrics: SearchMetrics, req: FastifyRequest, reply: FastifyReply) {
+  if (req.routeOptions.url?.endsWith("/search") !== true) return;
+  const code = reply.getHeader("x-capstan-error");
+  const outcome = reply.statusCode < 400 ? "ok" : typeof code === "string" ? code : "internal";
+  metrics.queries.inc({ endpoint: "search", outcome });
+}
+
+/** POST /search: one query, over the knowledge bases the caller may read. */
+async function searchOne(d: SearchRoutesOptions, req: FastifyRequest) {
+  const who = req.searchCaller as Caller;
+  const body = req.body as SearchRequest;
+  const results = await d.engine.search(d.engine.checkAccess(who, body));
+  req.log.debug(
+    {
+      caller: who.kind === "key" ? `${who.namespace}/${who.name}` : `internal:${who.namespace ?? "-"}`,
+      kbs: body.knowledgeIds.length,
+      results: results.length,
+    },
+    "search",
+  );
+  return ok(results);
+}
+
+/** POST /search/batch: each query validated and searched on its own, answered in its own envelope. */
+async function searchBatch(d: SearchRoutesOptions, single: QuerySchema, req: FastifyRequest) {
+  const who = req.searchCaller as Caller;
+  const { queries } = req.body as { queries: unknown[] };
+  const items = checkQueries(d.engine, who, single, queries);
+  const valid = items.filter((x): x is SearchRequest => !(x instanceof SearchError));
+  const answers = valid.length > 0 ? await d.engine.searchMany(valid) : [];
+  return ok(envelopes(d.metrics, items, answers));
+}
+
+type QuerySchema = Parameters<typeof parseBody>[0];
+
+/** Each query validated and authorised on its own: a bad one becomes its own error, not the batch's. */
+function checkQueries(
+  engine: SearchEngine,
+  who: Caller,
+  single: QuerySchema,
+  queries: unknown[],
+): (SearchRequest | SearchError)[] {
+  return queries.map((q, i) => {
+    try {
+      return engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
+    } catch (err) {
+      if (err instanceof SearchError) return err;
+      throw err;
+    }
+  });
+}
+
+/**
+ * One envelope per query, in order: a refused query's error, else the next answer of the valid
+ * ones (results or their own error); each counted by its outcome.
+ */
+function envelopes(
+  metrics: SearchMetrics,
+  items: (SearchRequest | SearchError)[],
+  answers: (SearchResult[] | SearchError)[],
+): Envelope<SearchResult[]>[] {
+  let k = 0;
+  return items.map((item) => {
+    const out = item instanceof SearchError ? item : answers[k++];
+    if (out instanceof SearchError || out === undefined) {
+      const err = out ?? new SearchError("SEARCH_ERR_INTERNAL");
+      metrics.queries.inc({ endpoint: "batch", outcome: err.code });
+      return errorEnvelope(err);
+    }
+    metrics.queries.inc({ endpoint: "batch", outcome: "ok" });
+    return ok(out);
+  });
+}
