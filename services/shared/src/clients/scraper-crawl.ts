@@ -5,8 +5,9 @@
 // are handed over as they arrive instead of collected (the operator writes them to search while
 // the crawl goes on), and the next poll waits until take has accepted them: a caller whose buffer
 // is full stops the reading (backpressure; the scraper keeps the results meanwhile), so the memory
-// held is one poll's answer plus the caller's buffer, whatever the crawl's size. Each call goes through the
-// ScraperClient's resilience policy (timeout, bounded full-jitter retries, the outbound metric);
+// held is one poll's answer plus the caller's buffer, whatever the crawl's size. Each call goes
+// through the ScraperClient's resilience policy (timeout, bounded full-jitter retries, the outbound
+// metric);
 // between polls the wait grows from POLL_MIN_MS to POLL_MAX_MS with full jitter, and the whole
 // crawl is bounded by maxWaitMs. A poll that finds the scraper away (a replica restarting: the
 // job itself lives in Redis and goes on) is asked again with the same backoff, for up to
