@@ -3,8 +3,13 @@
 // crawl's pages become exactly the expected documents, each searchable; a refresh after a page is
 // removed from the site deletes its document; a refresh with the scraper stopped keeps every
 // document and names the failed source in status, and the scraper it could not reach; a crawl given up on is cancelled on the scraper.
+// The pages are written as the crawl brings them (issue #26): the crawl reads no further results
+// while the pages it handed over are not taken (backpressure), and the pages already fetched are
+// in search while the crawl still waits for another.
+import type { ServerResponse } from "node:http";
 import { ScraperClient } from "@capstan/shared/clients/scraper-client";
 import { type CrawlApi, CrawlError, crawlPages } from "@capstan/shared/clients/scraper-crawl";
+import { SearchClient } from "@capstan/shared/clients/search-client";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { type Site, startSite } from "../scraper/helpers.ts";
@@ -107,6 +112,106 @@ describe("a crawl the operator gives up on", () => {
     expect(ids).toHaveLength(1);
     expect((await client.crawlStatus(ids[0] as string)).status).toBe("cancelled");
     await client.close();
+  });
+});
+
+describe("a crawl whose pages are handed over as they come", () => {
+  it("reads no further results until the caller has taken the pages it was handed", async () => {
+    const client = new ScraperClient({ url: stack.scraper?.url, timeout: 10, max_retries: 1 });
+    let polls = 0;
+    const api: CrawlApi = {
+      startCrawl: (r) => client.startCrawl(r),
+      crawlStatus: (id, skip) => {
+        polls++;
+        return client.crawlStatus(id, skip);
+      },
+      cancelCrawl: (id) => client.cancelCrawl(id),
+    };
+    let release = () => {};
+    const full = new Promise<void>((r) => {
+      release = r;
+    });
+    const batches: string[][] = [];
+    const request = { url: `${site.origin}/docs/`, limit: 20, maxDepth: 1, excludePaths: ["^/docs/private"] };
+    const crawl = crawlPages(api, request, {
+      // The first batch is held (as a full write buffer holds it) until released.
+      take: async (pages) => {
+        batches.push(pages.map((p) => p.url));
+        if (batches.length === 1) await full;
+      },
+    });
+    await eventually("the first pages handed over", () => batches.length > 0);
+    const pollsThen = polls;
+    await new Promise((r) => setTimeout(r, 2_000)); // longer than the crawl's waits between polls
+    expect(polls).toBe(pollsThen);
+    expect(batches).toHaveLength(1);
+    release();
+    const result = await crawl;
+    expect(result).toMatchObject({ pages: [], found: 3, failed: 0 });
+    const urls = ["/docs/", "/docs/telescopes", "/docs/comets"].map((p) => `${site.origin}${p}`).sort();
+    expect(batches.flat().sort()).toEqual(urls);
+    await client.close();
+  });
+});
+
+describe("a KnowledgeBase crawl source", () => {
+  it("has the pages already fetched in search while its crawl still waits for a page", async () => {
+    // /live/held answers only once released: until then the crawl cannot end.
+    const waiting: (() => void)[] = [];
+    let abandoned = false;
+    const live = ["/live/", "/live/a", "/live/b", "/live/held"];
+    const answer = (path: string, res: ServerResponse) => {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      const links = live.map((p) => `<a href="${p}">${p}</a>`).join(" ");
+      res.end(
+        `<html><head><title>${path}</title></head><body><main><p>The ${path} page.</p>${links}</main></body></html>`,
+      );
+    };
+    for (const path of live.slice(0, 3)) site.route(path, (_req, res) => answer(path, res));
+    site.route("/live/held", (req, res) => {
+      req.on("close", () => {
+        if (!res.writableEnded) abandoned = true;
+      });
+      waiting.push(() => answer("/live/held", res));
+    });
+    await create(client, {
+      apiVersion: CAP,
+      kind: "KnowledgeBase",
+      metadata: { name: "live", namespace: ns },
+      spec: { sources: [{ name: "Live", crawl: { url: `${site.origin}/live/`, limit: 20 } }] },
+    });
+    const docs = new SearchClient({
+      baseURL: stack.search.internalUrl,
+      token: TOKEN,
+      namespace: ns,
+      timeoutMs: 30_000,
+    });
+    const ref = { namespace: ns, knowledgeId: "kb_live" };
+    const early = await eventually(
+      "the three pages fetched in search",
+      async () => {
+        const held = (await docs.ingestedDocuments(ref, { limit: 100 })).documents;
+        return held.length >= 3 ? held : undefined;
+      },
+      20_000, // within the scraper's request timeout (30 s): the held page is still unanswered
+    );
+    expect(waiting.length).toBeGreaterThan(0);
+    expect(abandoned).toBe(false);
+    expect(early.map((d) => d.origin).sort()).toEqual(live.slice(0, 3).map((p) => `${site.origin}${p}`));
+    const during = (await get(client, CAP, "KnowledgeBase", ns, "live")) as Obj;
+    expect(during.status?.refresh).toBeDefined(); // the refresh still runs
+    await eventually("progress counting the pages written", async () => {
+      const kb = (await get(client, CAP, "KnowledgeBase", ns, "live")) as Obj;
+      return kb.status?.progress === "0/1 sources, 3 pages crawled, 3 written";
+    });
+    for (const w of waiting) w();
+    const done = await eventually("the refresh ended", async () => {
+      const kb = (await get(client, CAP, "KnowledgeBase", ns, "live")) as Obj;
+      const ended = kb.status?.observedGeneration === kb.metadata.generation && !kb.status?.refresh;
+      return ended && condition(kb, "Ingested")?.status === "True" ? kb : undefined;
+    });
+    expect(done.status).toMatchObject({ documents: 4, failures: 0, progress: "1/1 sources, 4 pages crawled" });
+    expect((await docs.ingestedDocuments(ref, { limit: 100 })).documents).toHaveLength(4);
   });
 });
 

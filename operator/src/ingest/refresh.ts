@@ -2,7 +2,10 @@
 // it as a background job (refresh-jobs.ts) and standalone mode runs it at start
 // (scripts/standalone/ingest.ts). Each source's documents (inline text, ConfigMap keys, a page,
 // a crawl's pages) are written through the documents API stamped with the source's id, origin,
-// fetch time and the refresh's id; search skips the embedding of what it already holds unchanged
+// fetch time and the refresh's id, as the source brings them: a crawl's pages are written while
+// the crawl goes on (write-queue.ts: a few writes at once, a bounded buffer, and the crawl's
+// results read no further while it is full), so the operator holds a bounded number of pages
+// whatever the crawl's size. Search skips the embedding of what it already holds unchanged
 // (content hash) and only moves its stamps. The refresh ends with one prune in search: documents
 // of sources gone from the spec, and of complete sources, the pages this refresh did not write or
 // confirm. A crawl that could not fetch some of its pages (a render timed out, the site dropped a
@@ -12,17 +15,22 @@
 // under the same id (an operator restarted half-way, search restarted) ends the same: what was
 // written is confirmed without embedding, and the prune keys on the id.
 import type { KnowledgeBase } from "@capstan/shared/api";
-import { SearchApiError } from "@capstan/shared/clients/search-client";
+import type { CrawledPage } from "@capstan/shared/clients/scraper-crawl";
+import { SearchApiError, type UpsertResult } from "@capstan/shared/clients/search-client";
 import { OperatorError } from "../errors.ts";
 import { docsIdFor, sourceIdOf } from "../translate/knowledge-base.ts";
 import type { Scrape, ScrapeTarget } from "./scrape.ts";
 import type { DocumentInput, KnowledgeBaseRef, SearchDocuments } from "./search-documents.ts";
+import { WriteQueue } from "./write-queue.ts";
 
 type Spec = KnowledgeBase["spec"];
 type Source = Spec["sources"][number];
 
 export const SEARCH_UNAVAILABLE = "SearchUnavailable";
 const SOURCE_CONCURRENCY = 4;
+/** Each source's writes to search at once, and the documents it holds at most (waiting and being written). */
+const WRITE_CONCURRENCY = 4;
+const WRITE_BUFFER = 64;
 /** How long one document's write waits for search to come back (a restart) before its source fails. */
 const SEARCH_PATIENCE_MS = 120_000;
 
@@ -47,14 +55,17 @@ export interface RefreshRun {
   /** Document ids of a KnowledgeBase from before documents carried their source (its old annotation). */
   legacy?: string[];
   signal?: AbortSignal;
-  /** Sources done and pages crawled so far (the caller bounds how often it writes them). */
-  onProgress?: (p: { sourcesDone: number; crawledPages: number }) => void;
+  /** Sources done, pages crawled and documents written so far (the caller bounds how often it writes them). */
+  onProgress?: (p: { sourcesDone: number; crawledPages: number; written: number }) => void;
 }
 
 export interface RefreshOutcome {
   sources: number;
   failed: { source: string; reason: string; message: string }[];
-  /** Documents written, of them those embedded (the rest were unchanged), and chunks embedded. */
+  /**
+   * Documents written (a crawl's page reached twice is written twice, to its one document), of
+   * them those embedded (the rest were unchanged), and chunks embedded.
+   */
   documents: number;
   embedded: number;
   embeddedChunks: number;
@@ -92,21 +103,26 @@ export function newRefreshId(now: Date): string {
   return `r${now.getTime().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 }
 
+/** Hands a document to the source's write queue; resolves when there is room for the next. */
+type Emit = (doc: Doc) => Promise<void>;
+
 /**
- * One source's documents, each keyed by a stable id so a refresh replaces instead of adding.
- * `incomplete`: the source's documents are not all here (a crawl that could not fetch some pages):
- * the ones here are written, and the source is neither reported ingested nor pruned.
+ * Emits one source's documents, each keyed by a stable id so a refresh replaces instead of adding.
+ * `incomplete`: the source's documents are not all there (a crawl that could not fetch some pages):
+ * the ones emitted are written, and the source is neither reported ingested nor pruned.
  */
-async function documentsOf(
+async function emitDocuments(
   d: RefreshDeps,
   run: RefreshRun,
   source: Source,
+  emit: Emit,
   onPages: (n: number) => void,
-): Promise<{ docs: Doc[]; incomplete?: OperatorError }> {
+): Promise<{ incomplete?: OperatorError }> {
   const stamp = { source: sourceIdOf(source), refresh: run.refresh, fetchedAt: d.now().toISOString() };
   if (source.text !== undefined) {
     const body = { docsName: source.name, text: source.text, metadata: { source: "inline" }, ...stamp };
-    return { docs: [{ docsId: docsIdFor(source.name, "text"), body }] };
+    await emit({ docsId: docsIdFor(source.name, "text"), body });
+    return {};
   }
   if (source.configMap) {
     const cmName = source.configMap.name;
@@ -122,34 +138,38 @@ async function documentsOf(
         body: { docsName: `${source.name}/${key}`, text, metadata, ...stamp },
       };
     });
-    return { docs };
+    for (const doc of docs) await emit(doc);
+    return {};
   }
   const options = {
     ...(run.spec.scrapeOptions?.waitFor !== undefined ? { waitFor: run.spec.scrapeOptions.waitFor } : {}),
     onlyMainContent: run.spec.scrapeOptions?.onlyMainContent ?? true,
   };
-  if (source.crawl) return crawlDocuments(d, { ...source, crawl: source.crawl }, stamp, options, onPages);
+  if (source.crawl) return crawlDocuments(d, { ...source, crawl: source.crawl }, stamp, options, emit, onPages);
   const url = source.url as string;
   const page = await d.scrape.scrape(await d.target(), url, options);
   const metadata = { source: url, ...(page.title ? { title: page.title } : {}) };
-  return {
-    docs: [
-      {
-        docsId: docsIdFor(source.name, "url"),
-        body: { docsName: source.name, text: page.markdown, metadata, ...stamp, origin: url },
-      },
-    ],
-  };
+  await emit({
+    docsId: docsIdFor(source.name, "url"),
+    body: { docsName: source.name, text: page.markdown, metadata, ...stamp, origin: url },
+  });
+  return {};
 }
 
-/** A crawl source's documents: one per page the crawl fetched; incomplete when it could not fetch some. */
+/**
+ * A crawl source's documents, emitted as the crawl's polls bring its pages (the next poll waits
+ * while the write queue is full): one per page URL, its id stable per URL, so a page reached twice
+ * (e.g. through a redirect) is written twice to one document and the last wins. Incomplete when
+ * the crawl could not fetch some pages.
+ */
 async function crawlDocuments(
   d: RefreshDeps,
   source: Source & { crawl: NonNullable<Source["crawl"]> },
   stamp: { source: string; refresh: string; fetchedAt: string },
   options: { waitFor?: number; onlyMainContent: boolean },
+  emit: Emit,
   onPages: (n: number) => void,
-): Promise<{ docs: Doc[]; incomplete?: OperatorError }> {
+): Promise<{ incomplete?: OperatorError }> {
   const { url: start, limit, maxDepth, includePaths, excludePaths } = source.crawl;
   const request = {
     url: start,
@@ -160,25 +180,30 @@ async function crawlDocuments(
     scrapeOptions: { ...options, formats: ["markdown"] },
   };
   const target = await d.target();
-  const crawl = await d.scrape.crawl(target, request, { onPages });
-  // One document per page URL (a page reached twice, e.g. through a redirect, once: the last).
-  const byUrl = new Map(crawl.pages.map((p) => [p.url, p]));
-  const docs = [...byUrl.values()].map((p) => ({
-    docsId: docsIdFor(source.name, "crawl", p.url),
-    body: {
-      docsName: `${source.name}/${p.url}`,
-      text: p.markdown,
-      metadata: { source: p.url, crawl: start, ...(p.title ? { title: p.title } : {}) },
-      ...stamp,
-      origin: p.url,
-    },
-  }));
-  if (crawl.failed === 0) return { docs };
+  const take = async (pages: CrawledPage[]) => {
+    for (const p of pages) {
+      await emit({
+        docsId: docsIdFor(source.name, "crawl", p.url),
+        body: {
+          docsName: `${source.name}/${p.url}`,
+          text: p.markdown,
+          metadata: { source: p.url, crawl: start, ...(p.title ? { title: p.title } : {}) },
+          ...stamp,
+          origin: p.url,
+        },
+      });
+    }
+  };
+  const crawl = await d.scrape.crawl(target, request, { onPages, take });
+  if (crawl.failed === 0) return {};
   const params = { failed: crawl.failed, attempted: crawl.attempted, url: start, via: target.via };
-  return { docs, incomplete: new OperatorError("CRAWL_INCOMPLETE", params) };
+  return { incomplete: new OperatorError("CRAWL_INCOMPLETE", params) };
 }
 
-/** p, or the abort's reason as soon as the signal fires (a crawl does not stop for it: it is left behind). */
+/**
+ * p, or the abort's reason as soon as the signal fires. A crawl does not wait for it: its next
+ * write sees the signal and fails, and the crawl is then given up (cancelled on the scraper).
+ */
 function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return p;
   signal.throwIfAborted();
@@ -204,6 +229,35 @@ async function write(d: RefreshDeps, run: RefreshRun, doc: Doc) {
   }
 }
 
+/**
+ * One source: its documents written as they come, through a write queue of its own (bounded
+ * concurrency and buffer); resolves once every one is written. The documents emitted before a
+ * failure (a crawl given up half-way) are written too: they are the pages' current text.
+ */
+async function ingestSource(
+  d: RefreshDeps,
+  run: RefreshRun,
+  source: Source,
+  onPages: (n: number) => void,
+  onWritten: (r: UpsertResult) => void,
+): Promise<{ incomplete?: OperatorError }> {
+  const queue = new WriteQueue<Doc>({
+    write: (doc) => write(d, run, doc),
+    onWritten,
+    concurrency: WRITE_CONCURRENCY,
+    capacity: WRITE_BUFFER,
+  });
+  let result: { incomplete?: OperatorError };
+  try {
+    result = await emitDocuments(d, run, source, (doc) => queue.push(doc), onPages);
+  } catch (err) {
+    await queue.drain().catch(() => undefined);
+    throw err;
+  }
+  await queue.drain();
+  return result;
+}
+
 /** Runs one refresh to its end; an abort (the operator stopping) rejects with the signal's reason. */
 export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<RefreshOutcome> {
   const sources = run.spec.sources;
@@ -220,7 +274,15 @@ export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<Refre
   let done = 0;
   const progress = () => {
     out.crawledPages = [...pages.values()].reduce((a, b) => a + b, 0);
-    run.onProgress?.({ sourcesDone: done, crawledPages: out.crawledPages });
+    run.onProgress?.({ sourcesDone: done, crawledPages: out.crawledPages, written: out.documents });
+  };
+  const written = (r: UpsertResult) => {
+    out.documents += 1;
+    if (r.embedded !== false) {
+      out.embedded += 1;
+      out.embeddedChunks += r.chunks;
+    }
+    progress();
   };
   let next = 0;
   const worker = async () => {
@@ -228,21 +290,11 @@ export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<Refre
       const source = sources[next++] as Source;
       const sourceId = sourceIdOf(source);
       try {
-        const { docs, incomplete } = await abortable(
-          documentsOf(d, run, source, (n) => {
-            pages.set(sourceId, n);
-            progress();
-          }),
-          run.signal,
-        );
-        for (const doc of docs) {
-          const r = await write(d, run, doc);
-          out.documents += 1;
-          if (r.embedded !== false) {
-            out.embedded += 1;
-            out.embeddedChunks += r.chunks;
-          }
-        }
+        const onPages = (n: number) => {
+          pages.set(sourceId, n);
+          progress();
+        };
+        const { incomplete } = await abortable(ingestSource(d, run, source, onPages, written), run.signal);
         // An incomplete source keeps what it did not bring (no prune of it) and is reported failed.
         if (incomplete) throw incomplete;
         complete.push(sourceId);

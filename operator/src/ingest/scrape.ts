@@ -1,5 +1,5 @@
 // Fetching a page through a scraping component (reference 4.3: POST {scraper_url}/scrape), or a
-// whole site through its crawl jobs (crawlPages), with the platform's scraping settings (enabled,
+// whole site through its crawl jobs (crawlPages, its pages handed to the caller as they come), with the platform's scraping settings (enabled,
 // url, timeout, max_retries, api_key), through the shared ScraperClient; one client per distinct
 // settings, reused across refreshes.
 import type { OutboundMetrics } from "@capstan/shared";
@@ -75,10 +75,24 @@ export class ClientScrape implements Scrape {
     }
   }
 
+  /** A crawl's failure is CRAWL_FAILED; an error of options.take (writing the pages) is passed on as it is. */
   async crawl(t: ScrapeTarget, request: CrawlRequest, options: CrawlOptions = {}): Promise<CrawlResult> {
+    const take = options.take;
+    let taking: { err: unknown } | undefined;
+    const opts: CrawlOptions = take
+      ? {
+          ...options,
+          take: (pages) =>
+            take(pages).catch((err: unknown) => {
+              taking = { err };
+              throw err;
+            }),
+        }
+      : options;
     try {
-      return await crawlPages(this.client(t), request, options);
+      return await crawlPages(this.client(t), request, opts);
     } catch (err) {
+      if (taking) throw taking.err;
       throw new OperatorError("CRAWL_FAILED", { url: request.url, via: t.via, detail: detailOf(err) });
     }
   }

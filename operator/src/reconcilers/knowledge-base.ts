@@ -147,7 +147,7 @@ async function startRefresh(ctx: OperatorContext, kb: KB, key: string): Promise<
         buildingModel: gens?.building?.model,
         legacy: legacyDocuments(kb.metadata.annotations?.[DOCUMENTS_ANNOTATION]),
         signal,
-        onProgress: (p) => writer.update(p.sourcesDone, p.crawledPages),
+        onProgress: (p) => writer.update(p.sourcesDone, p.crawledPages, p.written),
       },
     ).finally(async () => {
       await writer.close();
