@@ -9,7 +9,7 @@ import { parse } from "yaml";
 import { startKube } from "../../test/ground/kube.ts";
 import { freePort } from "../../test/ground/ports.ts";
 import { type ManagedProcess, waitFor } from "../../test/ground/process.ts";
-import { Driver, expectChannelsDone, installCrds } from "../operator/driver.ts";
+import { Driver, expectChannelsDone, installCrds, seedNamespace } from "../operator/driver.ts";
 
 const ns = "bench";
 
@@ -33,19 +33,7 @@ export async function runOperator(
   };
   try {
     await installCrds(client);
-    await client.json("/api/v1/namespaces", {
-      method: "POST",
-      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-    });
-    await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
-      method: "POST",
-      body: {
-        apiVersion: "capstan.dev/v1alpha1",
-        kind: "Agent",
-        metadata: { name: "agent", namespace: ns },
-        spec: { provider: { baseURL: "https://llm.example/v1", model: "m" } },
-      },
-    });
+    await seedNamespace(client, ns);
     const [metricsPort, healthPort] = [await freePort(), await freePort()];
     const proc = await start(
       {

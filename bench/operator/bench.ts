@@ -16,7 +16,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { startKube } from "../../test/ground/kube.ts";
 import { expectAtLeast, MissingWorkError, sized, workChecked } from "../work.ts";
-import { Driver, DriverError, expectChannelsDone, installCrds } from "./driver.ts";
+import { Driver, DriverError, expectChannelsDone, installCrds, seedNamespace } from "./driver.ts";
 import { LAYER } from "./layer.ts";
 
 const CHANNELS = Number(process.env.CHANNELS ?? sized(1000, 3));
@@ -220,19 +220,7 @@ let checked = "";
 try {
   const client = new Driver(kube.server, kube.dir);
   await installCrds(client);
-  await client.json("/api/v1/namespaces", {
-    method: "POST",
-    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-  });
-  await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
-    method: "POST",
-    body: {
-      apiVersion: "capstan.dev/v1alpha1",
-      kind: "Agent",
-      metadata: { name: "agent", namespace: ns },
-      spec: { provider: { baseURL: "https://llm.example/v1", model: "m" } },
-    },
-  });
+  await seedNamespace(client, ns);
   const op = await startOperatorProcess(kube.kubeconfig);
   const base = await quiesce(op, "start");
   const loadStart = load();

@@ -129,3 +129,20 @@ export async function installCrds(client: Driver): Promise<void> {
     }
   }
 }
+
+/** The namespace the benchmark's AccessChannels live in, with the Agent they all name ("agent"). */
+export async function seedNamespace(client: Driver, ns: string): Promise<void> {
+  await client.json("/api/v1/namespaces", {
+    method: "POST",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+  });
+  await client.json(`/apis/capstan.dev/v1alpha1/namespaces/${ns}/agents`, {
+    method: "POST",
+    body: {
+      apiVersion: "capstan.dev/v1alpha1",
+      kind: "Agent",
+      metadata: { name: "agent", namespace: ns },
+      spec: { provider: { baseURL: "https://llm.example/v1", model: "m" } },
+    },
+  });
+}
