@@ -15,7 +15,7 @@ import fastifyRateLimit from "@fastify/rate-limit";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
 import { type ConsoleConfig, standaloneOf } from "./config.ts";
-import type { ConsoleContext } from "./context.ts";
+import { type ConsoleContext, checkSessionFirst } from "./context.ts";
 import { errors } from "./errors.ts";
 import { installConsoleErrors } from "./http-errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
@@ -89,6 +89,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   });
 
   installConsoleErrors(app);
+  checkSessionFirst(app, ctx);
 
   sessionRoutes(app, ctx);
   channelRoutes(app, ctx);
