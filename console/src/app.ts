@@ -90,6 +90,12 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
 
   installConsoleErrors(app);
   checkSessionFirst(app, ctx);
+  // Schema first, no exceptions: a route under /api without its answers in wire.ts fails the start.
+  app.addHook("onRoute", (route) => {
+    if (route.url.startsWith("/api/") && !route.schema?.response) {
+      throw new Error(`console route ${String(route.method)} ${route.url} declares no wire schema (wire.ts)`);
+    }
+  });
 
   sessionRoutes(app, ctx);
   channelRoutes(app, ctx);

@@ -18,6 +18,8 @@ spec:
     - {name: intro, text: "Welcome."}
 `;
 
+const ADMIN_TOKEN = "local-admin-token-0123456789";
+
 export interface TestConsole {
   app: FastifyInstance;
   /** The folder of resources the console reads and writes. */
@@ -29,13 +31,14 @@ export interface TestConsole {
   signIn: unknown;
 }
 
-export async function startTestConsole(yaml = HANDBOOK_YAML): Promise<TestConsole> {
+/** The console over a temporary folder holding `yaml`, built but not started (routes may still be added). */
+export async function buildTestConsole(yaml = HANDBOOK_YAML): Promise<{ app: FastifyInstance; resourcesDir: string }> {
   const dir = mkdtempSync(join(tmpdir(), "capstan-console-test-"));
   const resourcesDir = join(dir, "resources");
   const stateDir = join(dir, "state");
   for (const d of [resourcesDir, join(stateDir, "resources")]) mkdirSync(d, { recursive: true });
   writeFileSync(join(resourcesDir, "demo.yaml"), yaml);
-  writeFileSync(join(dir, "admin-token"), "local-admin-token-0123456789");
+  writeFileSync(join(dir, "admin-token"), ADMIN_TOKEN);
   const config = loadConsoleConfig(
     {
       assetsDir: join(dir, "no-frontend"),
@@ -49,11 +52,13 @@ export async function startTestConsole(yaml = HANDBOOK_YAML): Promise<TestConsol
     logger: createLogger({ name: "console-test", level: "silent" }),
     registry: createRegistry({ defaultMetrics: false }),
   });
-  const signedIn = await app.inject({
-    method: "POST",
-    url: "/api/session",
-    payload: { token: "local-admin-token-0123456789" },
-  });
+  return { app, resourcesDir };
+}
+
+/** The console over a temporary folder holding `yaml`, signed in as the local admin. */
+export async function startTestConsole(yaml = HANDBOOK_YAML): Promise<TestConsole> {
+  const { app, resourcesDir } = await buildTestConsole(yaml);
+  const signedIn = await app.inject({ method: "POST", url: "/api/session", payload: { token: ADMIN_TOKEN } });
   if (signedIn.statusCode !== 200) throw new Error(`sign-in answered ${signedIn.statusCode}: ${signedIn.body}`);
   const cookie = String(signedIn.headers["set-cookie"]).split(";")[0] as string;
   return { app, resourcesDir, cookie, csrf: signedIn.json().csrfToken, signIn: signedIn.json() };

@@ -5,7 +5,7 @@
 // standalone console over a temporary YAML folder.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestConsole } from "./test-app.ts";
+import { buildTestConsole, startTestConsole } from "./test-app.ts";
 import { channelRowSchema, itemsOf, knowledgeRowSchema, permissionsSchema, sessionInfoSchema } from "./wire.ts";
 
 let app: FastifyInstance;
@@ -73,6 +73,15 @@ describe("the console's wire schemas", () => {
     });
     expect(res.statusCode).toBe(401);
     expect(res.json().error.code).toBe("NotSignedIn");
+  });
+
+  it("refuses to start with a route under /api that declares no wire schema", async () => {
+    const { app: bare } = await buildTestConsole();
+    try {
+      expect(() => bare.get("/api/namespaces/:ns/unschemed", async () => ({}))).toThrow(/declares no wire schema/);
+    } finally {
+      await bare.close();
+    }
   });
 
   it("answers in the shapes the page parses", async () => {
