@@ -60,6 +60,15 @@ export const hourlyQuery = z.object({
   hours: z.coerce.number().int("must be a whole number of hours").min(1, "must be at least 1").default(24),
 });
 
+/** What the page sends, as the routes' schemas take it (the page checks its bodies against these). */
+export type SignInRequest = z.input<typeof signInBody>;
+export type CreateRequest = z.input<typeof createBody>;
+export type ChannelEditRequest = z.input<typeof channelEditBody>;
+export type KeyRequest = z.input<typeof keyBody>;
+export type TrySearchRequest = z.input<typeof trySearchBody>;
+export type ChatRequest = z.input<typeof chatBody>;
+export type ScrapeRequest = z.input<typeof scrapeBody>;
+
 // ---- Answers -------------------------------------------------------------------------------
 
 /** The Ready condition of a resource, as the lists show it (ready.ts). */

@@ -4,7 +4,7 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { z } from "zod";
-import { itemsOf } from "../../src/wire.ts";
+import { type CreateRequest, itemsOf } from "../../src/wire.ts";
 import { type ApiError, get, post, type Ready } from "./api.ts";
 
 export function ErrorText({ error }: { error: string | undefined }) {
@@ -100,13 +100,13 @@ export async function createChecked(
   schema: z.ZodType,
   path: string,
   name: string,
-  spec: unknown,
+  spec: CreateRequest["spec"],
   answer: z.ZodType,
 ): Promise<string | undefined> {
   const checked = schema.safeParse(spec);
   if (!checked.success) return checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
   try {
-    await post(path, answer, { name, spec });
+    await post(path, answer, { name, spec } satisfies CreateRequest);
     return undefined;
   } catch (err) {
     return (err as ApiError).message;

@@ -1,7 +1,13 @@
 // One access channel: its settings (edit QPM and expiry, expire now, delete) and the "API access"
 // tab, where "Add key" shows the channel's key once with ready-to-paste snippets.
 import { useEffect, useState } from "preact/hooks";
-import { channelRowSchema, deletedSchema, revealedKeySchema } from "../../../src/wire.ts";
+import {
+  type ChannelEditRequest,
+  channelRowSchema,
+  deletedSchema,
+  type KeyRequest,
+  revealedKeySchema,
+} from "../../../src/wire.ts";
 import {
   type ApiError,
   type Channel,
@@ -44,7 +50,9 @@ function ApiAccess({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Perm
     setError(undefined);
     try {
       setShown(
-        await post(nsPath(ns, `accesschannels/${encodeURIComponent(ch.name)}/key`), revealedKeySchema, { rotate }),
+        await post(nsPath(ns, `accesschannels/${encodeURIComponent(ch.name)}/key`), revealedKeySchema, {
+          rotate,
+        } satisfies KeyRequest),
       );
     } catch (err) {
       setError((err as ApiError).message);
@@ -157,7 +165,12 @@ function EditChannel({ ch, path, run }: { ch: Channel; path: string; run: (f: ()
       class="card"
       onSubmit={(e) => {
         e.preventDefault();
-        void run(() => patch(path, channelRowSchema, { qpm: Number(qpm), expiresAt: expiry ? utcIso(expiry) : null }));
+        void run(() =>
+          patch(path, channelRowSchema, {
+            qpm: Number(qpm),
+            expiresAt: expiry ? utcIso(expiry) : null,
+          } satisfies ChannelEditRequest),
+        );
       }}
     >
       <Field label="Rate limit (requests per minute)" id="edit-qpm">

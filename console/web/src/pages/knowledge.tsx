@@ -5,7 +5,7 @@
 // console) and a "try a search" box on the real search API.
 import { useEffect, useState } from "preact/hooks";
 import type { z } from "zod";
-import { itemsOf, knowledgeRowSchema, searchHitsSchema } from "../../../src/wire.ts";
+import { itemsOf, knowledgeRowSchema, searchHitsSchema, type TrySearchRequest } from "../../../src/wire.ts";
 import { type ApiError, get, type KnowledgeRow, nsPath, type Permissions, post, upload } from "../api.ts";
 import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
 import { CreateKnowledgeBase } from "./knowledge-new.tsx";
@@ -84,7 +84,7 @@ function TrySearch({ ns, kb }: { ns: string; kb: KnowledgeRow }) {
         try {
           const r = await post(nsPath(ns, `knowledgebases/${encodeURIComponent(kb.name)}/search`), searchHitsSchema, {
             text,
-          });
+          } satisfies TrySearchRequest);
           setHits(r.results);
         } catch (err) {
           setError((err as ApiError).message);

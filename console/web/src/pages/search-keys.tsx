@@ -6,6 +6,7 @@ import { badCidrs } from "../../../src/cidr.ts";
 import {
   deletedSchema,
   itemsOf,
+  type KeyRequest,
   knowledgeRowSchema,
   revealedKeySchema,
   searchKeyRowSchema,
@@ -193,7 +194,11 @@ export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
   const showKey = async (name: string, rotate: boolean) => {
     setError(undefined);
     try {
-      setShown(await post(nsPath(ns, `searchkeys/${encodeURIComponent(name)}/key`), revealedKeySchema, { rotate }));
+      setShown(
+        await post(nsPath(ns, `searchkeys/${encodeURIComponent(name)}/key`), revealedKeySchema, {
+          rotate,
+        } satisfies KeyRequest),
+      );
     } catch (err) {
       setError((err as ApiError).message);
     }

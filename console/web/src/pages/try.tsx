@@ -3,7 +3,14 @@
 // the channel's or scraper's key with your token, so what RBAC lets you read decides.
 import { useEffect, useState } from "preact/hooks";
 import type { z } from "zod";
-import { channelRowSchema, chatAnswerSchema, itemsOf, scrapeAnswerSchema } from "../../../src/wire.ts";
+import {
+  type ChatRequest,
+  channelRowSchema,
+  chatAnswerSchema,
+  itemsOf,
+  type ScrapeRequest,
+  scrapeAnswerSchema,
+} from "../../../src/wire.ts";
 import { type ApiError, type Channel, get, nsPath, post } from "../api.ts";
 import { ErrorText, Field } from "../ui.tsx";
 
@@ -49,7 +56,10 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
       aria-labelledby={`${id}-title`}
       onSubmit={(e) =>
         run(e, () =>
-          post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), chatAnswerSchema, { channel, message }),
+          post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), chatAnswerSchema, {
+            channel,
+            message,
+          } satisfies ChatRequest),
         )
       }
     >
@@ -100,7 +110,11 @@ export function TryScrape({ ns, scraper }: { ns: string; scraper: string }) {
     <form
       aria-labelledby={`${id}-title`}
       onSubmit={(e) =>
-        run(e, () => post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), scrapeAnswerSchema, { url }))
+        run(e, () =>
+          post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), scrapeAnswerSchema, {
+            url,
+          } satisfies ScrapeRequest),
+        )
       }
     >
       <h3 id={`${id}-title`}>Try a scrape</h3>
