@@ -6,8 +6,9 @@
 // http-errors.ts). Checks that need the API server or the CRD's own schema (names, specs) stay in
 // the routes and answer 422 in words, as before.
 //
-// The page imports this file too, so it must stay browser-safe: zod and types, nothing else.
-import type { UsageRow } from "@capstan/shared/api";
+// The page imports this file too, so it must stay browser-safe: zod and @capstan/shared/api's
+// schemas (which the page already imports), nothing else.
+import { usageRowSchema } from "@capstan/shared/api";
 import { z } from "zod";
 
 // ---- Requests ------------------------------------------------------------------------------
@@ -203,17 +204,5 @@ export const usageSchema = z.object({
 });
 export type Usage = z.infer<typeof usageSchema>;
 
-/** One row of the gateway's hourly usage (@capstan/shared/api UsageRow), the channel by name. */
-export const usageRowSchema = z.object({
-  channel: z.string(),
-  hour: z.string(),
-  agent: z.string(),
-  upstream: z.string(),
-  model: z.string(),
-  prompt: z.number(),
-  completion: z.number(),
-  requests: z.number(),
-  cost: z.object({ amount: z.number(), currency: z.string() }).optional(),
-}) satisfies z.ZodType<UsageRow>;
-/** GET .../usage/hourly. */
+/** GET .../usage/hourly: the gateway's rows (@capstan/shared/api), each channel by its name. */
 export const hourlyUsageSchema = z.object({ hours: z.number(), rows: z.array(usageRowSchema) });

@@ -5,12 +5,12 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { z } from "zod";
-import { type ChannelPoint, hourlyUsageSchema, type usageRowSchema, usageSchema } from "../../../src/wire.ts";
+import type { UsageRow } from "@capstan/shared/api";
+import { type ChannelPoint, hourlyUsageSchema, usageSchema } from "../../../src/wire.ts";
 import { type ApiError, get, nsPath, type Usage } from "../api.ts";
 import { ErrorText } from "../ui.tsx";
 
-type HourlyRow = z.output<typeof usageRowSchema>;
+type HourlyRow = UsageRow;
 
 /** The rows of the last hours summed per channel, agent, upstream and model. */
 function totals(rows: HourlyRow[]): HourlyRow[] {

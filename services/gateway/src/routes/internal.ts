@@ -9,8 +9,12 @@
 //                                                upstream and model (Redis: every replica's),
 //                                                with a cost where the Agent prices the model
 // Without Redis the budget and usage answers are 503 (there is nothing shared to read).
+// /usage is schema-first: its query is validated and its answer serialised by the wire schema
+// (@capstan/shared/api usage.ts) the console's client parses it with.
+import { usageAnswerSchema } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { UpstreamRouter } from "../agents/router.ts";
 import { GatewayError } from "../errors.ts";
@@ -41,6 +45,17 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   return r.data;
 }
 
+/** A route's validation by `schema` with this API's own refusal (invalid_request naming the first issue). */
+function validatorOf(schema: z.ZodType) {
+  return () => (value: unknown) => {
+    try {
+      return { value: parse(schema, value) };
+    } catch (err) {
+      return { error: err as Error };
+    }
+  };
+}
+
 export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (app, opts) => {
   const reader = () => {
     if (!opts.usage) throw new GatewayError("usage_unavailable");
@@ -62,13 +77,16 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
     return { budget: spend ?? null };
   });
 
-  app.get("/usage", async (req) => {
-    const q = parse(usageQuery, req.query);
-    const channels = opts.view
-      .list("AccessChannel")
-      .filter((c) => c.metadata.namespace === q.namespace && (!q.channel || c.metadata.name === q.channel))
-      .map((c) => `${q.namespace}/${c.metadata.name}`);
-    const rows = await reader().usage(channels, q.hours);
-    return { hours: q.hours, usage: withCost(rows, opts.view, q.namespace) };
-  });
+  const usage = { querystring: usageQuery, response: { 200: usageAnswerSchema } };
+  app
+    .withTypeProvider<ZodTypeProvider>()
+    .get("/usage", { schema: usage, validatorCompiler: validatorOf(usageQuery) }, async (req) => {
+      const q = req.query;
+      const channels = opts.view
+        .list("AccessChannel")
+        .filter((c) => c.metadata.namespace === q.namespace && (!q.channel || c.metadata.name === q.channel))
+        .map((c) => `${q.namespace}/${c.metadata.name}`);
+      const rows = await reader().usage(channels, q.hours);
+      return { hours: q.hours, usage: withCost(rows, opts.view, q.namespace) };
+    });
 };
