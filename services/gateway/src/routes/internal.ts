@@ -9,9 +9,9 @@
 //                                                upstream and model (Redis: every replica's),
 //                                                with a cost where the Agent prices the model
 // Without Redis the budget and usage answers are 503 (there is nothing shared to read).
-// /usage is schema-first: its query is validated and its answer serialised by the wire schema
-// (@capstan/shared/api usage.ts) the console's client parses it with.
-import { usageAnswerSchema } from "@capstan/shared/api";
+// Schema first: each route's query is validated and its answer serialised by the wire schemas
+// (@capstan/shared/api usage.ts) that the console's and the operator's clients parse them with.
+import { budgetAnswerSchema, upstreamsAnswerSchema, usageAnswerSchema } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
@@ -39,6 +39,9 @@ const usageQuery = z.object({
     .default(24),
 });
 
+const budgetQuery = z.object({ channel: channelId });
+const upstreamsQuery = z.object({ agent: z.string().optional() });
+
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const r = schema.safeParse(value);
   if (!r.success) throw new GatewayError("invalid_request", { detail: r.error.issues[0]?.message ?? "bad query" });
@@ -62,14 +65,17 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
     return opts.usage;
   };
 
-  app.get("/upstreams", async (req) => {
-    const agent = (req.query as { agent?: unknown }).agent;
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  const upstreams = { querystring: upstreamsQuery, response: { 200: upstreamsAnswerSchema } };
+  typed.get("/upstreams", { schema: upstreams, validatorCompiler: validatorOf(upstreamsQuery) }, async (req) => {
+    const { agent } = req.query;
     const all = opts.router.states();
-    return { upstreams: typeof agent === "string" ? all.filter((s) => s.agent === agent) : all };
+    return { upstreams: agent !== undefined ? all.filter((s) => s.agent === agent) : all };
   });
 
-  app.get("/budget", async (req) => {
-    const id = parse(channelId, (req.query as { channel?: unknown }).channel);
+  const budget = { querystring: budgetQuery, response: { 200: budgetAnswerSchema } };
+  typed.get("/budget", { schema: budget, validatorCompiler: validatorOf(budgetQuery) }, async (req) => {
+    const id = req.query.channel;
     const [namespace, name] = id.split("/") as [string, string];
     const channel = opts.view.get("AccessChannel", namespace, name);
     if (!channel) throw new GatewayError("not_found", { method: "GET", url: `channel ${id}` });
@@ -78,15 +84,13 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
   });
 
   const usage = { querystring: usageQuery, response: { 200: usageAnswerSchema } };
-  app
-    .withTypeProvider<ZodTypeProvider>()
-    .get("/usage", { schema: usage, validatorCompiler: validatorOf(usageQuery) }, async (req) => {
-      const q = req.query;
-      const channels = opts.view
-        .list("AccessChannel")
-        .filter((c) => c.metadata.namespace === q.namespace && (!q.channel || c.metadata.name === q.channel))
-        .map((c) => `${q.namespace}/${c.metadata.name}`);
-      const rows = await reader().usage(channels, q.hours);
-      return { hours: q.hours, usage: withCost(rows, opts.view, q.namespace) };
-    });
+  typed.get("/usage", { schema: usage, validatorCompiler: validatorOf(usageQuery) }, async (req) => {
+    const q = req.query;
+    const channels = opts.view
+      .list("AccessChannel")
+      .filter((c) => c.metadata.namespace === q.namespace && (!q.channel || c.metadata.name === q.channel))
+      .map((c) => `${q.namespace}/${c.metadata.name}`);
+    const rows = await reader().usage(channels, q.hours);
+    return { hours: q.hours, usage: withCost(rows, opts.view, q.namespace) };
+  });
 };
