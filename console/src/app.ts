@@ -15,7 +15,7 @@ import fastifyRateLimit from "@fastify/rate-limit";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
 import { type ConsoleConfig, standaloneOf } from "./config.ts";
-import type { ConsoleContext } from "./context.ts";
+import { type ConsoleContext, checkSessionFirst } from "./context.ts";
 import { errors } from "./errors.ts";
 import { installConsoleErrors } from "./http-errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
@@ -89,6 +89,13 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
   });
 
   installConsoleErrors(app);
+  checkSessionFirst(app, ctx);
+  // Schema first, no exceptions: a route under /api without its answers in wire.ts fails the start.
+  app.addHook("onRoute", (route) => {
+    if (route.url.startsWith("/api/") && !route.schema?.response) {
+      throw new Error(`console route ${String(route.method)} ${route.url} declares no wire schema (wire.ts)`);
+    }
+  });
 
   sessionRoutes(app, ctx);
   channelRoutes(app, ctx);

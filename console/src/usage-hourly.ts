@@ -2,8 +2,9 @@
 // agent, upstream and model and hour in Redis and serves them on its internal port
 // (/internal/v1/usage, with a cost where the Agent prices the model). Every replica answers for
 // all (Redis is shared), so the first replica that answers is enough; the replicas are the ones
-// the usage page already reads (usage-source.ts). Through the shared outbound policy.
-import type { UsageRow } from "@capstan/shared/api";
+// the usage page already reads (usage-source.ts). Through the shared outbound policy. The answer is
+// parsed with the wire schema the gateway serialises it with (@capstan/shared/api usage.ts).
+import { type UsageRow, usageAnswerSchema } from "@capstan/shared/api";
 import type { OutboundPolicy } from "@capstan/shared/resilience";
 import { HttpStatusError } from "./usage.ts";
 
@@ -28,7 +29,9 @@ export class HourlyUsage {
         return await this.policy.execute(async ({ signal }) => {
           const res = await fetch(url, { signal });
           if (!res.ok) throw new HttpStatusError(url, res.status, (await res.text()).slice(0, 200));
-          return ((await res.json()) as { usage: HourlyRow[] }).usage;
+          const answer = usageAnswerSchema.safeParse(await res.json());
+          if (!answer.success) throw new Error(`${url}: not a usage answer: ${answer.error.issues[0]?.message}`);
+          return answer.data.usage;
         });
       } catch (err) {
         last = err;

@@ -2,28 +2,39 @@
 // QPM and expiry, expire now, delete, and the channel's key (Add key / Rotate key, see keys.ts).
 import { API_VERSION, accessChannelSpec, KINDS } from "@capstan/shared/api";
 import type { FastifyInstance } from "fastify";
-import { z } from "zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { errors } from "../errors.ts";
 import { issueOrReveal, keyRevealed } from "../keys.ts";
 import { readyOf } from "../ready.ts";
 import type { KubeObject } from "../user-api.ts";
+import {
+  type ChannelRow,
+  channelEditBody,
+  channelRowSchema,
+  createBody,
+  deletedSchema,
+  itemsOf,
+  keyBody,
+  nsNameParams,
+  nsParams,
+  revealedKeySchema,
+} from "../wire.ts";
 
 const PLURAL = KINDS.AccessChannel.plural;
-type Params = { ns: string; name: string };
 
 /** What the list and the channel page show of a channel (never the key). */
-export function channelRow(o: KubeObject) {
+export function channelRow(o: KubeObject): ChannelRow {
   const spec = (o.spec ?? {}) as Record<string, unknown>;
-  const status = (o.status ?? {}) as Record<string, unknown>;
+  const status = (o.status ?? {}) as Record<string, string | undefined>;
   return {
     name: o.metadata.name,
     namespace: o.metadata.namespace,
-    channelName: spec.channelName,
+    channelName: spec.channelName as string,
     agent: (spec.agentRef as { name?: string } | undefined)?.name,
-    qpm: spec.qpm ?? 100,
-    expiresAt: spec.expiresAt ?? null,
-    keepHistory: spec.keepHistory ?? false,
+    qpm: (spec.qpm as number | undefined) ?? 100,
+    expiresAt: (spec.expiresAt as string | undefined) ?? null,
+    keepHistory: (spec.keepHistory as boolean | undefined) ?? false,
     keyPrefix: status.keyPrefix ?? null,
     endpoint: status.endpoint ?? null,
     keySupplied: Boolean(spec.keySecretRef),
@@ -33,13 +44,6 @@ export function channelRow(o: KubeObject) {
   };
 }
 
-const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unknown()) });
-const editBody = z.object({
-  qpm: z.int().optional(),
-  /** null removes the expiry. */
-  expiresAt: z.string().nullable().optional(),
-});
-
 function parseSpec(spec: unknown) {
   const parsed = accessChannelSpec.safeParse(spec);
   if (!parsed.success) {
@@ -48,81 +52,81 @@ function parseSpec(spec: unknown) {
   return parsed.data;
 }
 
-export function channelRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
-  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/accesschannels", async (req) => {
+const one = { params: nsNameParams, response: { 200: channelRowSchema } };
+
+export function channelRoutes(plain: FastifyInstance, ctx: ConsoleContext): void {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  const list = { params: nsParams, response: { 200: itemsOf(channelRowSchema) } };
+  app.get("/api/namespaces/:ns/accesschannels", { schema: list }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
     return { items: list.items.map(channelRow) };
   });
 
-  app.get<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name", async (req) => {
+  app.get("/api/namespaces/:ns/accesschannels/:name", { schema: one }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     return channelRow(await api.get(PLURAL, checkName("namespace", req.params.ns), req.params.name));
   });
 
-  app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/accesschannels", async (req, reply) => {
+  const create = { params: nsParams, body: createBody, response: { 201: channelRowSchema } };
+  app.post("/api/namespaces/:ns/accesschannels", { schema: create }, async (req, reply) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
-    const body = createBody.safeParse(req.body);
-    if (!body.success) throw errors.invalid("send { name, spec }");
-    const spec = parseSpec(body.data.spec);
+    const spec = parseSpec(req.body.spec);
     const created = await api.create(PLURAL, ns, {
       apiVersion: API_VERSION,
       kind: "AccessChannel",
-      metadata: { name: checkName("channel name", body.data.name), namespace: ns },
+      metadata: { name: checkName("channel name", req.body.name), namespace: ns },
       spec,
     });
     reply.code(201);
     return channelRow(created);
   });
 
-  app.patch<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name", async (req) => {
+  app.patch("/api/namespaces/:ns/accesschannels/:name", { schema: { ...one, body: channelEditBody } }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
-    const body = editBody.safeParse(req.body);
-    if (!body.success)
-      throw errors.invalid(body.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    const body = req.body;
     const current = await api.get(PLURAL, ns, req.params.name);
     const next: Record<string, unknown> = { ...(current.spec ?? {}) };
-    if (body.data.qpm !== undefined) next.qpm = body.data.qpm;
-    if (body.data.expiresAt === null) delete next.expiresAt;
-    else if (body.data.expiresAt !== undefined) next.expiresAt = body.data.expiresAt;
+    if (body.qpm !== undefined) next.qpm = body.qpm;
+    if (body.expiresAt === null) delete next.expiresAt;
+    else if (body.expiresAt !== undefined) next.expiresAt = body.expiresAt;
     parseSpec(next);
     const patch: Record<string, unknown> = {};
-    if (body.data.qpm !== undefined) patch.qpm = body.data.qpm;
-    if (body.data.expiresAt !== undefined) patch.expiresAt = body.data.expiresAt;
+    if (body.qpm !== undefined) patch.qpm = body.qpm;
+    if (body.expiresAt !== undefined) patch.expiresAt = body.expiresAt;
     return channelRow(await api.patch(PLURAL, ns, req.params.name, { spec: patch }));
   });
 
   // Expire now: the gateway rejects the key (401) from this instant on.
-  app.post<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name/expire", async (req) => {
+  app.post("/api/namespaces/:ns/accesschannels/:name/expire", { schema: one }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     return channelRow(await api.patch(PLURAL, ns, req.params.name, { spec: { expiresAt: new Date().toISOString() } }));
   });
 
-  app.delete<{ Params: Params }>("/api/namespaces/:ns/accesschannels/:name", async (req) => {
+  const remove = { params: nsNameParams, response: { 200: deletedSchema } };
+  app.delete("/api/namespaces/:ns/accesschannels/:name", { schema: remove }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     await api.remove(PLURAL, checkName("namespace", req.params.ns), req.params.name);
     return { deleted: req.params.name };
   });
 
-  app.post<{ Params: Params; Body: { rotate?: boolean } }>(
-    "/api/namespaces/:ns/accesschannels/:name/key",
-    async (req, reply) => {
-      const { api } = await sessionOf(ctx, req);
-      const ns = checkName("namespace", req.params.ns);
-      const shown = await issueOrReveal(api, PLURAL, ns, req.params.name, {
-        rotate: req.body?.rotate === true,
-        waitSeconds: ctx.config.keyWaitSeconds,
-        secretSuffix: "chat-key",
-      });
-      // The key is in this one response only: never cached, never logged.
-      reply.header("cache-control", "no-store");
-      return {
-        ...shown,
-        endpoint: shown.endpoint ?? (ctx.config.gatewayUrl ? `${ctx.config.gatewayUrl}/api/v1` : null),
-      };
-    },
-  );
+  const key = { params: nsNameParams, body: keyBody, response: { 200: revealedKeySchema } };
+  app.post("/api/namespaces/:ns/accesschannels/:name/key", { schema: key }, async (req, reply) => {
+    const { api } = await sessionOf(ctx, req);
+    const ns = checkName("namespace", req.params.ns);
+    const shown = await issueOrReveal(api, PLURAL, ns, req.params.name, {
+      rotate: req.body?.rotate === true,
+      waitSeconds: ctx.config.keyWaitSeconds,
+      secretSuffix: "chat-key",
+    });
+    // The key is in this one response only: never cached, never logged.
+    reply.header("cache-control", "no-store");
+    return {
+      ...shown,
+      endpoint: shown.endpoint ?? (ctx.config.gatewayUrl ? `${ctx.config.gatewayUrl}/api/v1` : null),
+    };
+  });
 }

@@ -2,26 +2,13 @@
 // folder: a PDF sent as its bytes becomes Markdown in the knowledge base's sources, as HTML does
 // (scripts and styles dropped); a file that is not what it says, a PDF without text, a file over
 // the size limit, a JSON body and a request without the CSRF token are each refused in words.
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createLogger, createRegistry } from "@capstan/shared";
 import { readResources } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
 import PDFDocument from "pdfkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePdf } from "../../../services/shared/src/documents/pdf.fixture.ts";
-import { buildApp } from "../app.ts";
-import { loadConsoleConfig } from "../config.ts";
+import { startTestConsole } from "../test-app.ts";
 import { MAX_FILE_BYTES } from "./documents.ts";
-
-const KB = `apiVersion: capstan.dev/v1alpha1
-kind: KnowledgeBase
-metadata: {name: handbook, namespace: demo}
-spec:
-  sources:
-    - {name: intro, text: "Welcome."}
-`;
 
 let app: FastifyInstance;
 let resourcesDir = "";
@@ -29,33 +16,7 @@ let cookie = "";
 let csrf = "";
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "capstan-console-documents-"));
-  resourcesDir = join(dir, "resources");
-  const stateDir = join(dir, "state");
-  for (const d of [resourcesDir, join(stateDir, "resources")]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(resourcesDir, "demo.yaml"), KB);
-  writeFileSync(join(dir, "admin-token"), "local-admin-token-0123456789");
-  const config = loadConsoleConfig(
-    {
-      assetsDir: join(dir, "no-frontend"),
-      standaloneResourcesDir: resourcesDir,
-      standaloneStateDir: stateDir,
-      adminTokenFile: join(dir, "admin-token"),
-    },
-    {},
-  );
-  app = await buildApp(config, {
-    logger: createLogger({ name: "console-test", level: "silent" }),
-    registry: createRegistry({ defaultMetrics: false }),
-  });
-  const signedIn = await app.inject({
-    method: "POST",
-    url: "/api/session",
-    payload: { token: "local-admin-token-0123456789" },
-  });
-  expect(signedIn.statusCode).toBe(200);
-  cookie = String(signedIn.headers["set-cookie"]).split(";")[0] as string;
-  csrf = signedIn.json().csrfToken;
+  ({ app, resourcesDir, cookie, csrf } = await startTestConsole());
 });
 
 afterAll(async () => {

@@ -6,11 +6,14 @@
 // Why not search's documents API: docs/console.md.
 import { DOCUMENT_TYPES, DocumentError, formatOf, toMarkdown } from "@capstan/shared/documents";
 import { isStatus } from "@capstan/shared/kube";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { z } from "zod";
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import type { z } from "zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { errors } from "../errors.ts";
-import { knowledgeRow, type Params, PLURAL } from "./knowledge.ts";
+import type { ConsoleApi } from "../user-api.ts";
+import { knowledgeRowSchema, nsNameParams, uploadQuery } from "../wire.ts";
+import { knowledgeRow, PLURAL } from "./knowledge.ts";
 
 /** A ConfigMap holds at most 1 MiB; leave room for its metadata. This bounds the Markdown kept. */
 export const MAX_UPLOAD_BYTES = 900 * 1024;
@@ -18,8 +21,6 @@ export const MAX_UPLOAD_BYTES = 900 * 1024;
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Pages of a PDF converted at most: the conversion runs on the console's event loop. */
 const MAX_PDF_PAGES = 500;
-
-const uploadQuery = z.object({ fileName: z.string().min(1, "fileName is empty").max(200) });
 
 /**
  * The document's text as the knowledge base stores it: Markdown and text as they are (UTF-8),
@@ -51,14 +52,17 @@ export async function documentText(fileName: string, contentType: string | undef
   return markdown;
 }
 
-type UploadRequest = FastifyRequest<{ Params: Params; Querystring: Record<string, string | undefined> }>;
+/** An upload as the route has validated it: the path, `?fileName=`, and the file's bytes. */
+interface UploadRequest {
+  params: z.infer<typeof nsNameParams>;
+  query: z.infer<typeof uploadQuery>;
+  headers: { "content-type"?: string | undefined };
+  body: unknown;
+}
 
-async function upload(ctx: ConsoleContext, req: UploadRequest) {
-  const { api } = await sessionOf(ctx, req);
+async function upload(api: ConsoleApi, req: UploadRequest) {
   const ns = checkName("namespace", req.params.ns);
-  const query = uploadQuery.safeParse(req.query);
-  if (!query.success) throw errors.invalid(query.error.issues.map((i) => i.message).join("; "));
-  const { fileName } = query.data;
+  const { fileName } = req.query;
   if (!Buffer.isBuffer(req.body)) throw errors.documentType(Object.keys(DOCUMENT_TYPES));
   if (req.body.length === 0) throw errors.invalid(`${fileName} is empty`);
   const text = await documentText(fileName, req.headers["content-type"], req.body);
@@ -112,16 +116,19 @@ export function documentRoutes(app: FastifyInstance, ctx: ConsoleContext): void 
     scope.addContentTypeParser(Object.keys(DOCUMENT_TYPES), { parseAs: "buffer" }, (_req, body, done) =>
       done(null, body),
     );
-    scope.post<{ Params: Params; Querystring: Record<string, string | undefined> }>(
+    scope.withTypeProvider<ZodTypeProvider>().post(
       "/api/namespaces/:ns/knowledgebases/:name/documents",
       {
         bodyLimit: MAX_FILE_BYTES,
+        // The body is the file itself: only the path and the query have schemas.
+        schema: { params: nsNameParams, querystring: uploadQuery, response: { 201: knowledgeRowSchema } },
         onRequest: async (req) => {
           await sessionOf(ctx, req);
         },
       },
       async (req, reply) => {
-        const updated = await upload(ctx, req);
+        const { api } = await sessionOf(ctx, req);
+        const updated = await upload(api, req);
         reply.code(201);
         return knowledgeRow(updated);
       },

@@ -5,19 +5,30 @@
 import { API_VERSION, KINDS, knowledgeBaseSpec } from "@capstan/shared/api";
 import { SearchApiError, SearchClient } from "@capstan/shared/clients/search-client";
 import type { FastifyInstance } from "fastify";
-import { z } from "zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { ConsoleError, errors } from "../errors.ts";
 import { readyOf } from "../ready.ts";
 import type { ConsoleApi, KubeObject } from "../user-api.ts";
+import {
+  createBody,
+  itemsOf,
+  type KnowledgeRow,
+  knowledgeRowSchema,
+  nsNameParams,
+  nsParams,
+  searchHitsSchema,
+  trySearchBody,
+} from "../wire.ts";
 
 export const PLURAL = KINDS.KnowledgeBase.plural;
-export type Params = { ns: string; name: string };
 
 const knowledgeIdOf = (o: KubeObject) =>
   (o.spec?.knowledgeId as string | undefined) ?? `kb_${o.metadata.name.replaceAll("-", "_")}`;
 
-export function knowledgeRow(o: KubeObject) {
+type Source = KnowledgeRow["sources"][number];
+
+export function knowledgeRow(o: KubeObject): KnowledgeRow {
   const spec = (o.spec ?? {}) as { sources?: Record<string, unknown>[]; description?: string };
   const status = (o.status ?? {}) as Record<string, unknown>;
   return {
@@ -26,7 +37,7 @@ export function knowledgeRow(o: KubeObject) {
     description: spec.description ?? "",
     sources: (spec.sources ?? []).map((s) => ({
       name: s.name as string,
-      kind: s.url ? "url" : s.crawl ? "crawl" : s.configMap ? "configMap" : "text",
+      kind: (s.url ? "url" : s.crawl ? "crawl" : s.configMap ? "configMap" : "text") as Source["kind"],
       detail:
         (s.url as string | undefined) ??
         (s.crawl as { url?: string } | undefined)?.url ??
@@ -40,16 +51,10 @@ export function knowledgeRow(o: KubeObject) {
     uploaded: (status.uploaded as { documents?: number } | undefined)?.documents ?? 0,
     progress: (status.progress as string | undefined) ?? "",
     /** Documents uploaded through search's documents API (filled from search on the single view). */
-    uploadedDocuments: [] as { name: string; chunks: number; format: string }[],
+    uploadedDocuments: [],
     ready: readyOf(o),
   };
 }
-
-const trySearch = z.object({
-  text: z.string().trim().min(1, "type what to search for").max(2000),
-  maxResults: z.int().min(1).max(50).default(5),
-  minSimilarity: z.number().min(0).max(1).default(0.3),
-});
 
 /** A Ready search key of the namespace whose scope holds `knowledgeId`, and its key (read with the user's token). */
 async function searchKeyFor(api: ConsoleApi, ns: string, knowledgeId: string): Promise<string> {
@@ -96,53 +101,53 @@ async function liveCounts(ctx: ConsoleContext, api: ConsoleApi, ns: string, know
   }
 }
 
-const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unknown()) });
+const one = { params: nsNameParams, response: { 200: knowledgeRowSchema } };
 
-export function knowledgeRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
-  app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/knowledgebases", async (req, reply) => {
+export function knowledgeRoutes(plain: FastifyInstance, ctx: ConsoleContext): void {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  const create = { params: nsParams, body: createBody, response: { 201: knowledgeRowSchema } };
+  app.post("/api/namespaces/:ns/knowledgebases", { schema: create }, async (req, reply) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
-    const body = createBody.safeParse(req.body);
-    if (!body.success) throw errors.invalid("send { name, spec }");
-    const spec = knowledgeBaseSpec.safeParse(body.data.spec);
+    const spec = knowledgeBaseSpec.safeParse(req.body.spec);
     if (!spec.success) {
       throw errors.invalid(spec.error.issues.map((i) => `${i.path.join(".") || "spec"}: ${i.message}`).join("; "));
     }
     const created = await api.create(PLURAL, ns, {
       apiVersion: API_VERSION,
       kind: "KnowledgeBase",
-      metadata: { name: checkName("knowledge base name", body.data.name), namespace: ns },
+      metadata: { name: checkName("knowledge base name", req.body.name), namespace: ns },
       // What the user gave, not the defaults zod filled in: the API server applies the CRD's own.
-      spec: body.data.spec,
+      spec: req.body.spec,
     });
     reply.code(201);
     return knowledgeRow(created);
   });
 
-  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/knowledgebases", async (req) => {
+  const list = { params: nsParams, response: { 200: itemsOf(knowledgeRowSchema) } };
+  app.get("/api/namespaces/:ns/knowledgebases", { schema: list }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
     return { items: list.items.map(knowledgeRow) };
   });
 
-  app.get<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name", async (req) => {
+  app.get("/api/namespaces/:ns/knowledgebases/:name", { schema: one }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     const row = knowledgeRow(await api.get(PLURAL, ns, req.params.name));
     return { ...row, ...(await liveCounts(ctx, api, ns, row.knowledgeId)) };
   });
 
-  app.post<{ Params: Params }>("/api/namespaces/:ns/knowledgebases/:name/search", async (req) => {
+  const search = { params: nsNameParams, body: trySearchBody, response: { 200: searchHitsSchema } };
+  app.post("/api/namespaces/:ns/knowledgebases/:name/search", { schema: search }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     if (!ctx.config.searchUrl) throw errors.notConfigured("the search service's URL (CAPSTAN_SEARCH_URL)");
-    const body = trySearch.safeParse(req.body);
-    if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
     const knowledgeId = knowledgeIdOf(await api.get(PLURAL, ns, req.params.name));
     const token = await searchKeyFor(api, ns, knowledgeId);
     const client = new SearchClient({ baseURL: ctx.config.searchUrl, token, timeoutMs: 15_000, maxRetries: 1 });
     try {
-      return { results: await client.search({ knowledgeIds: [knowledgeId], ...body.data }) };
+      return { results: await client.search({ knowledgeIds: [knowledgeId], ...req.body }) };
     } catch (err) {
       if (err instanceof SearchApiError) throw errors.upstream("the search service", err.message);
       throw err;

@@ -2,34 +2,45 @@
 // IP/CIDR check the CRD's CEL rule makes), delete, and the key (Add key / Rotate key, see keys.ts).
 import { API_VERSION, KINDS, searchKeySpec } from "@capstan/shared/api";
 import type { FastifyInstance } from "fastify";
-import { z } from "zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { badCidrs } from "../cidr.ts";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { errors } from "../errors.ts";
 import { issueOrReveal, keyRevealed } from "../keys.ts";
 import { readyOf } from "../ready.ts";
 import type { KubeObject } from "../user-api.ts";
+import {
+  createBody,
+  deletedSchema,
+  itemsOf,
+  keyBody,
+  nsNameParams,
+  nsParams,
+  revealedKeySchema,
+  type SearchKeyRow,
+  searchKeyRowSchema,
+} from "../wire.ts";
 
 const PLURAL = KINDS.SearchKey.plural;
 /** Rotation about every 90 days is advised (reference 2.2). */
 export const ROTATION_ADVICE_DAYS = 90;
 const DAY_MS = 86_400_000;
 
-export function searchKeyRow(o: KubeObject, now = Date.now()) {
+export function searchKeyRow(o: KubeObject, now = Date.now()): SearchKeyRow {
   const spec = (o.spec ?? {}) as Record<string, unknown>;
   const status = (o.status ?? {}) as Record<string, unknown>;
   const issued = (status.rotatedAt ?? status.validFrom ?? o.metadata.creationTimestamp) as string | undefined;
   const ageDays = issued ? Math.floor((now - new Date(issued).getTime()) / DAY_MS) : 0;
   return {
     name: o.metadata.name,
-    keyName: spec.keyName,
+    keyName: spec.keyName as string,
     knowledgeIds: (spec.knowledgeIds as string[] | undefined) ?? [],
     validFrom: (status.validFrom ?? spec.validFrom ?? null) as string | null,
     validUntil: (spec.validUntil ?? null) as string | null,
     allowedCIDRs: (spec.allowedCIDRs as string[] | undefined) ?? [],
-    rotation: spec.rotation ?? null,
-    keyPrefix: status.keyPrefix ?? null,
-    endpoint: status.endpoint ?? null,
+    rotation: (spec.rotation as Record<string, unknown> | undefined) ?? null,
+    keyPrefix: (status.keyPrefix as string | undefined) ?? null,
+    endpoint: (status.endpoint as string | undefined) ?? null,
     keySupplied: Boolean(spec.keySecretRef),
     keyRevealed: keyRevealed(o),
     keyAgeDays: ageDays,
@@ -37,8 +48,6 @@ export function searchKeyRow(o: KubeObject, now = Date.now()) {
     ready: readyOf(o),
   };
 }
-
-const createBody = z.object({ name: z.string(), spec: z.record(z.string(), z.unknown()) });
 
 export function parseSearchKeySpec(spec: unknown) {
   const parsed = searchKeySpec.safeParse(spec);
@@ -50,45 +59,45 @@ export function parseSearchKeySpec(spec: unknown) {
   return parsed.data;
 }
 
-export function searchKeyRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
-  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/searchkeys", async (req) => {
+export function searchKeyRoutes(plain: FastifyInstance, ctx: ConsoleContext): void {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  const list = { params: nsParams, response: { 200: itemsOf(searchKeyRowSchema) } };
+  app.get("/api/namespaces/:ns/searchkeys", { schema: list }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const list = await api.list(PLURAL, checkName("namespace", req.params.ns));
     return { items: list.items.map((o) => searchKeyRow(o)) };
   });
 
-  app.post<{ Params: { ns: string } }>("/api/namespaces/:ns/searchkeys", async (req, reply) => {
+  const create = { params: nsParams, body: createBody, response: { 201: searchKeyRowSchema } };
+  app.post("/api/namespaces/:ns/searchkeys", { schema: create }, async (req, reply) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
-    const body = createBody.safeParse(req.body);
-    if (!body.success) throw errors.invalid("send { name, spec }");
     const created = await api.create(PLURAL, ns, {
       apiVersion: API_VERSION,
       kind: "SearchKey",
-      metadata: { name: checkName("key name", body.data.name), namespace: ns },
-      spec: parseSearchKeySpec(body.data.spec),
+      metadata: { name: checkName("key name", req.body.name), namespace: ns },
+      spec: parseSearchKeySpec(req.body.spec),
     });
     reply.code(201);
     return searchKeyRow(created);
   });
 
-  app.delete<{ Params: { ns: string; name: string } }>("/api/namespaces/:ns/searchkeys/:name", async (req) => {
+  const remove = { params: nsNameParams, response: { 200: deletedSchema } };
+  app.delete("/api/namespaces/:ns/searchkeys/:name", { schema: remove }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     await api.remove(PLURAL, checkName("namespace", req.params.ns), req.params.name);
     return { deleted: req.params.name };
   });
 
-  app.post<{ Params: { ns: string; name: string }; Body: { rotate?: boolean } }>(
-    "/api/namespaces/:ns/searchkeys/:name/key",
-    async (req, reply) => {
-      const { api } = await sessionOf(ctx, req);
-      const shown = await issueOrReveal(api, PLURAL, checkName("namespace", req.params.ns), req.params.name, {
-        rotate: req.body?.rotate === true,
-        waitSeconds: ctx.config.keyWaitSeconds,
-        secretSuffix: "search-key",
-      });
-      reply.header("cache-control", "no-store");
-      return { ...shown, endpoint: shown.endpoint ?? ctx.config.searchUrl ?? null };
-    },
-  );
+  const key = { params: nsNameParams, body: keyBody, response: { 200: revealedKeySchema } };
+  app.post("/api/namespaces/:ns/searchkeys/:name/key", { schema: key }, async (req, reply) => {
+    const { api } = await sessionOf(ctx, req);
+    const shown = await issueOrReveal(api, PLURAL, checkName("namespace", req.params.ns), req.params.name, {
+      rotate: req.body?.rotate === true,
+      waitSeconds: ctx.config.keyWaitSeconds,
+      secretSuffix: "search-key",
+    });
+    reply.header("cache-control", "no-store");
+    return { ...shown, endpoint: shown.endpoint ?? ctx.config.searchUrl ?? null };
+  });
 }

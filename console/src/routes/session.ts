@@ -3,7 +3,7 @@
 
 import { KINDS as CAPSTAN_KINDS, GROUP } from "@capstan/shared/api";
 import type { FastifyInstance } from "fastify";
-import { z } from "zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import {
   type ConsoleContext,
   checkName,
@@ -12,10 +12,16 @@ import {
   sessionOf,
   setSessionCookie,
 } from "../context.ts";
-import { errors } from "../errors.ts";
 import { allows } from "../user-api.ts";
-
-const signIn = z.object({ token: z.string().trim().min(1, "paste a token").max(16_384) });
+import {
+  nsParams,
+  type Permissions,
+  permissionsSchema,
+  sessionInfoSchema,
+  signedOutSchema,
+  signInBody,
+  VERBS,
+} from "../wire.ts";
 
 /** The kinds the pages act on, and what the user may do with each in a namespace. */
 const KINDS = [
@@ -25,46 +31,51 @@ const KINDS = [
   ["", "secrets"],
   ["", "configmaps"],
 ] as const;
-const VERBS = ["get", "list", "create", "patch", "delete"] as const;
 
-export function sessionRoutes(app: FastifyInstance, ctx: ConsoleContext): void {
+export function sessionRoutes(plain: FastifyInstance, ctx: ConsoleContext): void {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
   // Attempts per client address (request.ip) per minute, counted before the body is read: a
   // guessing client is answered 429 with Retry-After, whatever its tokens.
   app.post(
     "/api/session",
-    { config: { rateLimit: { max: ctx.config.signInPerMinute, timeWindow: 60_000 } } },
+    {
+      config: { rateLimit: { max: ctx.config.signInPerMinute, timeWindow: 60_000 } },
+      schema: { body: signInBody, response: { 200: sessionInfoSchema } },
+    },
     async (req, reply) => {
-      const parsed = signIn.safeParse(req.body);
-      if (!parsed.success) throw errors.invalid(parsed.error.issues.map((i) => i.message).join("; "));
-      const { user, api } = await ctx.signIn(parsed.data.token);
+      const { token } = req.body;
+      const { user, api } = await ctx.signIn(token);
       const old = req.cookies[SESSION_COOKIE];
       if (old) await ctx.sessions.end(old);
-      const session = await ctx.sessions.create(user, api, parsed.data.token);
+      const session = await ctx.sessions.create(user, api, token);
       setSessionCookie(ctx, reply, session.id);
       req.log.info({ user: user.username }, "signed in");
       return { user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
     },
   );
 
-  app.get("/api/session", async (req) => {
+  app.get("/api/session", { schema: { response: { 200: sessionInfoSchema } } }, async (req) => {
     const session = await sessionOf(ctx, req);
     return { user: session.user, csrfToken: session.csrfToken, defaultNamespace: ctx.config.defaultNamespace };
   });
 
-  app.delete("/api/session", async (req, reply) => {
+  app.delete("/api/session", { schema: { response: { 200: signedOutSchema } } }, async (req, reply) => {
     const session = await sessionOf(ctx, req);
     await ctx.sessions.end(session.id);
     clearSessionCookie(ctx, reply);
-    return { signedOut: true };
+    return { signedOut: true as const };
   });
 
   // What the user may do in a namespace: the pages hide or disable everything else.
-  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/permissions", async (req) => {
+  const permissions = { params: nsParams, response: { 200: permissionsSchema } };
+  app.get("/api/namespaces/:ns/permissions", { schema: permissions }, async (req) => {
     const session = await sessionOf(ctx, req);
     const rules = await session.api.rules(checkName("namespace", req.params.ns));
-    const out: Record<string, Record<string, boolean>> = {};
+    const out: Permissions = {};
     for (const [group, resource] of KINDS) {
-      out[resource] = Object.fromEntries(VERBS.map((v) => [v, allows(rules, group, resource, v)]));
+      out[resource] = Object.fromEntries(
+        VERBS.map((v) => [v, allows(rules, group, resource, v)]),
+      ) as Permissions[string];
     }
     return out;
   });

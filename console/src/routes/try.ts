@@ -10,21 +10,12 @@ import { ScraperClient, ScraperClientError } from "@capstan/shared/clients/scrap
 import { isStatus } from "@capstan/shared/kube";
 import { OutboundPolicy } from "@capstan/shared/resilience";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { z } from "zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import type { z } from "zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { ConsoleError, errors } from "../errors.ts";
 import type { ConsoleApi, KubeObject } from "../user-api.ts";
-
-type Params = { ns: string; name: string };
-
-const chatBody = z.object({
-  channel: z.string().min(1, "pick a channel"),
-  message: z.string().trim().min(1, "type a message").max(8000),
-});
-const scrapeBody = z.object({
-  url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }),
-  onlyMainContent: z.boolean().default(true),
-});
+import { chatAnswerSchema, chatBody, nsNameParams, scrapeAnswerSchema, scrapeBody } from "../wire.ts";
 
 /** A refusal by the gateway (its OpenAI error object), kept for the user in its own words. */
 class GatewayAnswer extends Error {
@@ -58,7 +49,8 @@ export async function channelKey(api: ConsoleApi, ns: string, channel: KubeObjec
   return key;
 }
 
-type TryRequest = FastifyRequest<{ Params: Params }>;
+/** A "try" request and the path and body its route's schemas have validated. */
+type Try<B extends z.ZodType> = [req: FastifyRequest, params: z.infer<typeof nsNameParams>, body: z.output<B>];
 
 /** What the gateway answers to a chat completion, as far as "try a chat" reads it. */
 type Completion = {
@@ -82,26 +74,31 @@ export function tryRoutes(app: FastifyInstance, ctx: ConsoleContext, metrics: Ou
     baseDelayMs: 300,
     metrics,
   });
-  app.post<{ Params: Params }>("/api/namespaces/:ns/agents/:name/chat", (req) => tryChat(ctx, gatewayPolicy, req));
-  app.post<{ Params: Params }>("/api/namespaces/:ns/scrapers/:name/scrape", (req) => tryScrape(ctx, metrics, req));
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const chat = { params: nsNameParams, body: chatBody, response: { 200: chatAnswerSchema } };
+  api.post("/api/namespaces/:ns/agents/:name/chat", { schema: chat }, (req) =>
+    tryChat(ctx, gatewayPolicy, req, req.params, req.body),
+  );
+  const scrape = { params: nsNameParams, body: scrapeBody, response: { 200: scrapeAnswerSchema } };
+  api.post("/api/namespaces/:ns/scrapers/:name/scrape", { schema: scrape }, (req) =>
+    tryScrape(ctx, metrics, req, req.params, req.body),
+  );
 }
 
 /** POST …/agents/:name/chat: one message to the agent through a channel that serves it. */
-async function tryChat(ctx: ConsoleContext, policy: OutboundPolicy, req: TryRequest) {
+async function tryChat(ctx: ConsoleContext, policy: OutboundPolicy, ...[req, params, body]: Try<typeof chatBody>) {
   const { api } = await sessionOf(ctx, req);
-  const ns = checkName("namespace", req.params.ns);
+  const ns = checkName("namespace", params.ns);
   if (!ctx.config.gatewayUrl) throw errors.notConfigured("the gateway's URL (CAPSTAN_GATEWAY_URL)");
-  const body = chatBody.safeParse(req.body);
-  if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
-  const channel = await api.get("accesschannels", ns, checkName("channel", body.data.channel));
+  const channel = await api.get("accesschannels", ns, checkName("channel", body.channel));
   const agent = (channel.spec?.agentRef as { name?: string } | undefined)?.name;
-  if (agent !== req.params.name) {
-    throw errors.invalid(`channel ${body.data.channel} serves agent ${agent}, not ${req.params.name}`);
+  if (agent !== params.name) {
+    throw errors.invalid(`channel ${body.channel} serves agent ${agent}, not ${params.name}`);
   }
   const key = await channelKey(api, ns, channel);
   const started = Date.now();
   try {
-    const answer = await askGateway(policy, ctx.config.gatewayUrl, key, body.data.message);
+    const answer = await askGateway(policy, ctx.config.gatewayUrl, key, body.message);
     return {
       answer: answer.choices?.[0]?.message?.content ?? "",
       model: answer.model ?? null,
@@ -130,15 +127,17 @@ async function askGateway(policy: OutboundPolicy, gatewayUrl: string, key: strin
 }
 
 /** POST …/scrapers/:name/scrape: one page through the Scraper the user may read. */
-async function tryScrape(ctx: ConsoleContext, metrics: OutboundMetrics, req: TryRequest) {
+async function tryScrape(
+  ctx: ConsoleContext,
+  metrics: OutboundMetrics,
+  ...[req, params, body]: Try<typeof scrapeBody>
+) {
   const { api } = await sessionOf(ctx, req);
-  const ns = checkName("namespace", req.params.ns);
-  const body = scrapeBody.safeParse(req.body);
-  if (!body.success) throw errors.invalid(body.error.issues.map((i) => i.message).join("; "));
-  const client = await scraperClient(ctx, api, ns, req.params.name, metrics);
+  const ns = checkName("namespace", params.ns);
+  const client = await scraperClient(ctx, api, ns, params.name, metrics);
   const started = Date.now();
   try {
-    const page = await client.scrape(body.data.url, { pageOptions: { onlyMainContent: body.data.onlyMainContent } });
+    const page = await client.scrape(body.url, { pageOptions: { onlyMainContent: body.onlyMainContent } });
     return {
       markdown: page.markdown,
       title: page.metadata.title,

@@ -3,20 +3,24 @@
 // are every gateway replica's (usage-source.ts picks Prometheus, the replicas or fixed URLs); the
 // hourly tokens per agent, upstream and model come from the gateway's usage API (usage-hourly.ts).
 import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { type ConsoleContext, checkName, sessionOf } from "../context.ts";
 import { errors } from "../errors.ts";
 import type { UsageSource } from "../usage.ts";
 import type { HourlyUsage } from "../usage-hourly.ts";
+import { hourlyQuery, hourlyUsageSchema, nsParams, usageSchema } from "../wire.ts";
 
 export function usageRoutes(
-  app: FastifyInstance,
+  plain: FastifyInstance,
   ctx: ConsoleContext,
   usage: UsageSource | undefined,
   hourly: HourlyUsage | undefined,
 ): void {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
   // Tokens and requests per hour, channel, agent, upstream and model (kept in Redis by the gateway).
-  app.get<{ Params: { ns: string }; Querystring: { hours?: string } }>(
+  app.get(
     "/api/namespaces/:ns/usage/hourly",
+    { schema: { params: nsParams, querystring: hourlyQuery, response: { 200: hourlyUsageSchema } } },
     async (req) => {
       const { api } = await sessionOf(ctx, req);
       const ns = checkName("namespace", req.params.ns);
@@ -25,7 +29,7 @@ export function usageRoutes(
           "reading the gateway replicas (CAPSTAN_GATEWAY_METRICS_SERVICE or CAPSTAN_GATEWAY_METRICS_URLS)",
         );
       }
-      const hours = Math.min(24 * 90, Math.max(1, Number.parseInt(req.query.hours ?? "24", 10) || 24));
+      const hours = Math.min(24 * 90, req.query.hours);
       const visible = new Set((await api.list("accesschannels", ns)).items.map((c) => `${ns}/${c.metadata.name}`));
       let rows: Awaited<ReturnType<HourlyUsage["read"]>>;
       try {
@@ -42,7 +46,8 @@ export function usageRoutes(
     },
   );
 
-  app.get<{ Params: { ns: string } }>("/api/namespaces/:ns/usage", async (req) => {
+  const usageSchemas = { params: nsParams, response: { 200: usageSchema } };
+  app.get("/api/namespaces/:ns/usage", { schema: usageSchemas }, async (req) => {
     const { api } = await sessionOf(ctx, req);
     const ns = checkName("namespace", req.params.ns);
     if (!usage) {

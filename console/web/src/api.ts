@@ -1,6 +1,22 @@
 // The page's one way to the console's API: same-origin fetch with the session cookie (HTTP-only,
 // never visible here) and, on every change, the session's CSRF token in a header. Errors come back
-// as ApiError carrying the words the API server or the console gave.
+// as ApiError carrying the words the API server or the console gave. Every answer is parsed with
+// its route's own schema from the console's wire module (console/src/wire.ts), the one the route
+// serialises it with, and the page takes its types from there too: no shape is declared twice.
+import type { z } from "zod";
+
+export type {
+  ChannelRow as Channel,
+  KnowledgeRow,
+  Permissions,
+  Ready,
+  ResourceRow,
+  RevealedKey,
+  SearchKeyRow,
+  SessionInfo,
+  Usage,
+} from "../../src/wire.ts";
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -23,19 +39,31 @@ export function whenSignedOut(fn: () => void): void {
   onSignedOut = fn;
 }
 
-export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  return send<T>(
+/** `method` on `path` with a JSON body (if any); the answer as `answer` (its route's schema) parses it. */
+export async function call<S extends z.ZodType>(
+  method: string,
+  path: string,
+  answer: S,
+  body?: unknown,
+): Promise<z.output<S>> {
+  return send(
     method,
     path,
+    answer,
     body === undefined ? undefined : { data: JSON.stringify(body), type: "application/json" },
   );
 }
 
 /** POSTs a file as its own bytes (not JSON), with its content type. */
-export const upload = <T>(path: string, file: Blob, contentType: string) =>
-  send<T>("POST", path, { data: file, type: contentType });
+export const upload = <S extends z.ZodType>(path: string, file: Blob, contentType: string, answer: S) =>
+  send("POST", path, answer, { data: file, type: contentType });
 
-async function send<T>(method: string, path: string, body?: { data: BodyInit; type: string }): Promise<T> {
+async function send<S extends z.ZodType>(
+  method: string,
+  path: string,
+  answer: S,
+  body?: { data: BodyInit; type: string },
+): Promise<z.output<S>> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = body.type;
   if (method !== "GET") headers["x-csrf-token"] = csrfToken;
@@ -62,46 +90,26 @@ async function send<T>(method: string, path: string, body?: { data: BodyInit; ty
     if (res.status === 401 && path !== "/api/session") onSignedOut();
     throw new ApiError(res.status, e.code ?? `HTTP${res.status}`, e.message ?? `HTTP ${res.status}`);
   }
-  return json as T;
+  return parseAnswer(answer, json, res.status, path);
 }
 
-export const get = <T>(path: string) => call<T>("GET", path);
-export const post = <T>(path: string, body: unknown = {}) => call<T>("POST", path, body);
-export const patch = <T>(path: string, body: unknown) => call<T>("PATCH", path, body);
-export const del = <T>(path: string) => call<T>("DELETE", path);
+/** An answer as its route's schema reads it; one that does not fit is an error in words. */
+function parseAnswer<S extends z.ZodType>(answer: S, json: unknown, status: number, path: string): z.output<S> {
+  const parsed = answer.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue?.path.join(".") || "the answer";
+  throw new ApiError(
+    status,
+    "BadAnswer",
+    `the console's answer to ${path} is not what this page expects (${where}: ${issue?.message})`,
+  );
+}
+
+export const get = <S extends z.ZodType>(path: string, answer: S) => call("GET", path, answer);
+export const post = <S extends z.ZodType>(path: string, answer: S, body: unknown = {}) =>
+  call("POST", path, answer, body);
+export const patch = <S extends z.ZodType>(path: string, answer: S, body: unknown) => call("PATCH", path, answer, body);
+export const del = <S extends z.ZodType>(path: string, answer: S) => call("DELETE", path, answer);
 
 export const nsPath = (ns: string, rest: string) => `/api/namespaces/${encodeURIComponent(ns)}/${rest}`;
-
-export interface Ready {
-  status: string;
-  reason: string;
-  message: string;
-}
-
-export interface Channel {
-  name: string;
-  channelName: string;
-  agent: string;
-  qpm: number;
-  expiresAt: string | null;
-  keepHistory: boolean;
-  keyPrefix: string | null;
-  endpoint: string | null;
-  keySupplied: boolean;
-  keyRevealed: boolean;
-  ready: Ready;
-}
-
-export interface RevealedKey {
-  key: string;
-  keyPrefix: string;
-  endpoint: string | null;
-}
-
-export type Permissions = Record<string, Record<"get" | "list" | "create" | "patch" | "delete", boolean>>;
-
-export interface SessionInfo {
-  user: { username: string; groups: string[] };
-  csrfToken: string;
-  defaultNamespace: string;
-}

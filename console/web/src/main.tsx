@@ -2,6 +2,7 @@
 // the pages act in is chosen in the header; RBAC (asked through /permissions) decides what shows.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { permissionsSchema, sessionInfoSchema, signedOutSchema } from "../../src/wire.ts";
 import {
   type ApiError,
   del,
@@ -69,13 +70,13 @@ function App() {
   };
   useEffect(() => {
     whenSignedOut(() => setSession(null));
-    get<SessionInfo>("/api/session").then(signedIn, () => setSession(null));
+    get("/api/session", sessionInfoSchema).then(signedIn, () => setSession(null));
   }, []);
   useEffect(() => {
     if (!session || !ns) return;
     sessionStorage.setItem("capstan.ns", ns);
     setCan(undefined);
-    get<Permissions>(nsPath(ns, "permissions")).then(setCan, (e: ApiError) => setError(e.message));
+    get(nsPath(ns, "permissions"), permissionsSchema).then(setCan, (e: ApiError) => setError(e.message));
   }, [session, ns]);
 
   if (session === undefined) return <p>Loading…</p>;
@@ -108,7 +109,7 @@ function App() {
         <button
           type="button"
           onClick={async () => {
-            await del("/api/session").catch(() => undefined);
+            await del("/api/session", signedOutSchema).catch(() => undefined);
             setSession(null);
           }}
         >

@@ -3,7 +3,8 @@
 // the checked create that every "New …" form submits through.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import type { ZodType } from "zod";
+import type { z } from "zod";
+import { type CreateRequest, itemsOf } from "../../src/wire.ts";
 import { type ApiError, get, post, type Ready } from "./api.ts";
 
 export function ErrorText({ error }: { error: string | undefined }) {
@@ -90,20 +91,22 @@ export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toL
 export const utcIso = (local: string) => new Date(`${local}Z`).toISOString();
 
 /**
- * Creates the resource `name` at `path` once `schema` (the CRD's own zod schema) accepts `spec`.
+ * Creates the resource `name` at `path` once `schema` (the CRD's own zod schema) accepts `spec`;
+ * `answer` is the row schema the console answers the created resource with (wire.ts).
  * Answers undefined when created, else what is wrong in words: the fields the schema refuses, or
  * the console's own answer.
  */
 export async function createChecked(
-  schema: ZodType,
+  schema: z.ZodType,
   path: string,
   name: string,
-  spec: unknown,
+  spec: CreateRequest["spec"],
+  answer: z.ZodType,
 ): Promise<string | undefined> {
   const checked = schema.safeParse(spec);
   if (!checked.success) return checked.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
   try {
-    await post(path, { name, spec });
+    await post(path, answer, { name, spec } satisfies CreateRequest);
     return undefined;
   } catch (err) {
     return (err as ApiError).message;
@@ -126,13 +129,16 @@ export function FilterBar(props: {
   );
 }
 
-/** The items of a list endpoint, reloaded when `path` changes; errors in words. */
-export function useItems<T>(path: string): { items: T[] | undefined; error: string | undefined; reload: () => void } {
-  const [items, setItems] = useState<T[]>();
+/** The items of a list endpoint (each parsed with `item`), reloaded when `path` changes; errors in words. */
+export function useItems<S extends z.ZodType>(
+  path: string,
+  item: S,
+): { items: z.output<S>[] | undefined; error: string | undefined; reload: () => void } {
+  const [items, setItems] = useState<z.output<S>[]>();
   const [error, setError] = useState<string>();
   const reload = () => {
     setError(undefined);
-    get<{ items: T[] }>(path).then(
+    get(path, itemsOf(item)).then(
       (r) => setItems(r.items),
       (e: ApiError) => setError(e.message),
     );

@@ -3,7 +3,7 @@
 // http-errors.ts). Unknown errors are logged and answered as 500 without their message (it may
 // carry internals).
 import { type ErrorShape, installErrorHandling, type Refusal } from "@capstan/shared";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifySchemaCompiler } from "fastify";
 import type { z } from "zod";
 import { isScraperError, ScraperError } from "./errors.ts";
 
@@ -18,6 +18,20 @@ export function zodMessage(error: z.ZodError): string {
     .map((i) => `${i.path.length ? i.path.join(".") : "body"}: ${i.message}`)
     .join("; ");
 }
+
+/**
+ * Body validation by the route's zod schema (the API's routes and the rendering service's), failing
+ * with BAD_REQUEST and the first issues by field ("url: must be a string"). A missing body reads
+ * as {} so the message names the field.
+ */
+export const bodyValidator: FastifySchemaCompiler<z.ZodType> =
+  ({ schema }) =>
+  (data) => {
+    const parsed = schema.safeParse(data ?? {});
+    return parsed.success
+      ? { value: parsed.data }
+      : { error: new ScraperError("BAD_REQUEST", [zodMessage(parsed.error)]) };
+  };
 
 /** The scraper's error of a Fastify refusal or an unknown route. */
 function refusalError(r: Refusal): ScraperError {

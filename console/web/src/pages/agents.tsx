@@ -1,16 +1,10 @@
 // Agents and Scrapers: their settings and health (the Ready condition the operator writes), with
 // "try a chat" on each agent and "try a scrape" on each scraper (try.tsx).
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, get, nsPath } from "../api.ts";
+import { itemsOf, resourceRowSchema } from "../../../src/wire.ts";
+import { type ApiError, get, nsPath, type ResourceRow } from "../api.ts";
 import { ErrorText, ReadyBadge } from "../ui.tsx";
 import { TryChat, TryScrape } from "./try.tsx";
-
-interface Row {
-  name: string;
-  spec: Record<string, unknown>;
-  status: Record<string, unknown>;
-  ready: { status: string; reason: string; message: string };
-}
 
 function settings(spec: Record<string, unknown>): string {
   // Never a secret: specs hold only references to Secrets, shown as such.
@@ -18,10 +12,10 @@ function settings(spec: Record<string, unknown>): string {
 }
 
 function Table({ ns, plural, title }: { ns: string; plural: string; title: string }) {
-  const [items, setItems] = useState<Row[]>();
+  const [items, setItems] = useState<ResourceRow[]>();
   const [error, setError] = useState<string>();
   useEffect(() => {
-    get<{ items: Row[] }>(nsPath(ns, plural)).then(
+    get(nsPath(ns, plural), itemsOf(resourceRowSchema)).then(
       (r) => setItems(r.items),
       (e: ApiError) => setError(e.message),
     );

@@ -2,6 +2,13 @@
 // tab, where "Add key" shows the channel's key once with ready-to-paste snippets.
 import { useEffect, useState } from "preact/hooks";
 import {
+  type ChannelEditRequest,
+  channelRowSchema,
+  deletedSchema,
+  type KeyRequest,
+  revealedKeySchema,
+} from "../../../src/wire.ts";
+import {
   type ApiError,
   type Channel,
   del,
@@ -42,7 +49,11 @@ function ApiAccess({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Perm
     setBusy(true);
     setError(undefined);
     try {
-      setShown(await post<RevealedKey>(nsPath(ns, `accesschannels/${encodeURIComponent(ch.name)}/key`), { rotate }));
+      setShown(
+        await post(nsPath(ns, `accesschannels/${encodeURIComponent(ch.name)}/key`), revealedKeySchema, {
+          rotate,
+        } satisfies KeyRequest),
+      );
     } catch (err) {
       setError((err as ApiError).message);
     } finally {
@@ -115,7 +126,7 @@ function Settings({ ns, ch, can, reload }: { ns: string; ch: Channel; can: Permi
   const remove = () => {
     if (confirm(`Delete channel ${ch.name}? Its key stops working at once.`)) {
       void run(async () => {
-        await del(path);
+        await del(path, deletedSchema);
         location.hash = "#/channels";
       });
     }
@@ -154,7 +165,12 @@ function EditChannel({ ch, path, run }: { ch: Channel; path: string; run: (f: ()
       class="card"
       onSubmit={(e) => {
         e.preventDefault();
-        void run(() => patch(path, { qpm: Number(qpm), expiresAt: expiry ? utcIso(expiry) : null }));
+        void run(() =>
+          patch(path, channelRowSchema, {
+            qpm: Number(qpm),
+            expiresAt: expiry ? utcIso(expiry) : null,
+          } satisfies ChannelEditRequest),
+        );
       }}
     >
       <Field label="Rate limit (requests per minute)" id="edit-qpm">
@@ -177,7 +193,7 @@ function EditChannel({ ch, path, run }: { ch: Channel; path: string; run: (f: ()
         />
       </Field>
       <button type="submit">Save</button>
-      <button type="button" onClick={() => run(() => post(`${path}/expire`))}>
+      <button type="button" onClick={() => run(() => post(`${path}/expire`, channelRowSchema))}>
         Expire now
       </button>
     </form>
@@ -189,7 +205,7 @@ export function ChannelPage({ ns, name, can }: { ns: string; name: string; can: 
   const [tab, setTab] = useState<"settings" | "access">("access");
   const [error, setError] = useState<string>();
   const load = () =>
-    get<Channel>(nsPath(ns, `accesschannels/${encodeURIComponent(name)}`)).then(setCh, (e: ApiError) =>
+    get(nsPath(ns, `accesschannels/${encodeURIComponent(name)}`), channelRowSchema).then(setCh, (e: ApiError) =>
       setError(e.message),
     );
   useEffect(() => {

@@ -2,12 +2,9 @@
 // the CRD's own zod schema, then again by the console and the API server).
 import { accessChannelSpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type Channel, get, nsPath, type Permissions } from "../api.ts";
+import { channelRowSchema, itemsOf, resourceRowSchema } from "../../../src/wire.ts";
+import { type ApiError, get, nsPath, type Permissions } from "../api.ts";
 import { createChecked, ErrorText, Field, FilterBar, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
-
-interface AgentRow {
-  name: string;
-}
 
 /** What the New channel form holds (the expiry as a datetime-local input gives it, read as UTC). */
 interface ChannelForm {
@@ -32,9 +29,9 @@ function specOf(form: ChannelForm) {
 
 /** The Agents of `ns` to pick from; the first becomes the form's agent until one is picked. */
 function useAgents(ns: string, setForm: (f: (old: ChannelForm) => ChannelForm) => void, onError: (m: string) => void) {
-  const [agents, setAgents] = useState<AgentRow[]>([]);
+  const [agents, setAgents] = useState<{ name: string }[]>([]);
   useEffect(() => {
-    get<{ items: AgentRow[] }>(nsPath(ns, "agents")).then(
+    get(nsPath(ns, "agents"), itemsOf(resourceRowSchema)).then(
       (r) => {
         setAgents(r.items);
         setForm((f) => ({ ...f, agent: f.agent || r.items[0]?.name || "" }));
@@ -62,7 +59,13 @@ function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string
   };
   const submit = async (e: Event) => {
     e.preventDefault();
-    const problem = await createChecked(accessChannelSpec, nsPath(ns, "accesschannels"), form.name, specOf(form));
+    const problem = await createChecked(
+      accessChannelSpec,
+      nsPath(ns, "accesschannels"),
+      form.name,
+      specOf(form),
+      channelRowSchema,
+    );
     if (problem) setError(problem);
     else onCreated(form.name);
   };
@@ -101,7 +104,7 @@ function CreateChannel({ ns, onCreated }: { ns: string; onCreated: (name: string
 }
 
 export function ChannelsPage({ ns, can }: { ns: string; can: Permissions }) {
-  const { items, error } = useItems<Channel>(nsPath(ns, "accesschannels"));
+  const { items, error } = useItems(nsPath(ns, "accesschannels"), channelRowSchema);
   const [filter, setFilter] = useState("");
   const [creating, setCreating] = useState(false);
   const shown = (items ?? []).filter((c) =>

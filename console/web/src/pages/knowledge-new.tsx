@@ -3,6 +3,7 @@
 // knowledge base's page (upload) or as URL sources here.
 import { knowledgeBaseSpec } from "@capstan/shared/api";
 import { useState } from "preact/hooks";
+import { knowledgeRowSchema } from "../../../src/wire.ts";
 import { nsPath } from "../api.ts";
 import { createChecked, ErrorText, Field } from "../ui.tsx";
 
@@ -23,7 +24,13 @@ export function CreateKnowledgeBase({ ns, onCreated }: { ns: string; onCreated: 
           ...(form.description ? { description: form.description } : {}),
           sources: form.url ? [{ name: form.url, url: form.url }] : [],
         };
-        const problem = await createChecked(knowledgeBaseSpec, nsPath(ns, "knowledgebases"), form.name, spec);
+        const problem = await createChecked(
+          knowledgeBaseSpec,
+          nsPath(ns, "knowledgebases"),
+          form.name,
+          spec,
+          knowledgeRowSchema,
+        );
         if (problem) setError(problem);
         else onCreated(form.name);
       }}

@@ -4,30 +4,11 @@
 // document upload (Markdown, text, HTML, PDF: the file's own bytes, converted to Markdown by the
 // console) and a "try a search" box on the real search API.
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, get, nsPath, type Permissions, post, upload } from "../api.ts";
+import type { z } from "zod";
+import { itemsOf, knowledgeRowSchema, searchHitsSchema, type TrySearchRequest } from "../../../src/wire.ts";
+import { type ApiError, get, type KnowledgeRow, nsPath, type Permissions, post, upload } from "../api.ts";
 import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
 import { CreateKnowledgeBase } from "./knowledge-new.tsx";
-
-interface KnowledgeRow {
-  name: string;
-  knowledgeId: string;
-  description: string;
-  sources: { name: string; kind: string; detail: string }[];
-  documents: number;
-  chunks: number;
-  failures: number;
-  failedSources: string[];
-  uploaded: number;
-  progress: string;
-  uploadedDocuments: { name: string; chunks: number; format: string }[];
-  ready: { status: string; reason: string; message: string };
-}
-
-interface Hit {
-  docsName: string;
-  text: string;
-  score: number;
-}
 
 /** The content type each accepted file extension is sent with. */
 const TYPES: Record<string, string> = {
@@ -66,7 +47,7 @@ function Upload({ ns, kb, onDone }: { ns: string; kb: KnowledgeRow; onDone: () =
         setBusy(true);
         try {
           const path = `knowledgebases/${encodeURIComponent(kb.name)}/documents?fileName=${encodeURIComponent(file.name)}`;
-          await upload(nsPath(ns, path), file, contentType);
+          await upload(nsPath(ns, path), file, contentType, knowledgeRowSchema);
           setNote(`${file.name} added: the operator ingests it now.`);
           onDone();
         } catch (err) {
@@ -91,7 +72,7 @@ function Upload({ ns, kb, onDone }: { ns: string; kb: KnowledgeRow; onDone: () =
 
 function TrySearch({ ns, kb }: { ns: string; kb: KnowledgeRow }) {
   const [text, setText] = useState("");
-  const [hits, setHits] = useState<Hit[]>();
+  const [hits, setHits] = useState<z.output<typeof searchHitsSchema>["results"]>();
   const [error, setError] = useState<string>();
   return (
     <form
@@ -101,9 +82,9 @@ function TrySearch({ ns, kb }: { ns: string; kb: KnowledgeRow }) {
         e.preventDefault();
         setError(undefined);
         try {
-          const r = await post<{ results: Hit[] }>(nsPath(ns, `knowledgebases/${encodeURIComponent(kb.name)}/search`), {
+          const r = await post(nsPath(ns, `knowledgebases/${encodeURIComponent(kb.name)}/search`), searchHitsSchema, {
             text,
-          });
+          } satisfies TrySearchRequest);
           setHits(r.results);
         } catch (err) {
           setError((err as ApiError).message);
@@ -146,7 +127,7 @@ export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can
   const [kb, setKb] = useState<KnowledgeRow>();
   const [error, setError] = useState<string>();
   const load = () =>
-    get<KnowledgeRow>(nsPath(ns, `knowledgebases/${encodeURIComponent(name)}`)).then(setKb, (e: ApiError) =>
+    get(nsPath(ns, `knowledgebases/${encodeURIComponent(name)}`), knowledgeRowSchema).then(setKb, (e: ApiError) =>
       setError(e.message),
     );
   useEffect(() => {
@@ -211,7 +192,7 @@ export function KnowledgeList({ ns, can }: { ns: string; can: Permissions }) {
   const [creating, setCreating] = useState(false);
   const [error, setError] = useState<string>();
   useEffect(() => {
-    get<{ items: KnowledgeRow[] }>(nsPath(ns, "knowledgebases")).then(
+    get(nsPath(ns, "knowledgebases"), itemsOf(knowledgeRowSchema)).then(
       (r) => setItems(r.items),
       (e: ApiError) => setError(e.message),
     );

@@ -3,24 +3,25 @@
 import { searchKeySpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
 import { badCidrs } from "../../../src/cidr.ts";
-import { type ApiError, del, get, nsPath, type Permissions, post, type RevealedKey } from "../api.ts";
+import {
+  deletedSchema,
+  itemsOf,
+  type KeyRequest,
+  knowledgeRowSchema,
+  revealedKeySchema,
+  searchKeyRowSchema,
+} from "../../../src/wire.ts";
+import {
+  type ApiError,
+  del,
+  get,
+  nsPath,
+  type Permissions,
+  post,
+  type RevealedKey,
+  type SearchKeyRow,
+} from "../api.ts";
 import { createChecked, ErrorText, Field, FilterBar, KeyOnce, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
-
-interface SearchKeyRow {
-  name: string;
-  keyName: string;
-  knowledgeIds: string[];
-  validFrom: string | null;
-  validUntil: string | null;
-  allowedCIDRs: string[];
-  keyPrefix: string | null;
-  endpoint: string | null;
-  keySupplied: boolean;
-  keyRevealed: boolean;
-  keyAgeDays: number;
-  rotationAdvised: boolean;
-  ready: { status: string; reason: string; message: string };
-}
 
 const DAY_MS = 86_400_000;
 
@@ -63,7 +64,7 @@ function longWindow(f: SearchKeyForm): boolean {
 function useKnowledgeBases(ns: string, onError: (message: string) => void) {
   const [kbs, setKbs] = useState<{ knowledgeId: string; name: string }[]>([]);
   useEffect(() => {
-    get<{ items: { knowledgeId: string; name: string }[] }>(nsPath(ns, "knowledgebases")).then(
+    get(nsPath(ns, "knowledgebases"), itemsOf(knowledgeRowSchema)).then(
       (r) => setKbs(r.items),
       (e: ApiError) => onError(e.message),
     );
@@ -87,7 +88,13 @@ function CreateSearchKey({ ns, onCreated }: { ns: string; onCreated: () => void 
     e.preventDefault();
     const asked = specOf(f, scope);
     if ("error" in asked) return setError(asked.error);
-    const problem = await createChecked(searchKeySpec, nsPath(ns, "searchkeys"), f.name, asked.spec);
+    const problem = await createChecked(
+      searchKeySpec,
+      nsPath(ns, "searchkeys"),
+      f.name,
+      asked.spec,
+      searchKeyRowSchema,
+    );
     if (problem) setError(problem);
     else onCreated();
   };
@@ -179,7 +186,7 @@ function searchSnippets(endpoint: string, key: string) {
 }
 
 export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
-  const { items, error: listError, reload: load } = useItems<SearchKeyRow>(nsPath(ns, "searchkeys"));
+  const { items, error: listError, reload: load } = useItems(nsPath(ns, "searchkeys"), searchKeyRowSchema);
   const [filter, setFilter] = useState("");
   const [creating, setCreating] = useState(false);
   const [shown, setShown] = useState<RevealedKey>();
@@ -187,14 +194,20 @@ export function SearchKeysPage({ ns, can }: { ns: string; can: Permissions }) {
   const showKey = async (name: string, rotate: boolean) => {
     setError(undefined);
     try {
-      setShown(await post<RevealedKey>(nsPath(ns, `searchkeys/${encodeURIComponent(name)}/key`), { rotate }));
+      setShown(
+        await post(nsPath(ns, `searchkeys/${encodeURIComponent(name)}/key`), revealedKeySchema, {
+          rotate,
+        } satisfies KeyRequest),
+      );
     } catch (err) {
       setError((err as ApiError).message);
     }
   };
   const remove = (name: string) =>
     confirm(`Delete search key ${name}?`) &&
-    del(nsPath(ns, `searchkeys/${encodeURIComponent(name)}`)).then(load, (e: ApiError) => setError(e.message));
+    del(nsPath(ns, `searchkeys/${encodeURIComponent(name)}`), deletedSchema).then(load, (e: ApiError) =>
+      setError(e.message),
+    );
   const rows = (items ?? []).filter((k) =>
     `${k.name} ${k.keyName} ${k.knowledgeIds.join(" ")}`.toLowerCase().includes(filter.toLowerCase()),
   );

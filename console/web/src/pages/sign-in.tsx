@@ -1,6 +1,7 @@
 // Sign-in with a Kubernetes bearer token. The token goes to the console once, in a POST body; the
 // browser keeps only the HTTP-only session cookie the console sets.
 import { useState } from "preact/hooks";
+import { type SignInRequest, sessionInfoSchema } from "../../../src/wire.ts";
 import { type ApiError, post, type SessionInfo } from "../api.ts";
 import { ErrorText, Field } from "../ui.tsx";
 
@@ -21,7 +22,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: SessionInfo) => void })
           setBusy(true);
           setError(undefined);
           try {
-            const s = await post<SessionInfo>("/api/session", { token });
+            const s = await post("/api/session", sessionInfoSchema, { token } satisfies SignInRequest);
             setToken("");
             onSignedIn(s);
           } catch (err) {

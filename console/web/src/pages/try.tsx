@@ -2,6 +2,15 @@
 // scrape" (a Scraper, on a URL you give): one real call each, the answer shown. The console reads
 // the channel's or scraper's key with your token, so what RBAC lets you read decides.
 import { useEffect, useState } from "preact/hooks";
+import type { z } from "zod";
+import {
+  type ChatRequest,
+  channelRowSchema,
+  chatAnswerSchema,
+  itemsOf,
+  type ScrapeRequest,
+  scrapeAnswerSchema,
+} from "../../../src/wire.ts";
 import { type ApiError, type Channel, get, nsPath, post } from "../api.ts";
 import { ErrorText, Field } from "../ui.tsx";
 
@@ -30,9 +39,9 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
   const [channels, setChannels] = useState<Channel[]>();
   const [channel, setChannel] = useState("");
   const [message, setMessage] = useState("");
-  const { result: answer, busy, error, setError, run } = useCall<{ answer: string; model: string | null }>();
+  const { result: answer, busy, error, setError, run } = useCall<z.output<typeof chatAnswerSchema>>();
   useEffect(() => {
-    get<{ items: Channel[] }>(nsPath(ns, "accesschannels")).then(
+    get(nsPath(ns, "accesschannels"), itemsOf(channelRowSchema)).then(
       (r) => {
         const mine = r.items.filter((c) => c.agent === agent);
         setChannels(mine);
@@ -45,7 +54,14 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
   return (
     <form
       aria-labelledby={`${id}-title`}
-      onSubmit={(e) => run(e, () => post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), { channel, message }))}
+      onSubmit={(e) =>
+        run(e, () =>
+          post(nsPath(ns, `agents/${encodeURIComponent(agent)}/chat`), chatAnswerSchema, {
+            channel,
+            message,
+          } satisfies ChatRequest),
+        )
+      }
     >
       <h3 id={`${id}-title`}>Try a chat</h3>
       {channels && channels.length === 0 ? <p>No access channel serves this agent: create one first.</p> : null}
@@ -88,12 +104,18 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
 
 export function TryScrape({ ns, scraper }: { ns: string; scraper: string }) {
   const [url, setUrl] = useState("");
-  const { result: page, busy, error, run } = useCall<{ markdown: string; title: string; statusCode: number }>();
+  const { result: page, busy, error, run } = useCall<z.output<typeof scrapeAnswerSchema>>();
   const id = `scrape-${scraper}`;
   return (
     <form
       aria-labelledby={`${id}-title`}
-      onSubmit={(e) => run(e, () => post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), { url }))}
+      onSubmit={(e) =>
+        run(e, () =>
+          post(nsPath(ns, `scrapers/${encodeURIComponent(scraper)}/scrape`), scrapeAnswerSchema, {
+            url,
+          } satisfies ScrapeRequest),
+        )
+      }
     >
       <h3 id={`${id}-title`}>Try a scrape</h3>
       <Field label="URL" id={`${id}-url`} hint="Scraped by this scraper; its Markdown is shown below.">

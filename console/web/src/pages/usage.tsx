@@ -2,23 +2,13 @@
 // from the gateway's own metrics (read by the console); a table gives the totals in words. Below,
 // the tokens the gateway keeps in Redis (they survive restarts): per channel, agent, upstream and
 // model over the last 24 hours, with the cost where the Agent prices the model.
-import type { UsageRow } from "@capstan/shared/api";
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { type ApiError, get, nsPath } from "../api.ts";
+import type { UsageRow } from "@capstan/shared/api";
+import { type ChannelPoint, hourlyUsageSchema, usageSchema } from "../../../src/wire.ts";
+import { type ApiError, get, nsPath, type Usage } from "../api.ts";
 import { ErrorText } from "../ui.tsx";
-
-interface ChannelPoint {
-  requests: number;
-  throttled: number;
-  tokens: number;
-}
-interface Usage {
-  warning: string | null;
-  channels: string[];
-  points: { at: number; latencySum: number; latencyCount: number; channels: Record<string, ChannelPoint> }[];
-}
 
 type HourlyRow = UsageRow;
 
@@ -44,7 +34,7 @@ function KeptUsage({ ns }: { ns: string }) {
   const [rows, setRows] = useState<HourlyRow[]>();
   const [error, setError] = useState<string>();
   useEffect(() => {
-    get<{ rows: HourlyRow[] }>(nsPath(ns, "usage/hourly?hours=24")).then(
+    get(nsPath(ns, "usage/hourly?hours=24"), hourlyUsageSchema).then(
       (r) => setRows(totals(r.rows)),
       (e: ApiError) => setError(e.message),
     );
@@ -123,7 +113,7 @@ function Chart({
 export function UsagePage({ ns }: { ns: string }) {
   const [usage, setUsage] = useState<Usage>();
   const [error, setError] = useState<string>();
-  const load = () => get<Usage>(nsPath(ns, "usage")).then(setUsage, (e: ApiError) => setError(e.message));
+  const load = () => get(nsPath(ns, "usage"), usageSchema).then(setUsage, (e: ApiError) => setError(e.message));
   useEffect(() => {
     void load();
   }, [ns]);

@@ -11,7 +11,7 @@
 // Breakers live as long as the process and are keyed by agent, upstream and what the upstream is
 // (URL, model, breaker settings): an Agent whose status changes keeps them; a changed upstream gets
 // a fresh one. Their states are in metrics and in states() (the internal API's /upstreams).
-import { type Agent, agentUpstreams } from "@capstan/shared/api";
+import { type Agent, agentUpstreams, type UpstreamState } from "@capstan/shared/api";
 import {
   BrokenCircuitError,
   type CircuitBreakerPolicy,
@@ -54,13 +54,8 @@ interface Route {
   openMs: number;
 }
 
-export interface UpstreamState {
-  agent: string;
-  upstream: string;
-  model: string;
-  circuit: CircuitName;
-  since: string;
-}
+/** One breaker as the internal API answers it (its wire schema is in @capstan/shared/api). */
+export type { UpstreamState };
 
 class UpstreamBreaker {
   readonly policy: CircuitBreakerPolicy;

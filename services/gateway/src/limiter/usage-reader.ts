@@ -1,22 +1,14 @@
 // Reading what token-limiter.ts wrote: a channel's budget spend in the current period and its
 // hourly usage (per agent, upstream and model), for the internal API (routes/internal.ts). One
 // pipeline per channel; every key of one channel shares its hash tag.
-import type { UsageRow } from "@capstan/shared/api";
+import type { BudgetSpend, UsageRow } from "@capstan/shared/api";
 import { execPipelines, type RedisClient } from "@capstan/shared/redis";
 import type { RedisBreaker } from "../redis/breaker.ts";
 import { periodOf } from "./budget-period.ts";
 import { hourOf, type TokenLimits } from "./token-limiter.ts";
 import { channelKeys } from "./token-scripts.ts";
 
-export type { UsageRow };
-
-export interface BudgetSpend {
-  channel: string;
-  period: string;
-  spent: number;
-  tokens: number;
-  resetsAt: string;
-}
+export type { BudgetSpend, UsageRow };
 
 export class UsageReader {
   private readonly redis: RedisClient;

@@ -9,8 +9,12 @@
 //                                                upstream and model (Redis: every replica's),
 //                                                with a cost where the Agent prices the model
 // Without Redis the budget and usage answers are 503 (there is nothing shared to read).
+// Schema first: each route's query is validated and its answer serialised by the wire schemas
+// (@capstan/shared/api usage.ts) that the console's and the operator's clients parse them with.
+import { budgetAnswerSchema, upstreamsAnswerSchema, usageAnswerSchema } from "@capstan/shared/api";
 import type { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { UpstreamRouter } from "../agents/router.ts";
 import { GatewayError } from "../errors.ts";
@@ -35,10 +39,24 @@ const usageQuery = z.object({
     .default(24),
 });
 
+const budgetQuery = z.object({ channel: channelId });
+const upstreamsQuery = z.object({ agent: z.string().optional() });
+
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const r = schema.safeParse(value);
   if (!r.success) throw new GatewayError("invalid_request", { detail: r.error.issues[0]?.message ?? "bad query" });
   return r.data;
+}
+
+/** A route's validation by `schema` with this API's own refusal (invalid_request naming the first issue). */
+function validatorOf(schema: z.ZodType) {
+  return () => (value: unknown) => {
+    try {
+      return { value: parse(schema, value) };
+    } catch (err) {
+      return { error: err as Error };
+    }
+  };
 }
 
 export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (app, opts) => {
@@ -47,14 +65,17 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
     return opts.usage;
   };
 
-  app.get("/upstreams", async (req) => {
-    const agent = (req.query as { agent?: unknown }).agent;
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  const upstreams = { querystring: upstreamsQuery, response: { 200: upstreamsAnswerSchema } };
+  typed.get("/upstreams", { schema: upstreams, validatorCompiler: validatorOf(upstreamsQuery) }, async (req) => {
+    const { agent } = req.query;
     const all = opts.router.states();
-    return { upstreams: typeof agent === "string" ? all.filter((s) => s.agent === agent) : all };
+    return { upstreams: agent !== undefined ? all.filter((s) => s.agent === agent) : all };
   });
 
-  app.get("/budget", async (req) => {
-    const id = parse(channelId, (req.query as { channel?: unknown }).channel);
+  const budget = { querystring: budgetQuery, response: { 200: budgetAnswerSchema } };
+  typed.get("/budget", { schema: budget, validatorCompiler: validatorOf(budgetQuery) }, async (req) => {
+    const id = req.query.channel;
     const [namespace, name] = id.split("/") as [string, string];
     const channel = opts.view.get("AccessChannel", namespace, name);
     if (!channel) throw new GatewayError("not_found", { method: "GET", url: `channel ${id}` });
@@ -62,8 +83,9 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
     return { budget: spend ?? null };
   });
 
-  app.get("/usage", async (req) => {
-    const q = parse(usageQuery, req.query);
+  const usage = { querystring: usageQuery, response: { 200: usageAnswerSchema } };
+  typed.get("/usage", { schema: usage, validatorCompiler: validatorOf(usageQuery) }, async (req) => {
+    const q = req.query;
     const channels = opts.view
       .list("AccessChannel")
       .filter((c) => c.metadata.namespace === q.namespace && (!q.channel || c.metadata.name === q.channel))

@@ -2,12 +2,14 @@
 // resilience policy: connection failures (the renderer restarting) are retried twice with a short
 // full-jitter backoff; everything else is the renderer's answer, mapped back to the error
 // registry. No per-attempt timeout here: a render is bounded by the caller's signal (the scrape's
-// own timeout) and by the renderer's task timeout.
+// own timeout) and by the renderer's task timeout. Every answer is parsed with the wire schema the
+// rendering service serialises it with (render/wire.ts).
 import { OutboundPolicy } from "@capstan/shared/resilience";
 import { Agent, fetch } from "undici";
 import { isScraperError, ScraperError } from "../errors.ts";
+import { zodMessage } from "../http-errors.ts";
 import type { ApiMetrics } from "../metrics.ts";
-import type { RenderRequest, RenderResponse } from "../render/wire.ts";
+import { type RenderRequest, type RenderResponse, renderResponseSchema } from "../render/wire.ts";
 
 export interface RenderClient {
   render(req: RenderRequest, signal: AbortSignal): Promise<RenderResponse>;
@@ -48,7 +50,11 @@ export function httpRenderClient(baseUrl: string, metrics: ApiMetrics, apiKey?: 
     } catch {
       throw new ScraperError("RENDERER_UNAVAILABLE", [`bad answer from renderer (HTTP ${res.status})`]);
     }
-    if (res.ok) return body as unknown as RenderResponse;
+    if (res.ok) {
+      const page = renderResponseSchema.safeParse(body);
+      if (page.success) return page.data;
+      throw new ScraperError("RENDERER_UNAVAILABLE", [`bad answer from renderer: ${zodMessage(page.error)}`]);
+    }
     const retryAfter = res.headers.get("retry-after");
     throw ScraperError.fromWire(
       String(body.code ?? "UPSTREAM_ERROR"),

@@ -4,16 +4,19 @@
 // Only the scraper API may render: with an API key configured, POST /scrape needs the same key
 // (the API sends it); without one, it answers loopback callers only (the API beside it). The
 // port is no way around the API's authentication. GET /scrape, the probe, renders nothing.
+// Schema first: the request is validated (a bad one is 400 BAD_REQUEST naming the field) and the
+// answers serialised by the wire schemas (wire.ts) the API's client parses them with.
 import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { apiKeyCheck } from "../api-key.ts";
 import type { ScraperConfig } from "../config.ts";
 import { ScraperError } from "../errors.ts";
-import { installErrorHandlers, sendError, zodMessage } from "../http-errors.ts";
+import { bodyValidator, installErrorHandlers, sendError } from "../http-errors.ts";
 import { renderMetrics } from "../metrics.ts";
 import type { SsrfGuard } from "../ssrf/guard.ts";
 import { Renderer } from "./renderer.ts";
-import { type RenderProbe, renderRequestSchema } from "./wire.ts";
+import { type RenderProbe, renderProbeSchema, renderRequestSchema, renderResponseSchema } from "./wire.ts";
 
 /** A peer address on this host: 127.0.0.0/8, ::1, or either IPv4-mapped. */
 export function isLoopback(address: string | undefined): boolean {
@@ -41,14 +44,16 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
   const registry = deps.registry ?? createRegistry();
   const metrics = renderMetrics(registry);
   const renderer = new Renderer(config, { logger, metrics, ...(deps.guard ? { guard: deps.guard } : {}) });
-  const app = buildBaseApp({
+  const base = buildBaseApp({
     service: "scraper-render",
     registry,
     logger,
     bodyLimit: 256 * 1024,
     notReady: () => (renderer.pool.connected ? undefined : "browser not connected"),
   });
-  installErrorHandlers(app);
+  installErrorHandlers(base);
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(bodyValidator);
 
   const keyOk = apiKeyCheck(config.apiKey);
   const requireKey = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -62,7 +67,8 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
     }
   };
 
-  app.get("/scrape", async (_req, reply) => {
+  const probe = { response: { 200: renderProbeSchema, 503: renderProbeSchema } };
+  app.get("/scrape", { schema: probe }, async (_req, reply) => {
     const connected = renderer.pool.connected;
     const body: RenderProbe = {
       status: connected ? "ok" : "unavailable",
@@ -75,9 +81,9 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
     return reply.code(connected ? 200 : 503).send(body);
   });
 
-  app.post("/scrape", { onRequest: requireKey }, async (req, reply) => {
-    const parsed = renderRequestSchema.safeParse(req.body ?? {});
-    if (!parsed.success) return sendError(reply, new ScraperError("BAD_REQUEST", [zodMessage(parsed.error)]));
+  // The key is checked when the request arrives (onRequest), before its body is validated.
+  const render = { body: renderRequestSchema, response: { 200: renderResponseSchema } };
+  app.post("/scrape", { onRequest: requireKey, schema: render }, async (req, reply) => {
     const controller = new AbortController();
     // The caller gave up (its own task timeout): stop rendering for it.
     const onClose = () => {
@@ -85,14 +91,14 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
     };
     reply.raw.on("close", onClose);
     try {
-      return await renderer.render(parsed.data, controller.signal);
+      return await renderer.render(req.body, controller.signal);
     } finally {
       reply.raw.off("close", onClose);
     }
   });
 
   return {
-    app,
+    app: base,
     renderer,
     start: (opts) => renderer.start(opts),
     close: async () => {

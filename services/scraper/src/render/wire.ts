@@ -3,6 +3,9 @@
 // content, pageStatusCode, pageError) and adds what this scraper needs: screenshots, the
 // final URL after redirects, the content type and the count of requests the guard refused.
 // Errors travel as {success: false, error, code} with the HTTP status of the error registry.
+// Schema first, defined once: the rendering service's routes (app.ts) validate the request and
+// serialise their answers with these schemas, and its client (api/render-client.ts) parses every
+// answer with them.
 import { z } from "zod";
 
 export const MAX_WAIT_MS = 60_000;
@@ -20,23 +23,26 @@ export const renderRequestSchema = z.strictObject({
 export type RenderRequest = z.input<typeof renderRequestSchema>;
 export type ParsedRenderRequest = z.output<typeof renderRequestSchema>;
 
-export interface RenderResponse {
-  content: string;
-  pageStatusCode: number;
-  pageError: string | null;
-  finalUrl: string;
-  contentType: string | null;
+/** POST /scrape's answer: the rendered page. */
+export const renderResponseSchema = z.object({
+  content: z.string(),
+  pageStatusCode: z.int(),
+  pageError: z.string().nullable(),
+  finalUrl: z.string(),
+  contentType: z.string().nullable(),
   /** Base64 PNG, or null when no screenshot was asked for. */
-  screenshot: string | null;
-  blockedRequests: number;
-}
+  screenshot: z.string().nullable(),
+  blockedRequests: z.int().min(0),
+});
+export type RenderResponse = z.infer<typeof renderResponseSchema>;
 
-/** The body of GET /scrape: the probe the reference gives the rendering service. */
-export interface RenderProbe {
-  status: "ok" | "unavailable";
-  service: "capstan-scraper-render";
-  browser: "connected" | "disconnected";
-  pagesInUse: number;
-  maxPages: number;
-  queued: number;
-}
+/** The body of GET /scrape (200 when the browser is connected, else 503): the probe the reference gives the rendering service. */
+export const renderProbeSchema = z.object({
+  status: z.enum(["ok", "unavailable"]),
+  service: z.literal("capstan-scraper-render"),
+  browser: z.enum(["connected", "disconnected"]),
+  pagesInUse: z.int().min(0),
+  maxPages: z.int().min(0),
+  queued: z.int().min(0),
+});
+export type RenderProbe = z.infer<typeof renderProbeSchema>;

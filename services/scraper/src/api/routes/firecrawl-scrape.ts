@@ -6,9 +6,10 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { z } from "zod";
 import { formatNames, scrapeInputOf, v1ScrapeBody, v2ScrapeBody } from "../../firecrawl/wire.ts";
+import { bodyValidator } from "../../http-errors.ts";
 import { errorResponses, scrapeResponseSchema } from "../response-schemas.ts";
 import type { ScrapeInput, ScrapeService } from "../scrape-service.ts";
-import { abortOnClose, bodyValidator } from "./scrape.ts";
+import { abortOnClose } from "./scrape.ts";
 
 const VERSIONS = [
   {

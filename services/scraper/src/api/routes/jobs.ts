@@ -18,9 +18,10 @@ import {
 import { CrawlScope } from "../../crawl/scope.ts";
 import { isScraperError, ScraperError } from "../../errors.ts";
 import type { JobDialect } from "../../firecrawl/dialects.ts";
+import { bodyValidator } from "../../http-errors.ts";
 import type { Limiter } from "../../limiter.ts";
 import { errorResponses } from "../response-schemas.ts";
-import { abortOnClose, bodyValidator, type ZodApp } from "./scrape.ts";
+import { abortOnClose, type ZodApp } from "./scrape.ts";
 
 export interface JobRoutesOptions {
   /** Paths, bodies and answers: the scraper's own, Firecrawl v1's or v2's (firecrawl/dialects.ts). */

@@ -7,16 +7,14 @@ import type {
   FastifyInstance,
   FastifyPluginAsync,
   FastifyReply,
-  FastifySchemaCompiler,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
   RawServerDefault,
 } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import type { z } from "zod";
 import type { ScraperConfig } from "../../config.ts";
 import { isScraperError, ScraperError } from "../../errors.ts";
-import { zodMessage } from "../../http-errors.ts";
+import { bodyValidator } from "../../http-errors.ts";
 import type { Limiter } from "../../limiter.ts";
 import type { ApiMetrics } from "../../metrics.ts";
 import type { LlmClient } from "../llm.ts";
@@ -38,19 +36,6 @@ export interface ScrapeRoutesOptions {
   llm: LlmClient;
   metrics: ApiMetrics;
 }
-
-/**
- * Body validation by the route's zod schema, failing with BAD_REQUEST and the first issues by
- * field ("url: must be a string"). A missing body reads as {} so the message names the field.
- */
-export const bodyValidator: FastifySchemaCompiler<z.ZodType> =
-  ({ schema }) =>
-  (data) => {
-    const parsed = schema.safeParse(data ?? {});
-    return parsed.success
-      ? { value: parsed.data }
-      : { error: new ScraperError("BAD_REQUEST", [zodMessage(parsed.error)]) };
-  };
 
 /** Aborted when the client goes away before the answer is written (its scrape stops). */
 export function abortOnClose(reply: FastifyReply): AbortSignal {
