@@ -68,7 +68,7 @@ describe("a KnowledgeBase waiting for search", () => {
     const readyAt = Date.now();
     await client.json(`${pathOf("apps/v1", "Deployment", ns, "capstan-search")}/status`, {
       method: "PATCH",
-      body: { status: { replicas: 1, readyReplicas: 1, availableReplicas: 1 } },
+      body: { status: rolledOutStatus(deployment.metadata.generation ?? 1, 1) },
       contentType: "application/merge-patch+json",
     });
     await eventually(
@@ -105,10 +105,11 @@ describe("a KnowledgeBase waiting for search", () => {
     await new Promise((r) => setTimeout(r, 3_000));
     // Search restarts on an empty embedded store (its pod replaced); no replica ready meanwhile.
     const deployment = pathOf("apps/v1", "Deployment", ns, "capstan-search");
+    const generation = (await get(client, "apps/v1", "Deployment", ns, "capstan-search"))?.metadata.generation;
     const status = (readyReplicas: number) =>
       client.json(`${deployment}/status`, {
         method: "PATCH",
-        body: { status: { replicas: 1, readyReplicas, availableReplicas: readyReplicas } },
+        body: { status: rolledOutStatus(generation ?? 1, readyReplicas) },
         contentType: "application/merge-patch+json",
       });
     await status(0);
@@ -127,3 +128,14 @@ describe("a KnowledgeBase waiting for search", () => {
     console.log(`[search-ready] refilled ${Date.now() - readyAt} ms after search's Deployment was ready again`);
   }, 180_000);
 });
+
+/** What the Deployment controller writes for a one-replica rollout of `generation` with `ready` pods ready. */
+function rolledOutStatus(generation: number, ready: number) {
+  return {
+    observedGeneration: generation,
+    replicas: 1,
+    updatedReplicas: 1,
+    readyReplicas: ready,
+    availableReplicas: ready,
+  };
+}

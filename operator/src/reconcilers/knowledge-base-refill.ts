@@ -42,9 +42,11 @@ export function searchReady(d: KubeObject, platformNamespace: string, name: stri
  * anew (from no ready replica, or a rollout of a new template: another store, another model)
  * every KnowledgeBase, because its store may have changed under it (an embedded store starts
  * empty; a store switched by the chart holds other collections): each reconcile compares search's
- * counts with its status and refills what is missing (needsRefill). Any other ready event wakes
- * only the ones waiting for search. Nothing while no replica is ready. An update is mapped with
- * both its old and its new object: an object already seen (its resourceVersion) changes nothing.
+ * counts with its status and refills what is missing (needsRefill). "Anew" is counted once the
+ * rollout is complete (rolledOut): while a RollingUpdate still has old replicas serving, the
+ * counts would be compared against the old store. Any other ready event wakes only the ones
+ * waiting for search. Nothing while no replica is ready. An update is mapped with both its old
+ * and its new object: an object already seen (its resourceVersion) changes nothing.
  */
 export class SearchWakeups {
   private seen: string | undefined;
@@ -67,11 +69,34 @@ export class SearchWakeups {
       this.seen = undefined;
       return [];
     }
-    const generation = String((d as { status?: { observedGeneration?: number } }).status?.observedGeneration ?? "");
+    const waiting = () => kbs.filter((kb) => waitsForSearch(kb as unknown as KnowledgeBase));
+    if (!rolledOut(d)) return waiting();
+    const generation = String(d.metadata.generation ?? "");
     const anew = this.seen !== generation;
     this.seen = generation;
-    return anew ? kbs : kbs.filter((kb) => waitsForSearch(kb as unknown as KnowledgeBase));
+    return anew ? kbs : waiting();
   }
+}
+
+interface DeploymentState {
+  spec?: { replicas?: number };
+  status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; readyReplicas?: number };
+}
+
+/**
+ * Whether a Deployment's latest template is all that runs, every replica ready: what
+ * `kubectl rollout status` waits for (the controller has seen the spec, every replica is of the
+ * new template, no old one is left, all are ready).
+ */
+export function rolledOut(d: KubeObject): boolean {
+  const { spec, status } = d as DeploymentState;
+  const want = spec?.replicas ?? 1;
+  return (
+    (status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
+    (status?.updatedReplicas ?? 0) >= want &&
+    (status?.replicas ?? 0) === (status?.updatedReplicas ?? 0) &&
+    (status?.readyReplicas ?? 0) >= want
+  );
 }
 
 /** How the documents API addresses a KnowledgeBase: its namespace and id. */
