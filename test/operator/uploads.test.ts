@@ -115,11 +115,19 @@ beforeAll(async () => {
     // a's writer is not Ready (kb_private has no KnowledgeBase in a), but its key is issued.
     await eventually(`${name} hashed`, async () => (await get(client, CAP, "SearchKey", ns, name))?.status?.keyHash);
   }
-  // The search service's view has the keys once a call with them is no longer a 401.
-  await eventually(
-    "keys known to search",
-    async () => (await call("GET", "/v1/knowledge-bases/kb_handbook/documents", READER)).status === 200,
-  );
+  // The search service's view has a key once a call with it is no longer a 401: each key is an
+  // event of its own, so wait for all three (waiting for one let a new writer's first upload meet
+  // a 401 under load).
+  for (const [key, kb] of [
+    [READER, "kb_handbook"],
+    [WRITER, "kb_handbook"],
+    [B_WRITER, "kb_private"],
+  ] as const) {
+    await eventually(
+      "keys known to search",
+      async () => (await call("GET", `/v1/knowledge-bases/${kb}/documents`, key)).status === 200,
+    );
+  }
 }, 300_000);
 
 afterAll(async () => {
