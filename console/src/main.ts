@@ -2,5 +2,5 @@
 // patch those modules as they load, so the process itself (start.ts) is imported only after.
 import { startTracing } from "@capstan/shared/tracing";
 
-startTracing("capstan-console");
+await startTracing("capstan-console");
 await import("./start.ts");

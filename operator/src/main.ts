@@ -4,5 +4,5 @@
 // scraper below it.
 import { startTracing } from "@capstan/shared/tracing";
 
-startTracing("capstan-operator");
+await startTracing("capstan-operator");
 await import("./start.ts");

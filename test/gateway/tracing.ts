@@ -4,7 +4,7 @@
 // instrumentation, which need no module patching (both listen on diagnostics channels). The
 // node:http and ioredis client instrumentations patch modules at load, which only a process of its
 // own can order: services/shared/src/tracing.test.ts and test/traces run those.
-import { door, instrumentations, traceFastifyRequests } from "@capstan/shared/tracing";
+import { door, instrumentations, traceFastifyRequests } from "@capstan/shared/tracing/sdk";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";

@@ -4,5 +4,5 @@ import { startTracing } from "@capstan/shared/tracing";
 
 // The rendering service (SCRAPER_ROLE=render, the pod's second container) is a service of its own
 // in traces: its spans sit below the API's "GET /scrape" calls.
-startTracing(process.env.SCRAPER_ROLE === "render" ? "capstan-scraper-render" : "capstan-scraper");
+await startTracing(process.env.SCRAPER_ROLE === "render" ? "capstan-scraper-render" : "capstan-scraper");
 await import("./start.ts");

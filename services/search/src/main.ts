@@ -2,5 +2,5 @@
 // patch those modules as they load, so the process itself (start.ts) is imported only after.
 import { startTracing } from "@capstan/shared/tracing";
 
-startTracing("capstan-search");
+await startTracing("capstan-search");
 await import("./start.ts");

@@ -1,5 +1,5 @@
-// Head sampling at the door, and trace context propagation without spans (tracing.ts and
-// trace-server.ts use them).
+// Head sampling at the door (trace-sdk.ts and trace-server.ts use it, only when a process exports
+// traces).
 //
 // The OpenTelemetry SDK decides whether to sample a trace only when its first span is started;
 // an instrumentation has by then read the request's attributes and bound its events, and every
@@ -12,15 +12,10 @@
 // - not sampled: no span is made; the request runs with tracing suppressed (spans started
 //   meanwhile are no-ops) and only its trace context is passed on: the caller's `traceparent`
 //   (unsampled), or for a request with none a fresh unsampled one, so the services it calls keep
-//   the "not sampled" decision instead of starting traces of their own.
-//
-// With no exporter at all, the same propagation passes a caller's context on untouched.
-import { subscribe, unsubscribe } from "node:diagnostics_channel";
+//   the "not sampled" decision instead of starting traces of their own (trace-propagation.ts).
 import {
   type Attributes,
   type Context,
-  context,
-  createContextKey,
   type Link,
   propagation,
   ROOT_CONTEXT,
@@ -29,7 +24,6 @@ import {
   TraceFlags,
   trace,
 } from "@opentelemetry/api";
-import { core } from "@opentelemetry/sdk-node";
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -40,9 +34,7 @@ import {
   type SamplingResult,
   TraceIdRatioBasedSampler,
 } from "@opentelemetry/sdk-trace-base";
-import type { FastifyInstance } from "fastify";
-
-const { suppressTracing } = core;
+import { unsampledContext } from "./trace-propagation.ts";
 
 /** The share of new traces sampled when an exporter is set and OTEL_TRACES_SAMPLER is not. */
 export const DEFAULT_SAMPLE_RATIO = 0.01;
@@ -108,89 +100,6 @@ export function door(configured: Sampler): Door {
   };
 }
 
-/** The trace context an unsampled request passes on, kept apart from the (suppressed) active span. */
-const PASS_ON = createContextKey("capstan.trace.pass-on");
-
-/**
- * What PASS_ON holds: the caller's context (unsuppressed, with its baggage) and the span context
- * to pass on, then the headers they inject, made on the request's first outgoing call.
- */
-interface PassOn {
-  caller: Context;
-  spanContext: SpanContext;
-  headers?: Record<string, string>;
-}
-
 function freshUnsampled(traceId: string): SpanContext {
   return { traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, isRemote: true };
-}
-
-/** Most requests carry no trace header: their context derives from this one, made once. */
-const SUPPRESSED_ROOT = suppressTracing(ROOT_CONTEXT);
-
-/**
- * The context an unsampled request runs in: tracing suppressed and no active span (so neither
- * instrumentations nor the services' own spans build anything), the caller's baggage, and the
- * trace context to pass on (the caller's, else a fresh unsampled one).
- */
-export function unsampledContext(parent: Context, passOn: SpanContext): Context {
-  const base = parent === ROOT_CONTEXT ? SUPPRESSED_ROOT : suppressTracing(trace.deleteSpan(parent));
-  return base.setValue(PASS_ON, { caller: parent, spanContext: passOn } satisfies PassOn);
-}
-
-/** Calls fn with every Fastify instance created from now on; returns the undo. */
-export function onEveryFastify(fn: (fastify: FastifyInstance) => void): () => void {
-  const onInstance = (message: unknown) => fn((message as { fastify: FastifyInstance }).fastify);
-  // Fastify publishes each new instance on this channel (what @fastify/otel registers itself by).
-  subscribe("fastify.initialization", onInstance);
-  return () => unsubscribe("fastify.initialization", onInstance);
-}
-
-/**
- * Without an exporter: a request with a `traceparent` is served in the caller's context (the
- * caller's span context is the active span: log lines carry its trace id, and with no tracer
- * provider registered the API's spans hand it through unchanged). Returns the undo.
- */
-export function joinCallers(): () => void {
-  return onEveryFastify((fastify) =>
-    fastify.addHook("onRequest", (req, _reply, done) => {
-      if (req.headers.traceparent === undefined) return done();
-      // The rest of the request's hooks and its handler run inside done(), so in this context.
-      context.with(propagation.extract(ROOT_CONTEXT, req.headers), done);
-    }),
-  );
-}
-
-/**
- * undici/fetch calls made outside a recorded span carry the trace context there is to pass on:
- * the active span's when it is valid (a caller's, without an exporter), else an unsampled
- * request's (with its baggage). Calls inside a recorded span are the undici instrumentation's.
- * Returns the undo.
- */
-export function injectIntoUndici(): () => void {
-  const onUndiciRequest = (message: unknown) => {
-    const active = context.active();
-    const span = trace.getSpan(active);
-    if (span?.isRecording()) return;
-    let headers: Record<string, string>;
-    if (span !== undefined && trace.isSpanContextValid(span.spanContext())) {
-      headers = {};
-      propagation.inject(active, headers);
-    } else {
-      const passOn = active.getValue(PASS_ON) as PassOn | undefined;
-      if (!passOn) return;
-      // The propagators write nothing for a context whose tracing is suppressed, so the headers
-      // are made from the caller's context (its baggage) with the span context to pass on; once
-      // per request, however many calls it makes.
-      if (!passOn.headers) {
-        passOn.headers = {};
-        propagation.inject(trace.setSpanContext(passOn.caller, passOn.spanContext), passOn.headers);
-      }
-      headers = passOn.headers;
-    }
-    const { request } = message as { request: { addHeader(name: string, value: string): void } };
-    for (const name in headers) request.addHeader(name, headers[name] as string);
-  };
-  subscribe("undici:request:create", onUndiciRequest);
-  return () => unsubscribe("undici:request:create", onUndiciRequest);
 }

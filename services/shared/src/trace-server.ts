@@ -12,7 +12,8 @@
 // abandoned). Hooks and handlers write what they learn onto it (the active span while they run).
 import { context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
 import type { FastifyRequest } from "fastify";
-import { type Door, onEveryFastify } from "./trace-sampling.ts";
+import { onEveryFastify } from "./trace-propagation.ts";
+import type { Door } from "./trace-sampling.ts";
 
 /** Probe and scrape paths: polled every few seconds, never worth a trace. */
 const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/livez", "/metrics", "/health"]);

@@ -2,10 +2,20 @@
 // with the OTEL_* variables the test gives, then the modules the instrumentations patch, imported
 // the ESM way. A Fastify route calls the test's downstream server with fetch; the fixture sends it
 // the requests of CALLS (a JSON list of `traceparent` values, or of header objects; null for none) and prints, per
-// request, what the route saw of the active span, and whether ioredis and node:http were patched.
-import { startTracing } from "./tracing.ts";
+// request, what the route saw of the active span, whether ioredis and node:http were patched, and
+// whether the OpenTelemetry SDK was loaded at all.
+import { registerHooks } from "node:module";
 
-startTracing("capstan-fixture");
+const loaded: string[] = [];
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    const resolved = nextResolve(specifier, context);
+    loaded.push(resolved.url);
+    return resolved;
+  },
+});
+const { startTracing } = await import("./tracing.ts");
+await startTracing("capstan-fixture");
 const { trace } = await import("@opentelemetry/api");
 const { Redis } = await import("ioredis");
 const { request } = await import("node:http");
@@ -33,6 +43,11 @@ await app.close();
 const { shutdownTracing } = await import("./tracing.ts");
 await shutdownTracing();
 process.stdout.write(
-  `${JSON.stringify({ seen, ioredis: wrapped(Redis.prototype.sendCommand), http: wrapped(request) })}\n`,
+  `${JSON.stringify({
+    seen,
+    ioredis: wrapped(Redis.prototype.sendCommand),
+    http: wrapped(request),
+    sdk: loaded.some((url) => url.includes("/@opentelemetry/sdk-")),
+  })}\n`,
 );
 process.exit(0);

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_SAMPLE_RATIO, samplerFromEnv } from "./tracing.ts";
+import { DEFAULT_SAMPLE_RATIO, samplerFromEnv } from "./trace-sampling.ts";
 
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SAMPLED = `00-${CALLER_TRACE}-00f067aa0ba902b7-01`;
@@ -67,6 +67,7 @@ async function runFixture(otel: Record<string, string>, calls: (string | Record<
     seen: { span: { recording: boolean; traceId: string } | null }[];
     ioredis: boolean;
     http: boolean;
+    sdk: boolean;
   };
 }
 
@@ -86,9 +87,9 @@ describe("the sampler from OTEL_TRACES_SAMPLER", () => {
 
 // Loading the OpenTelemetry SDK alone takes seconds on a loaded 2-core machine.
 describe("a process started like the services", () => {
-  it("with no exporter: builds no span and patches nothing, but passes a caller's traceparent on untouched", async () => {
+  it("with no exporter: loads no SDK, builds no span and patches nothing, but passes a caller's traceparent on untouched", async () => {
     const out = await runFixture({}, [SAMPLED, null]);
-    expect(out).toMatchObject({ ioredis: false, http: false });
+    expect(out).toMatchObject({ ioredis: false, http: false, sdk: false });
     // The caller's context is the active one (log lines carry its trace id), as a non-recording span.
     expect(out.seen[0]?.span).toEqual({ recording: false, traceId: CALLER_TRACE });
     expect(out.seen[1]?.span).toBeNull();
@@ -105,7 +106,7 @@ describe("a process started like the services", () => {
       },
       [SAMPLED, UNSAMPLED, null, { traceparent: UNSAMPLED, baggage: "tenant=blue" }, null],
     );
-    expect(out).toMatchObject({ ioredis: true, http: true });
+    expect(out).toMatchObject({ ioredis: true, http: true, sdk: true });
     expect(out.seen[0]?.span).toEqual({ recording: true, traceId: CALLER_TRACE });
     // Unsampled requests: no span object at all, only their context passed on.
     expect(out.seen[1]?.span).toBeNull();

@@ -20,150 +20,114 @@
 // instrumentations), and the services' own spans per step of work. bench/gateway/tracing.ts
 // measures what each setting costs (docs/benchmarks.md).
 //
-// The http (client side) and ioredis instrumentations patch modules when they are require()d, so a process
-// starts tracing BEFORE it imports fastify, ioredis or its own app: each main.ts imports only this
-// file ("@capstan/shared/tracing") statically and the rest with a dynamic import() afterwards.
-// undici and Fastify announce their requests and instances on diagnostics channels and need no
-// patching.
-import { createRequire, syncBuiltinESMExports } from "node:module";
+// A process that exports nothing loads none of the SDK: only the API, its context manager and
+// W3C's propagators (trace-propagation.ts). The SDK, its exporters and the instrumentations
+// (trace-sdk.ts) are imported when an exporter is configured.
+//
+// The http (client side) and ioredis instrumentations patch modules when they are require()d, so a
+// process starts tracing BEFORE it imports fastify, ioredis or its own app: each main.ts imports
+// only this file ("@capstan/shared/tracing") statically, awaits startTracing(), and imports the
+// rest with a dynamic import() afterwards. undici and Fastify announce their requests and
+// instances on diagnostics channels and need no patching.
 import {
   type Context,
   context,
+  propagation,
   type Span,
   type SpanOptions,
   SpanStatusCode,
+  type TextMapPropagator,
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import type { Instrumentation } from "@opentelemetry/instrumentation";
-import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
-import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
-import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
-import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { NodeSDK } from "@opentelemetry/sdk-node";
-import { baseResourceAttributes } from "./trace-resource.ts";
-import { door, injectIntoUndici, joinCallers, samplerFromEnv } from "./trace-sampling.ts";
-import { traceFastifyRequests } from "./trace-server.ts";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { injectIntoUndici, joinCallers } from "./trace-propagation.ts";
 
-let sdk: NodeSDK | undefined;
-let cachedServerTracer: Tracer | undefined;
-/** The tracer of the server spans, looked up once the SDK has registered its provider. */
-const serverTracer = () => {
-  cachedServerTracer ??= trace.getTracer("@capstan/shared/trace-server");
-  return cachedServerTracer;
-};
-let unsubscribe: (() => void) | undefined;
+/** What startTracing() set up: the SDK when it was loaded, and the undo of the rest. */
+interface Started {
+  sdk?: { shutdown(): Promise<void> };
+  undo(): void;
+}
+
+let started: Started | undefined;
 
 export interface TracingHandle {
   shutdown(): Promise<void>;
 }
 
-/** True when the code running now is inside a span that is recorded (a sampled trace). */
-function recording(): boolean {
-  return trace.getActiveSpan()?.isRecording() === true;
-}
-
-/**
- * The instrumentations a process registers when it exports traces, by name (`http`, `undici`,
- * `ioredis`), less those OTEL_NODE_DISABLED_INSTRUMENTATIONS names (or only those
- * OTEL_NODE_ENABLED_INSTRUMENTATIONS names; comma-separated, the variables of OpenTelemetry's
- * auto-instrumentations package). Exported so tests can register the same ones against an
- * in-memory tracer provider.
- */
-export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrumentation[] {
-  // Factories: an instrumentation patches its module as soon as it is constructed, so the ones
-  // left out are never made.
-  const all: Record<string, () => Instrumentation> = {
-    http: () =>
-      new HttpInstrumentation({
-        // Server spans are trace-server.ts's (sampled at the door); this one makes client spans.
-        disableIncomingRequestInstrumentation: true,
-        // Outgoing calls are traced inside a recorded trace only: a watch or a lease renewal on
-        // its own is not worth a root span of its own, nor a call made for an unsampled request.
-        ignoreOutgoingRequestHook: () => !recording(),
-        requireParentforOutgoingSpans: true,
-      }),
-    undici: () => new UndiciInstrumentation({ requireParentforSpans: true, ignoreRequestHook: () => !recording() }),
-    // Its default statement serializer keeps only the arguments of commands known to be safe
-    // (key names of GET/INCR/EVAL...), never values or AUTH passwords.
-    ioredis: () => new IORedisInstrumentation({ requireParentSpan: true }),
-  };
-  const names = (v: string | undefined) =>
-    new Set(
-      (v ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-    );
-  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
-  const disabled = names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS);
-  return Object.entries(all)
-    .filter(([name]) => (enabled.size === 0 || enabled.has(name)) && !disabled.has(name))
-    .map(([, make]) => make());
-}
-
-/** Starts the SDK once per process. `OTEL_SDK_DISABLED=true` turns it off. */
-export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): TracingHandle {
-  if (sdk || env.OTEL_SDK_DISABLED === "true") return { shutdown: async () => {} };
+/** Starts tracing once per process. `OTEL_SDK_DISABLED=true` turns it off. */
+export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Promise<TracingHandle> {
+  if (started || env.OTEL_SDK_DISABLED === "true") return { shutdown: async () => {} };
   if (!env.OTEL_SERVICE_NAME) process.env.OTEL_SERVICE_NAME = serviceName;
-  const exporting = Boolean(
+  process.env.OTEL_METRICS_EXPORTER ??= "none";
+  process.env.OTEL_LOGS_EXPORTER ??= "none";
+  if (exporting(env)) {
+    const { startExporting } = await import("./trace-sdk.ts");
+    started = startExporting(serviceName, env);
+  } else if (w3cOnly(env)) {
+    started = propagateW3C();
+  } else {
+    const { startPropagating } = await import("./trace-sdk.ts");
+    started = startPropagating();
+  }
+  return { shutdown: shutdownTracing };
+}
+
+function exporting(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(
     (env.OTEL_TRACES_EXPORTER && env.OTEL_TRACES_EXPORTER !== "none") ||
       env.OTEL_EXPORTER_OTLP_ENDPOINT ||
       env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   );
-  process.env.OTEL_METRICS_EXPORTER ??= "none";
-  process.env.OTEL_LOGS_EXPORTER ??= "none";
-  if (!exporting) {
-    // No span processor and no instrumentation: the SDK only sets up the context manager and the
-    // propagator (OTEL_PROPAGATORS, W3C trace context and baggage by default). With no tracer
-    // provider, the API's no-op tracer hands the caller's span context through unchanged.
-    sdk = new NodeSDK({ instrumentations: [], spanProcessors: [] });
-    sdk.start();
-    const undoJoin = joinCallers();
-    const undoInject = injectIntoUndici();
-    unsubscribe = () => {
-      undoJoin();
-      undoInject();
-    };
-    return { shutdown: shutdownTracing };
-  }
-  const sampling = door(samplerFromEnv(env));
-  // The process's name and, in a pod, its k8s.* attributes; the SDK's environment detector merges
-  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES over them (NodeSDK's own serviceName option
-  // would override OTEL_SERVICE_NAME, so it is not used).
-  const resource = defaultResource().merge(resourceFromAttributes(baseResourceAttributes(serviceName, env)));
-  sdk = new NodeSDK({ resource, instrumentations: instrumentations(env), sampler: sampling.sampler });
-  sdk.start();
-  const undoServer = traceFastifyRequests(sampling, serverTracer);
-  const undoInject = injectIntoUndici();
-  unsubscribe = () => {
-    undoServer();
-    undoInject();
-  };
-  loadPatched();
-  return { shutdown: shutdownTracing };
 }
 
-/** Flushes the spans not yet exported and stops the SDK started by startTracing(), if any. */
-export async function shutdownTracing(): Promise<void> {
-  const current = sdk;
-  sdk = undefined;
-  unsubscribe?.();
-  unsubscribe = undefined;
-  await current?.shutdown();
+/** OTEL_PROPAGATORS names only W3C's propagators (its default: `tracecontext,baggage`), or none. */
+function w3cOnly(env: NodeJS.ProcessEnv): boolean {
+  return propagatorNames(env).every((name) => name in W3C_PROPAGATORS || name === "none");
 }
+
+function propagatorNames(env: NodeJS.ProcessEnv): string[] {
+  const names = (env.OTEL_PROPAGATORS ?? "tracecontext,baggage").split(",").map((s) => s.trim());
+  return names.filter(Boolean);
+}
+
+const W3C_PROPAGATORS: Record<string, () => TextMapPropagator> = {
+  tracecontext: () => new W3CTraceContextPropagator(),
+  baggage: () => new W3CBaggagePropagator(),
+};
 
 /**
- * The instrumentations patch a module when it goes through require(); an ESM `import` of a
- * CommonJS package (ioredis) or of a builtin does not. So the patched modules are required here,
- * once, right after the SDK starts: a later `import` of ioredis gets the same, already patched
- * exports object, and ESM named bindings of builtins (`import { request } from "node:http"`)
- * are refreshed from the patched exports by syncBuiltinESMExports().
+ * No exporter: what the SDK would set up, without loading it: the context manager and W3C's
+ * propagators. With no tracer provider, the API's no-op tracer hands the caller's span context
+ * through unchanged.
  */
-function loadPatched(): void {
-  const require = createRequire(import.meta.url);
-  for (const id of ["node:http", "node:https", "ioredis"]) require(id);
-  syncBuiltinESMExports();
+function propagateW3C(): Started {
+  const manager = new AsyncLocalStorageContextManager();
+  manager.enable();
+  context.setGlobalContextManager(manager);
+  const names = propagatorNames(process.env).filter((name) => name in W3C_PROPAGATORS);
+  propagation.setGlobalPropagator(
+    new CompositePropagator({ propagators: names.map((name) => (W3C_PROPAGATORS[name] as () => TextMapPropagator)()) }),
+  );
+  const undoJoin = joinCallers();
+  const undoInject = injectIntoUndici();
+  return {
+    undo: () => {
+      undoJoin();
+      undoInject();
+      propagation.disable();
+      context.disable();
+    },
+  };
+}
+
+/** Flushes the spans not yet exported and stops what startTracing() started, if anything. */
+export async function shutdownTracing(): Promise<void> {
+  const current = started;
+  started = undefined;
+  current?.undo();
+  await current?.sdk?.shutdown();
 }
 
 /** A trace context captured with `activeTraceContext()`, to run later work in. */
@@ -207,5 +171,3 @@ export async function withSpan<T>(
   });
 }
 export { K8S_RESOURCE_ENV, k8sResourceAttributes } from "./trace-resource.ts";
-export { DEFAULT_SAMPLE_RATIO, door, samplerFromEnv } from "./trace-sampling.ts";
-export { traceFastifyRequests } from "./trace-server.ts";

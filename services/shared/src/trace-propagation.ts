@@ -1,0 +1,107 @@
+// Trace context propagation without spans: what a process passes on to the services it calls when
+// it builds no span for a request (tracing.ts and trace-sampling.ts use it).
+//
+// - Without an exporter (no tracer provider, nothing sampled): a caller's `traceparent` is joined
+//   (joinCallers) and passed on, untouched, to the calls made while serving it (injectIntoUndici).
+// - With an exporter, for a request the sampler turned down at the door (trace-sampling.ts): the
+//   request runs with tracing suppressed, and its trace context, the caller's or a fresh unsampled
+//   one, is still passed on (unsampledContext), so the services it calls keep the "not sampled"
+//   decision instead of starting traces of their own.
+//
+// This module needs only the OpenTelemetry API and core: a process that exports nothing loads no
+// SDK (tracing.ts).
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import {
+  type Context,
+  context,
+  createContextKey,
+  propagation,
+  ROOT_CONTEXT,
+  type SpanContext,
+  trace,
+} from "@opentelemetry/api";
+import { suppressTracing } from "@opentelemetry/core";
+import type { FastifyInstance } from "fastify";
+
+/** The trace context an unsampled request passes on, kept apart from the (suppressed) active span. */
+const PASS_ON = createContextKey("capstan.trace.pass-on");
+
+/**
+ * What PASS_ON holds: the caller's context (unsuppressed, with its baggage) and the span context
+ * to pass on, then the headers they inject, made on the request's first outgoing call.
+ */
+interface PassOn {
+  caller: Context;
+  spanContext: SpanContext;
+  headers?: Record<string, string>;
+}
+
+/** Most requests carry no trace header: their context derives from this one, made once. */
+const SUPPRESSED_ROOT = suppressTracing(ROOT_CONTEXT);
+
+/**
+ * The context an unsampled request runs in: tracing suppressed and no active span (so neither
+ * instrumentations nor the services' own spans build anything), the caller's baggage, and the
+ * trace context to pass on (the caller's, else a fresh unsampled one).
+ */
+export function unsampledContext(parent: Context, passOn: SpanContext): Context {
+  const base = parent === ROOT_CONTEXT ? SUPPRESSED_ROOT : suppressTracing(trace.deleteSpan(parent));
+  return base.setValue(PASS_ON, { caller: parent, spanContext: passOn } satisfies PassOn);
+}
+
+/** Calls fn with every Fastify instance created from now on; returns the undo. */
+export function onEveryFastify(fn: (fastify: FastifyInstance) => void): () => void {
+  const onInstance = (message: unknown) => fn((message as { fastify: FastifyInstance }).fastify);
+  // Fastify publishes each new instance on this channel (what @fastify/otel registers itself by).
+  subscribe("fastify.initialization", onInstance);
+  return () => unsubscribe("fastify.initialization", onInstance);
+}
+
+/**
+ * Without an exporter: a request with a `traceparent` is served in the caller's context (the
+ * caller's span context is the active span: log lines carry its trace id, and with no tracer
+ * provider registered the API's spans hand it through unchanged). Returns the undo.
+ */
+export function joinCallers(): () => void {
+  return onEveryFastify((fastify) =>
+    fastify.addHook("onRequest", (req, _reply, done) => {
+      if (req.headers.traceparent === undefined) return done();
+      // The rest of the request's hooks and its handler run inside done(), so in this context.
+      context.with(propagation.extract(ROOT_CONTEXT, req.headers), done);
+    }),
+  );
+}
+
+/**
+ * undici/fetch calls made outside a recorded span carry the trace context there is to pass on:
+ * the active span's when it is valid (a caller's, without an exporter), else an unsampled
+ * request's (with its baggage). Calls inside a recorded span are the undici instrumentation's.
+ * Returns the undo.
+ */
+export function injectIntoUndici(): () => void {
+  const onUndiciRequest = (message: unknown) => {
+    const active = context.active();
+    const span = trace.getSpan(active);
+    if (span?.isRecording()) return;
+    let headers: Record<string, string>;
+    if (span !== undefined && trace.isSpanContextValid(span.spanContext())) {
+      headers = {};
+      propagation.inject(active, headers);
+    } else {
+      const passOn = active.getValue(PASS_ON) as PassOn | undefined;
+      if (!passOn) return;
+      // The propagators write nothing for a context whose tracing is suppressed, so the headers
+      // are made from the caller's context (its baggage) with the span context to pass on; once
+      // per request, however many calls it makes.
+      if (!passOn.headers) {
+        passOn.headers = {};
+        propagation.inject(trace.setSpanContext(passOn.caller, passOn.spanContext), passOn.headers);
+      }
+      headers = passOn.headers;
+    }
+    const { request } = message as { request: { addHeader(name: string, value: string): void } };
+    for (const name in headers) request.addHeader(name, headers[name] as string);
+  };
+  subscribe("undici:request:create", onUndiciRequest);
+  return () => unsubscribe("undici:request:create", onUndiciRequest);
+}

@@ -1,0 +1,135 @@
+// The OpenTelemetry SDK, loaded only by a process that exports traces (tracing.ts imports this
+// module on demand: its packages, the exporters NodeSDK brings with it, and the instrumentations
+// are several MiB of heap that a process exporting nothing never pays for).
+//
+// One server span per request (trace-server.ts, sampled at the door: trace-sampling.ts), one
+// client span per outgoing call inside a recorded trace (the undici, node:http and ioredis
+// instrumentations), and the services' own spans per step of work.
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import { type Tracer, trace } from "@opentelemetry/api";
+import type { Instrumentation } from "@opentelemetry/instrumentation";
+import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
+import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
+import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
+import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { injectIntoUndici, joinCallers } from "./trace-propagation.ts";
+import { baseResourceAttributes } from "./trace-resource.ts";
+import { door, samplerFromEnv } from "./trace-sampling.ts";
+import { traceFastifyRequests } from "./trace-server.ts";
+
+/** A started SDK and the undo of what was subscribed beside it. */
+export interface StartedSdk {
+  sdk: NodeSDK;
+  undo(): void;
+}
+
+let cachedServerTracer: Tracer | undefined;
+/** The tracer of the server spans, looked up once the SDK has registered its provider. */
+const serverTracer = () => {
+  cachedServerTracer ??= trace.getTracer("@capstan/shared/trace-server");
+  return cachedServerTracer;
+};
+
+/** True when the code running now is inside a span that is recorded (a sampled trace). */
+function recording(): boolean {
+  return trace.getActiveSpan()?.isRecording() === true;
+}
+
+/**
+ * The instrumentations a process registers when it exports traces, by name (`http`, `undici`,
+ * `ioredis`), less those OTEL_NODE_DISABLED_INSTRUMENTATIONS names (or only those
+ * OTEL_NODE_ENABLED_INSTRUMENTATIONS names; comma-separated, the variables of OpenTelemetry's
+ * auto-instrumentations package). Exported so tests can register the same ones against an
+ * in-memory tracer provider.
+ */
+export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrumentation[] {
+  // Factories: an instrumentation patches its module as soon as it is constructed, so the ones
+  // left out are never made.
+  const all: Record<string, () => Instrumentation> = {
+    http: () =>
+      new HttpInstrumentation({
+        // Server spans are trace-server.ts's (sampled at the door); this one makes client spans.
+        disableIncomingRequestInstrumentation: true,
+        // Outgoing calls are traced inside a recorded trace only: a watch or a lease renewal on
+        // its own is not worth a root span of its own, nor a call made for an unsampled request.
+        ignoreOutgoingRequestHook: () => !recording(),
+        requireParentforOutgoingSpans: true,
+      }),
+    undici: () => new UndiciInstrumentation({ requireParentforSpans: true, ignoreRequestHook: () => !recording() }),
+    // Its default statement serializer keeps only the arguments of commands known to be safe
+    // (key names of GET/INCR/EVAL...), never values or AUTH passwords.
+    ioredis: () => new IORedisInstrumentation({ requireParentSpan: true }),
+  };
+  const names = (v: string | undefined) =>
+    new Set(
+      (v ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
+  const disabled = names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS);
+  return Object.entries(all)
+    .filter(([name]) => (enabled.size === 0 || enabled.has(name)) && !disabled.has(name))
+    .map(([, make]) => make());
+}
+
+/**
+ * Exports spans: the sampler of OTEL_TRACES_SAMPLER, taken at the door; the process's Resource
+ * (its name and, in a pod, its k8s.* attributes; the SDK's environment detector merges
+ * OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES over them: NodeSDK's own serviceName option would
+ * override OTEL_SERVICE_NAME, so it is not used); the instrumentations, with the modules they patch
+ * loaded at once.
+ */
+export function startExporting(serviceName: string, env: NodeJS.ProcessEnv): StartedSdk {
+  const sampling = door(samplerFromEnv(env));
+  const resource = defaultResource().merge(resourceFromAttributes(baseResourceAttributes(serviceName, env)));
+  const sdk = new NodeSDK({ resource, instrumentations: instrumentations(env), sampler: sampling.sampler });
+  sdk.start();
+  const undoServer = traceFastifyRequests(sampling, serverTracer);
+  const undoInject = injectIntoUndici();
+  loadPatched();
+  return {
+    sdk,
+    undo: () => {
+      undoServer();
+      undoInject();
+    },
+  };
+}
+
+/**
+ * Passes a caller's trace context on without exporting, for propagators other than W3C's
+ * (OTEL_PROPAGATORS=b3, jaeger...), which only the SDK's environment set-up knows: no span
+ * processor, no instrumentation.
+ */
+export function startPropagating(): StartedSdk {
+  const sdk = new NodeSDK({ instrumentations: [], spanProcessors: [] });
+  sdk.start();
+  const undoJoin = joinCallers();
+  const undoInject = injectIntoUndici();
+  return {
+    sdk,
+    undo: () => {
+      undoJoin();
+      undoInject();
+    },
+  };
+}
+
+/**
+ * The instrumentations patch a module when it goes through require(); an ESM `import` of a
+ * CommonJS package (ioredis) or of a builtin does not. So the patched modules are required here,
+ * once, right after the SDK starts: a later `import` of ioredis gets the same, already patched
+ * exports object, and ESM named bindings of builtins (`import { request } from "node:http"`)
+ * are refreshed from the patched exports by syncBuiltinESMExports().
+ */
+function loadPatched(): void {
+  const require = createRequire(import.meta.url);
+  for (const id of ["node:http", "node:https", "ioredis"]) require(id);
+  syncBuiltinESMExports();
+}
+
+export { DEFAULT_SAMPLE_RATIO, door, samplerFromEnv } from "./trace-sampling.ts";
+export { traceFastifyRequests } from "./trace-server.ts";
