@@ -10,6 +10,8 @@
 // the key (401), its address (403), its requests per minute (429), the knowledge base in the
 // key's scope and namespace (400, the same answer whether it exists elsewhere or not, as for
 // search), then the permission (403).
+
+import { knowledgeIdSchema } from "@capstan/shared/clients/documents-wire";
 import { DocumentError, type DocumentFormat, formatOf, toMarkdown } from "@capstan/shared/documents";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
@@ -17,7 +19,6 @@ import type { Caller, Permission } from "../auth/search-keys.ts";
 import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
 import type { KnowledgeBases } from "../knowledge-bases.ts";
-import { knowledgeIdParam } from "../schemas.ts";
 import type { VectorStore } from "../store/types.ts";
 import { caller, type SearchRoutesOptions } from "./search.ts";
 import { documentDeletedResponse, documentListResponse, documentResponse, errorResponses } from "./search-schemas.ts";
@@ -42,7 +43,7 @@ const DOCUMENT_TYPES = [
 ];
 
 const params = z.object({
-  knowledgeId: knowledgeIdParam,
+  knowledgeId: knowledgeIdSchema,
   name: z
     .string()
     .regex(

@@ -9,7 +9,7 @@ import { type Caller, NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../a
 import type { SearchConfig } from "../config.ts";
 import { type Envelope, errorEnvelope, ok, SearchError } from "../errors.ts";
 import type { SearchMetrics } from "../metrics.ts";
-import { batchRequestSchema, parseBody, searchRequestSchema } from "../schemas.ts";
+import { batchRequestSchema, parseObject, searchRequestSchema, searchValidator } from "../schemas.ts";
 import type { SearchEngine, SearchRequest, SearchResult } from "../search-engine.ts";
 import { batchDoc, batchResponse, errorResponses, searchResponse } from "./search-schemas.ts";
 
@@ -59,17 +59,6 @@ export async function caller(
   return who;
 }
 
-/** A route's body validator: the zod schema, failing with the envelope's 400 naming the field. */
-function bodyValidator(schema: QuerySchema) {
-  return () => (body: unknown) => {
-    try {
-      return { value: parseBody(schema, body) };
-    } catch (err) {
-      return { error: err as Error };
-    }
-  };
-}
-
 export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plain, options) => {
   // Fastify hands a plugin its registration options, `prefix` included.
   const { prefix: _prefix, ...d } = options as SearchRoutesOptions & { prefix?: string };
@@ -78,6 +67,8 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
   const batch = batchRequestSchema(d.config.search);
   const security = [{ searchKey: [] }];
 
+  // Bodies refused in search's envelope, naming the field (schemas.ts).
+  app.setValidatorCompiler(searchValidator());
   app.addHook("onRequest", async (req) => {
     req.searchCaller = await caller(d, req);
   });
@@ -94,7 +85,6 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
         body: single,
         response: { 200: searchResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
       },
-      validatorCompiler: bodyValidator(single),
     },
     (req) => searchOne(d, req),
   );
@@ -110,7 +100,9 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
         body: batchDoc(single, d.config.search.batchMaxQueries),
         response: { 200: batchResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
       },
-      validatorCompiler: bodyValidator(batch),
+      // Validated as a list only: each query is checked on its own in the handler, so a bad one
+      // fails alone (the documented body above shows what each query must be).
+      validatorCompiler: (route) => searchValidator()({ ...route, schema: batch }),
     },
     (req) => searchBatch(d, single, req),
   );
@@ -150,7 +142,7 @@ async function searchBatch(d: SearchRoutesOptions, single: QuerySchema, req: Fas
   return ok(envelopes(d.metrics, items, answers));
 }
 
-type QuerySchema = Parameters<typeof parseBody>[0];
+type QuerySchema = Parameters<typeof parseObject>[0];
 
 /** Each query validated and authorised on its own: a bad one becomes its own error, not the batch's. */
 function checkQueries(
@@ -161,7 +153,7 @@ function checkQueries(
 ): (SearchRequest | SearchError)[] {
   return queries.map((q, i) => {
     try {
-      return engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
+      return engine.checkAccess(who, parseObject(single, q, `queries[${i}]`) as SearchRequest);
     } catch (err) {
       if (err instanceof SearchError) return err;
       throw err;
