@@ -65,7 +65,7 @@ log(
 const stats = await store.stats(KEY);
 expectCount(`chunks the store holds under ${KEY}`, stats?.chunks ?? 0, done);
 const [probe] = await embedder.embedUncached([docText(0).slice(0, CHUNKING.size - CHUNKING.overlap)]);
-const hits = await store.query({ knowledgeIds: [KEY], vector: probe as Float32Array, limit: 1, minScore: 0 });
+const hits = await store.query({ keys: [KEY], vector: probe as Float32Array, limit: 1, minScore: 0 });
 expectWork(
   hits[0]?.record.docsId === "doc0",
   `a search by doc0's first chunk finds doc0 (found ${hits[0]?.record.docsId})`,

@@ -219,7 +219,7 @@ for (const size of SIZES) {
     const vectorMs: number[] = [];
     for (const [i, q] of qvecs.entries()) {
       t0 = performance.now();
-      const hits = await store.query({ knowledgeIds: [KEY], vector: q, limit: 10, minScore: 0 });
+      const hits = await store.query({ keys: [KEY], vector: q, limit: 10, minScore: 0 });
       vectorMs.push(performance.now() - t0);
       expectCount(`hits of ${backend}'s vector query ${i} (k=10, no threshold)`, hits.length, 10);
       found += inExact(exact[i] as Set<number>, hits);

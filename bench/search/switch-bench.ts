@@ -62,7 +62,7 @@ async function latency(dims: number, n = sized(300, 20)): Promise<string> {
   const t: number[] = [];
   for (let i = 0; i < n; i++) {
     const started = performance.now();
-    const hits = await store.query({ knowledgeIds: [KB], vector: unitVector(dims), limit: 10, minScore: 0 });
+    const hits = await store.query({ keys: [KB], vector: unitVector(dims), limit: 10, minScore: 0 });
     t.push(performance.now() - started);
     expectCount(`hits of search ${i} on the serving generation`, hits.length, 10);
   }

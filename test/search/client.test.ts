@@ -76,6 +76,38 @@ describe("SearchClient", () => {
     expect(hits).toBe(1);
   });
 
+  it("parses every documents API answer by its wire schema: a malformed one is a clear, unretried error", async () => {
+    const client = new SearchClient({ baseURL: url, token: TOKEN, retryBaseMs: 5 });
+    const calls: [string, () => Promise<unknown>, RegExp][] = [
+      ["ensure_kb", () => client.ensureKnowledgeBase(ref("kb_a")), /data\.documents: /],
+      ["get_kb", () => client.getKnowledgeBase(ref("kb_a")), /data\.documents: /],
+      ["upsert_document", () => client.upsertDocument(ref("kb_a"), "d1", { docsName: "d", text: "t" }), /data\./],
+      ["list_ingested", () => client.ingestedDocuments(ref("kb_a")), /data\.documents: /],
+      [
+        "prune_documents",
+        () => client.pruneDocuments(ref("kb_a"), { refresh: "r", sources: [], complete: [] }),
+        /data\.deleted: /,
+      ],
+      ["switch_kb", () => client.switchKnowledgeBase(ref("kb_a")), /data\./],
+      ["carry_uploads", () => client.carryUploads(ref("kb_a")), /data\./],
+      ["delete_kb", () => client.deleteKnowledgeBase(ref("kb_a")), /data\.deleted: /],
+      ["delete_document", () => client.deleteDocument(ref("kb_a"), "d1"), /data\./],
+      ["list_documents", () => client.listDocuments("kb_a"), /data\./],
+    ];
+    for (const [operation, run, where] of calls) {
+      hits = 0;
+      // A knowledge id alone: every answer's other fields are missing.
+      handler = (_req, res) => reply(res, 200, { code: 200, message: "success", data: { knowledgeId: "kb_a" } });
+      const err = (await run().catch((e: unknown) => e)) as SearchApiError;
+      expect(err, operation).toBeInstanceOf(SearchApiError);
+      expect(err.operation).toBe(operation);
+      expect(err.code).toBe("SEARCH_CLIENT_MALFORMED");
+      expect(err.message).toMatch(/answer does not match the search API's schema: /);
+      expect(err.message).toMatch(where);
+      expect(hits).toBe(1);
+    }
+  });
+
   it("sends the per-call namespace over the client's", async () => {
     let seen: string | undefined;
     handler = (req, res) => {

@@ -216,6 +216,42 @@ describe("documents API", () => {
     );
   });
 
+  it("refuses a bad path param, query or body by its route schema, in the envelope naming the field", async () => {
+    const at = (path: string, method: string, body?: unknown, raw?: string) =>
+      call(s.internalUrl, `/internal/v1/namespaces/${path}`, {
+        method,
+        token: INTERNAL_TOKEN,
+        ...(body !== undefined ? { body } : {}),
+        ...(raw !== undefined ? { raw } : {}),
+      });
+    const cases: [Promise<Awaited<ReturnType<typeof at>>>, RegExp][] = [
+      [
+        at("Not_A_Namespace/knowledge-bases/kb_manual", "GET"),
+        /^invalid request body: namespace: must be a Kubernetes/,
+      ],
+      [at("default/knowledge-bases/kb_manual/documents/%20lead", "DELETE"), /: docsId: must be 1-512 characters/],
+      [at("default/knowledge-bases/kb_manual/documents?limit=0", "GET"), /: query\.limit: must be at least 1$/],
+      [at("default/knowledge-bases/kb_manual/documents?source=a%20b", "GET"), /: query\.source: must be 1-128/],
+      [at("default/knowledge-bases/kb_manual/carry-uploads", "POST", { limit: 1000 }), /: limit: must be at most 256$/],
+      [at("default/knowledge-bases/kb_manual/prune", "POST", { sources: [] }), /: refresh: is required$/],
+      [at("default/knowledge-bases/kb_manual/prune", "POST", undefined, "[1]"), /: body: must be a JSON object$/],
+      [at("default/knowledge-bases/kb_manual/switch", "POST", { model: "" }), /: model: /],
+    ];
+    for (const [pending, message] of cases) {
+      const r = await pending;
+      expect(r.status, String(message)).toBe(400);
+      expect(r.headers.get("x-capstan-error")).toBe("SEARCH_ERR_BODY_INVALID");
+      expect(r.body).toMatchObject({ code: 400, data: null });
+      expect(r.body.message).toMatch(message);
+    }
+    // Routes whose every body field is optional take no body at all (the defaults apply).
+    const created = await at("default/knowledge-bases/kb_notes", "PUT");
+    expect(created.status).toBe(200);
+    expect(created.body.data).toMatchObject({ knowledgeId: "kb_notes", chunking: { size: 800, overlap: 100 } });
+    const noBody = await at("default/knowledge-bases/kb_notes/carry-uploads", "POST");
+    expect(noBody.body).toMatchObject({ code: 200, data: { knowledgeId: "kb_notes", uploads: 0, carried: 0 } });
+  });
+
   it("switches generations only to one being built, with clear errors otherwise", async () => {
     const post = (path: string, body: unknown) =>
       call(s.internalUrl, `/internal/v1/namespaces/default/knowledge-bases/${path}/switch`, {

@@ -160,7 +160,7 @@ describe("search while Qdrant fails", () => {
     await store.replaceDocument("kb_behind", "a", [{ record: record("a"), vector: Float32Array.from([1, 0]) }]);
     const dropped = await fetch(`${server.url}/collections/${store.collectionName(info)}`, { method: "DELETE" });
     expect(dropped.status).toBe(200);
-    const q = { knowledgeIds: ["kb_behind"], vector: Float32Array.from([1, 0]), limit: 5, minScore: 0 };
+    const q = { keys: ["kb_behind"], vector: Float32Array.from([1, 0]), limit: 5, minScore: 0 };
     expect(await store.query(q)).toEqual([]);
     expect(await store.stats("kb_behind")).toEqual({ documents: 0, chunks: 0 });
     await store.replaceDocument("kb_behind", "a", [{ record: record("a"), vector: Float32Array.from([1, 0]) }]);

@@ -81,17 +81,17 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
         chunk(kb("score"), "d", 1, 3, unit(1)),
         chunk(kb("score"), "d", 2, 3, opposite),
       ]);
-      const hits = await store.query({ knowledgeIds: [kb("score")], vector: unit(0), limit: 10, minScore: 0 });
+      const hits = await store.query({ keys: [kb("score")], vector: unit(0), limit: 10, minScore: 0 });
       expect(hits.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2]);
       expect(hits[0]?.score).toBeCloseTo(1, 4);
       expect(hits[1]?.score).toBeCloseTo(0.5, 4);
       expect(hits[2]?.score).toBeCloseTo(0, 4);
-      const tilted = await store.query({ knowledgeIds: [kb("score")], vector: unit(0, 1, 1), limit: 1, minScore: 0 });
+      const tilted = await store.query({ keys: [kb("score")], vector: unit(0, 1, 1), limit: 1, minScore: 0 });
       expect(tilted[0]?.score).toBeCloseTo(cosineToScore(Math.SQRT1_2), 4);
     });
 
     it("stores and returns the chunk payload", async () => {
-      const [hit] = await store.query({ knowledgeIds: [kb("score")], vector: unit(1), limit: 1, minScore: 0 });
+      const [hit] = await store.query({ keys: [kb("score")], vector: unit(1), limit: 1, minScore: 0 });
       expect(hit?.record).toEqual(chunk(kb("score"), "d", 1, 3, unit(1)).record);
     });
 
@@ -103,12 +103,12 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
         "d",
         tilts.map((t, i) => chunk(kb("rank"), "d", i, tilts.length, unit(0, 1, t))),
       );
-      const all = await store.query({ knowledgeIds: [kb("rank")], vector: unit(0), limit: 10, minScore: 0 });
+      const all = await store.query({ keys: [kb("rank")], vector: unit(0), limit: 10, minScore: 0 });
       expect(all.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2, 3, 4]);
-      const two = await store.query({ knowledgeIds: [kb("rank")], vector: unit(0), limit: 2, minScore: 0 });
+      const two = await store.query({ keys: [kb("rank")], vector: unit(0), limit: 2, minScore: 0 });
       expect(two.map((h) => h.record.chunkIndex)).toEqual([0, 1]);
       const min = (all[2]?.score as number) - 1e-4;
-      const above = await store.query({ knowledgeIds: [kb("rank")], vector: unit(0), limit: 10, minScore: min });
+      const above = await store.query({ keys: [kb("rank")], vector: unit(0), limit: 10, minScore: min });
       expect(above.map((h) => h.record.chunkIndex)).toEqual([0, 1, 2]);
     });
 
@@ -122,21 +122,21 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
         chunk(kb("edge"), "d", 1, 2, unit(0, 1, 0.3)),
       ]);
       for (const vector of [v, unit(0, 1, 0.3)]) {
-        const hits = await store.query({ knowledgeIds: [kb("edge")], vector, limit: 10, minScore: 1 });
+        const hits = await store.query({ keys: [kb("edge")], vector, limit: 10, minScore: 1 });
         expect(hits.map((h) => h.score)).toEqual([1]);
       }
     });
 
     it("minScore is inclusive: a hit scoring exactly the threshold is kept, one step above drops it", async () => {
       const q = unit(0, 1, 0.8);
-      const all = await store.query({ knowledgeIds: [kb("edge")], vector: q, limit: 10, minScore: 0 });
+      const all = await store.query({ keys: [kb("edge")], vector: q, limit: 10, minScore: 0 });
       expect(all).toHaveLength(2);
       for (const hit of all) {
-        const at = await store.query({ knowledgeIds: [kb("edge")], vector: q, limit: 10, minScore: hit.score });
+        const at = await store.query({ keys: [kb("edge")], vector: q, limit: 10, minScore: hit.score });
         expect(at.map((h) => h.record.embeddingId)).toContain(hit.record.embeddingId);
         // Scores have six decimals, so 1e-6 above is the next score a hit can have.
         const above = await store.query({
-          knowledgeIds: [kb("edge")],
+          keys: [kb("edge")],
           vector: q,
           limit: 10,
           minScore: hit.score + 1e-6,
@@ -155,7 +155,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       const v2 = [0, 1].map((i) => chunk(kb("docs"), "doc", i, 2, unit(i + 6), `new text ${i}`));
       await store.replaceDocument(kb("docs"), "doc", v2);
       expect(await store.stats(kb("docs"))).toEqual({ documents: 2, chunks: 3 });
-      const hits = await store.query({ knowledgeIds: [kb("docs")], vector: unit(2), limit: 10, minScore: 0 });
+      const hits = await store.query({ keys: [kb("docs")], vector: unit(2), limit: 10, minScore: 0 });
       expect(
         hits
           .filter((h) => h.record.docsId === "doc")
@@ -195,12 +195,12 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       await store.ensureCollection(info(kb("y")));
       await store.replaceDocument(kb("x"), "dx", [chunk(kb("x"), "dx", 0, 1, unit(0, 1, 0.2))]);
       await store.replaceDocument(kb("y"), "dy", [chunk(kb("y"), "dy", 0, 1, unit(0, 1, 0.1))]);
-      const onlyX = await store.query({ knowledgeIds: [kb("x")], vector: unit(0), limit: 10, minScore: 0 });
+      const onlyX = await store.query({ keys: [kb("x")], vector: unit(0), limit: 10, minScore: 0 });
       expect(onlyX.map((h) => h.record.knowledgeId)).toEqual([kb("x")]);
-      const both = await store.query({ knowledgeIds: [kb("x"), kb("y")], vector: unit(0), limit: 10, minScore: 0 });
+      const both = await store.query({ keys: [kb("x"), kb("y")], vector: unit(0), limit: 10, minScore: 0 });
       expect(both.map((h) => h.record.docsId)).toEqual(["dy", "dx"]);
       const missing = await store.query({
-        knowledgeIds: [kb("x"), kb("never")],
+        keys: [kb("x"), kb("never")],
         vector: unit(0),
         limit: 10,
         minScore: 0,
@@ -210,9 +210,9 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
 
     it("answers a batch of queries in order", async () => {
       const lists = await store.queryBatch([
-        { knowledgeIds: [kb("score")], vector: unit(1), limit: 1, minScore: 0 },
-        { knowledgeIds: [kb("x"), kb("y")], vector: unit(0), limit: 2, minScore: 0 },
-        { knowledgeIds: [kb("never")], vector: unit(0), limit: 2, minScore: 0 },
+        { keys: [kb("score")], vector: unit(1), limit: 1, minScore: 0 },
+        { keys: [kb("x"), kb("y")], vector: unit(0), limit: 2, minScore: 0 },
+        { keys: [kb("never")], vector: unit(0), limit: 2, minScore: 0 },
       ]);
       expect(lists.map((l) => l.map((h) => h.record.docsId))).toEqual([["d"], ["dy", "dx"], []]);
     });
@@ -242,7 +242,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       await store.ensureCollection(info(id, "test:model-b", 4));
       expect(await store.stats(id, "building")).toEqual({ documents: 1, chunks: 1 });
       // Searches still read the old vectors.
-      const before = await store.query({ knowledgeIds: [id], vector: unit(0), limit: 5, minScore: 0 });
+      const before = await store.query({ keys: [id], vector: unit(0), limit: 5, minScore: 0 });
       expect(before.map((h) => h.record.text)).toEqual(["old"]);
       expect(await store.switchGeneration(id, "test:model")).toBeUndefined(); // not what is being built
       expect((await store.getCollection(id))?.model).toBe("test:model");
@@ -250,12 +250,12 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(await store.switchGeneration(id, "test:model-b")).toEqual(info(id, "test:model-b", 4));
       expect(await store.generations(id)).toEqual({ serving: info(id, "test:model-b", 4) });
       expect(await store.switchGeneration(id)).toBeUndefined(); // nothing left to switch to
-      const after = await store.query({ knowledgeIds: [id], vector: v4(1), limit: 5, minScore: 0 });
+      const after = await store.query({ keys: [id], vector: v4(1), limit: 5, minScore: 0 });
       expect(after.map((h) => h.record.text)).toEqual(["new"]);
       expect(await store.stats(id)).toEqual({ documents: 1, chunks: 1 });
       // A search planned with the old model just before the switch still finds the old vectors...
       const late = await store.query({
-        knowledgeIds: [id],
+        keys: [id],
         model: "test:model",
         vector: unit(0),
         limit: 5,
@@ -266,7 +266,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       let gone: unknown[] = late;
       for (let i = 0; i < 100 && gone.length > 0; i++) {
         await new Promise((r) => setTimeout(r, 100));
-        gone = await store.query({ knowledgeIds: [id], model: "test:model", vector: unit(0), limit: 5, minScore: 0 });
+        gone = await store.query({ keys: [id], model: "test:model", vector: unit(0), limit: 5, minScore: 0 });
       }
       expect(gone).toEqual([]);
     });
@@ -357,7 +357,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(await store.dropCollection(kb("y"))).toBe(true);
       expect(await store.dropCollection(kb("y"))).toBe(false);
       expect(await store.getCollection(kb("y"))).toBeUndefined();
-      expect(await store.query({ knowledgeIds: [kb("y")], vector: unit(0), limit: 5, minScore: 0 })).toEqual([]);
+      expect(await store.query({ keys: [kb("y")], vector: unit(0), limit: 5, minScore: 0 })).toEqual([]);
     });
   });
 }

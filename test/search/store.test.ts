@@ -55,7 +55,7 @@ describe("embedded store persistence", () => {
       const second = new EmbeddedStore({ dataDir: dir });
       expect((await second.getCollection(kb))?.chunking).toEqual({ size: 300, overlap: 30 });
       expect(await second.stats(kb)).toEqual({ documents: 1, chunks: 2 });
-      const hits = await second.query({ knowledgeIds: [kb], vector: unit(1), limit: 5, minScore: 0 });
+      const hits = await second.query({ keys: [kb], vector: unit(1), limit: 5, minScore: 0 });
       expect(hits.map((h) => [h.record.docsId, h.record.chunkIndex])).toEqual([
         ["a", 1],
         ["a", 0],
@@ -98,7 +98,7 @@ describe("embedded store persistence", () => {
 
       const third = new EmbeddedStore({ dataDir: dir });
       expect(await third.generations(kb)).toEqual({ serving: settings("test:b", 4) });
-      const hits = await third.query({ knowledgeIds: [kb], vector: unit(1).slice(0, 4), limit: 5, minScore: 0 });
+      const hits = await third.query({ keys: [kb], vector: unit(1).slice(0, 4), limit: 5, minScore: 0 });
       expect(hits.map((h) => h.record.docsId)).toEqual(["b"]);
       await third.close();
     } finally {
@@ -118,7 +118,7 @@ describe("Qdrant: a retired generation outliving its process", () => {
       dimensions,
       chunking: { size: 800, overlap: 100 },
     });
-    const old = { knowledgeIds: [kb], model: "test:a", vector: unit(0), limit: 5, minScore: 0 };
+    const old = { keys: [kb], model: "test:a", vector: unit(0), limit: 5, minScore: 0 };
     try {
       const first = new QdrantStore({ url, collectionPrefix: prefix, retireGraceMs });
       await first.ensureCollection(settings("test:a", 8));

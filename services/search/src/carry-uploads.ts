@@ -42,21 +42,21 @@ export interface CarryPage {
 const SCAN = 256;
 
 /** One page of the carry; the knowledge base is a store key. */
-export async function carryUploads(d: CarryDeps, knowledgeId: string, req: CarryRequest): Promise<CarryPage> {
-  const gens = await d.store.generations(knowledgeId);
+export async function carryUploads(d: CarryDeps, key: string, req: CarryRequest): Promise<CarryPage> {
+  const gens = await d.store.generations(key);
   const target = gens?.building;
   if (!gens || !target || (req.model !== undefined && target.model !== req.model)) {
     // Nothing being built and that model serving (a repeated call after the switch): nothing to do.
     if (gens && !target && (req.model === undefined || req.model === gens.serving.model)) {
       return { model: gens.serving.model, uploads: 0, carried: 0, chunks: 0 };
     }
-    throw notBuilding(knowledgeId, req.model);
+    throw notBuilding(key, req.model);
   }
   // A store that cannot select uploads by id prefix (Qdrant) looks at every document of the page:
   // it reads more than `limit` at once (no vectors, one request) so that a knowledge base of many
   // source documents and few uploads takes few calls; only `limit` uploads are handled, and the
   // next call starts at the first one left.
-  const page = await d.store.documentPage(knowledgeId, "serving", UPLOAD_PREFIX, req.from, Math.max(req.limit, SCAN));
+  const page = await d.store.documentPage(key, "serving", UPLOAD_PREFIX, req.from, Math.max(req.limit, SCAN));
   const mine = page.documents.slice(0, req.limit);
   const next = page.documents[req.limit]?.at ?? page.next;
   let carried = 0;
@@ -71,41 +71,41 @@ export async function carryUploads(d: CarryDeps, knowledgeId: string, req: Carry
   return { model: target.model, uploads: mine.length, carried, chunks, ...(next !== undefined ? { next } : {}) };
 }
 
-function notBuilding(knowledgeId: string, model: string | undefined): SearchError {
+function notBuilding(key: string, model: string | undefined): SearchError {
   return new SearchError("SEARCH_ERR_NOT_FOUND", {
-    detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${plainKnowledgeId(knowledgeId)}`,
+    detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${plainKnowledgeId(key)}`,
   });
 }
 
-const inBuilding = async (d: CarryDeps, knowledgeId: string, docsId: string) =>
-  (await d.store.documentChunks(knowledgeId, docsId, "building")).length > 0;
+const inBuilding = async (d: CarryDeps, key: string, docsId: string) =>
+  (await d.store.documentChunks(key, docsId, "building")).length > 0;
 
 const sameChunks = (a: ChunkRecord[], b: ChunkRecord[]) =>
   a.length === b.length && a.every((r, i) => r.embeddingId === b[i]?.embeddingId);
 
 /** Copies one upload into the building generation; its chunks, or 0 when it was skipped. */
 async function carryOne(d: CarryDeps, target: CollectionInfo, docsId: string): Promise<number> {
-  const { knowledgeId } = target;
-  if (await inBuilding(d, knowledgeId, docsId)) return 0;
-  const records = await d.store.documentChunks(knowledgeId, docsId, "serving");
+  const { knowledgeId: key } = target;
+  if (await inBuilding(d, key, docsId)) return 0;
+  const records = await d.store.documentChunks(key, docsId, "serving");
   if (records.length === 0) return 0; // deleted since the page was read
   const texts = records.map((r) => r.text);
-  const vectors = await d.ingester.embedTexts(target.model, texts, { knowledgeId, docsId, carry: target.model });
-  return d.ingester.withDocument(knowledgeId, docsId, async () => {
-    const gens = await d.store.generations(knowledgeId);
-    if (gens?.building?.model !== target.model) throw notBuilding(knowledgeId, target.model); // switched or abandoned
+  const vectors = await d.ingester.embedTexts(target.model, texts, { key, docsId, carry: target.model });
+  return d.ingester.withDocument(key, docsId, async () => {
+    const gens = await d.store.generations(key);
+    if (gens?.building?.model !== target.model) throw notBuilding(key, target.model); // switched or abandoned
     // Uploaded again meanwhile (newer), or deleted meanwhile (from both generations): theirs wins.
-    if (await inBuilding(d, knowledgeId, docsId)) return 0;
-    if (!sameChunks(await d.store.documentChunks(knowledgeId, docsId, "serving"), records)) return 0;
+    if (await inBuilding(d, key, docsId)) return 0;
+    if (!sameChunks(await d.store.documentChunks(key, docsId, "serving"), records)) return 0;
     await d.ingester.write(
-      knowledgeId,
+      key,
       docsId,
       records.map((record, i) => ({ record, vector: vectors[i] as Float32Array })),
     );
     // The lock is this process's: a delete through another replica between the check and the
     // write shows here, and the copy is taken back (a later delete reaches both generations).
-    if (!sameChunks(await d.store.documentChunks(knowledgeId, docsId, "serving"), records)) {
-      await d.store.deleteDocument(knowledgeId, docsId);
+    if (!sameChunks(await d.store.documentChunks(key, docsId, "serving"), records)) {
+      await d.store.deleteDocument(key, docsId);
       return 0;
     }
     return records.length;

@@ -3,6 +3,7 @@
 // code equal to the HTTP status; the registry code travels in the x-capstan-error header.
 // Templates use the shared {name} syntax (renderMessage).
 import { defineErrors, renderMessage } from "@capstan/shared";
+import type { Envelope } from "@capstan/shared/clients/search-wire";
 
 export interface ErrorDef {
   status: number;
@@ -71,11 +72,8 @@ export class SearchError extends Error {
   }
 }
 
-export interface Envelope<T> {
-  code: number;
-  message: string;
-  data: T | null;
-}
+/** The {code, message, data} envelope every answer is in (the wire schema clients parse it with). */
+export type { Envelope } from "@capstan/shared/clients/search-wire";
 
 export const SUCCESS_MESSAGE = "success";
 

@@ -82,8 +82,8 @@ export class Ingester {
   }
 
   /** Collection settings from a request body, else the KnowledgeBase resource, else defaults. */
-  private settings(knowledgeId: string, body: KnowledgeBaseSettings): CollectionInfo {
-    const spec = this.d.kbs.resource(knowledgeId)?.spec;
+  private settings(key: string, body: KnowledgeBaseSettings): CollectionInfo {
+    const spec = this.d.kbs.resource(key)?.spec;
     const emb = embeddingSpec.safeParse(body.embedding ?? spec?.embedding ?? {});
     if (!emb.success) {
       throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `embedding: ${emb.error.issues[0]?.message}` });
@@ -95,7 +95,7 @@ export class Ingester {
     }
     const model = this.embedderName(emb.data);
     const dimensions = (this.d.embedders.get(model) as Embedder).dimensions;
-    return { knowledgeId, model, dimensions, chunking: chunk.data };
+    return { knowledgeId: key, model, dimensions, chunking: chunk.data };
   }
 
   /**
@@ -115,30 +115,30 @@ export class Ingester {
     return true;
   }
 
-  async ensure(knowledgeId: string, body: KnowledgeBaseSettings): Promise<CollectionInfo> {
-    const info = this.settings(knowledgeId, body);
+  async ensure(key: string, body: KnowledgeBaseSettings): Promise<CollectionInfo> {
+    const info = this.settings(key, body);
     await this.d.store.ensureCollection(info);
-    this.d.kbs.invalidate(knowledgeId);
+    this.d.kbs.invalidate(key);
     return info;
   }
 
   /** Makes the generation being built serve; undefined when none is (or not of `model`). */
-  async switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined> {
-    const info = await this.d.store.switchGeneration(knowledgeId, model);
-    this.d.kbs.invalidate(knowledgeId);
-    if (info) this.d.logger.info({ knowledgeId, model: info.model }, "generation switched");
+  async switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined> {
+    const info = await this.d.store.switchGeneration(key, model);
+    this.d.kbs.invalidate(key);
+    if (info) this.d.logger.info({ key, model: info.model }, "generation switched");
     return info;
   }
 
-  async drop(knowledgeId: string): Promise<boolean> {
-    const existed = await this.d.store.dropCollection(knowledgeId);
-    this.d.kbs.invalidate(knowledgeId);
+  async drop(key: string): Promise<boolean> {
+    const existed = await this.d.store.dropCollection(key);
+    this.d.kbs.invalidate(key);
     return existed;
   }
 
   /** Runs fn under the document's lock (see document-lock.ts): its check-and-write steps. */
-  withDocument<T>(knowledgeId: string, docsId: string, fn: () => Promise<T>): Promise<T> {
-    return this.locks.run(`${knowledgeId}\0${docsId}`, fn);
+  withDocument<T>(key: string, docsId: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(`${key}\0${docsId}`, fn);
   }
 
   /** Embeds document texts with `model` (uncached, in slices), logging the progress of long ones. */
@@ -165,34 +165,32 @@ export class Ingester {
   }
 
   /** Writes a document's chunks (a store failure is SEARCH_ERR_STORE). */
-  async write(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
+  async write(key: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
     try {
-      await this.d.store.replaceDocument(knowledgeId, docsId, chunks);
+      await this.d.store.replaceDocument(key, docsId, chunks);
     } catch (err) {
       throw new SearchError("SEARCH_ERR_STORE", { detail: "document write failed" }, { cause: err });
     }
   }
 
   /** Deletes a document from every generation; chunks removed. */
-  async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
-    const deleted = await this.withDocument(knowledgeId, docsId, () =>
-      this.d.store.deleteDocument(knowledgeId, docsId),
-    );
-    this.d.kbs.invalidate(knowledgeId);
+  async deleteDocument(key: string, docsId: string): Promise<number> {
+    const deleted = await this.withDocument(key, docsId, () => this.d.store.deleteDocument(key, docsId));
+    this.d.kbs.invalidate(key);
     return deleted;
   }
 
   /** The end of a refresh: the documents of the generation written to that go under the rule. */
-  async prune(knowledgeId: string, rule: PruneRule): Promise<number> {
-    const deleted = await this.d.store.pruneDocuments(knowledgeId, rule);
-    this.d.kbs.invalidate(knowledgeId);
-    if (deleted > 0) this.d.logger.info({ knowledgeId, deleted, refresh: rule.refresh }, "documents pruned");
+  async prune(key: string, rule: PruneRule): Promise<number> {
+    const deleted = await this.d.store.pruneDocuments(key, rule);
+    this.d.kbs.invalidate(key);
+    if (deleted > 0) this.d.logger.info({ key, deleted, refresh: rule.refresh }, "documents pruned");
     return deleted;
   }
 
   /** Chunks and embeds a document for a generation. */
   private async prepare(info: CollectionInfo, docsId: string, doc: DocumentInput): Promise<ChunkWithVector[]> {
-    const { knowledgeId } = info;
+    const { knowledgeId: key } = info;
     const texts = chunkText(doc.text, info.chunking);
     const extra = Object.fromEntries(Object.entries(doc.metadata ?? {}).map(([k, v]) => [k, String(v)]));
     const stamps = stampsOf({
@@ -202,12 +200,12 @@ export class Ingester {
       refresh: doc.refresh,
       contentHash: contentHashOf(doc, info.chunking),
     });
-    const vectors = await this.embedTexts(info.model, texts, { knowledgeId, docsId });
+    const vectors = await this.embedTexts(info.model, texts, { key, docsId });
     return texts.map((text, chunkIndex) => ({
       vector: vectors[chunkIndex] as Float32Array,
       record: {
-        embeddingId: embeddingIdFor(knowledgeId, docsId, chunkIndex, text),
-        knowledgeId,
+        embeddingId: embeddingIdFor(key, docsId, chunkIndex, text),
+        knowledgeId: key,
         docsId,
         docsName: doc.docsName,
         chunkIndex,
@@ -238,12 +236,12 @@ export class Ingester {
   }
 
   /** The generation document writes go to: the one being built, else the serving one. */
-  private async writable(knowledgeId: string): Promise<CollectionInfo | undefined> {
-    const gens = await this.d.store.generations(knowledgeId);
+  private async writable(key: string): Promise<CollectionInfo | undefined> {
+    const gens = await this.d.store.generations(key);
     return gens && (gens.building ?? gens.serving);
   }
 
-  async upsert(knowledgeId: string, docsId: string, doc: DocumentInput): Promise<UpsertOutcome> {
+  async upsert(key: string, docsId: string, doc: DocumentInput): Promise<UpsertOutcome> {
     const started = performance.now();
     this.d.metrics.ingestsInFlight.inc();
     try {
@@ -252,30 +250,30 @@ export class Ingester {
       // chunks are written only where that model is written to, else prepared again for the
       // generation now written to (a model that keeps changing is a 503 to retry).
       for (let attempt = 0; attempt < 3 && !chunks; attempt++) {
-        const info = (await this.writable(knowledgeId)) ?? (await this.ensure(knowledgeId, {}));
+        const info = (await this.writable(key)) ?? (await this.ensure(key, {}));
         const hash = contentHashOf(doc, info.chunking);
-        const kept = await this.withDocument(knowledgeId, docsId, () => this.unchanged(info, docsId, doc, hash));
+        const kept = await this.withDocument(key, docsId, () => this.unchanged(info, docsId, doc, hash));
         if (kept !== undefined) {
           this.d.metrics.ingestedDocuments.inc({ outcome: "unchanged" });
           return { chunks: kept, embedded: false, contentHash: hash };
         }
         const prepared = await this.prepare(info, docsId, doc);
-        chunks = await this.withDocument(knowledgeId, docsId, async () => {
-          const now = await this.writable(knowledgeId);
+        chunks = await this.withDocument(key, docsId, async () => {
+          const now = await this.writable(key);
           if (now && now.model !== info.model) return undefined;
-          await this.write(knowledgeId, docsId, prepared);
+          await this.write(key, docsId, prepared);
           return prepared;
         });
       }
       if (!chunks)
         throw new SearchError("SEARCH_ERR_STORE", { detail: "the embedding model changed during the write" });
-      this.d.kbs.invalidate(knowledgeId);
+      this.d.kbs.invalidate(key);
       this.d.metrics.ingestedChunks.inc(chunks.length);
       this.d.metrics.ingestedDocuments.inc({ outcome: "embedded" });
       const seconds = (performance.now() - started) / 1000;
       this.d.metrics.ingestDuration.observe(seconds);
-      this.d.logger.info({ knowledgeId, docsId, chunks: chunks.length, seconds }, "document ingested");
-      const info = await this.writable(knowledgeId);
+      this.d.logger.info({ key, docsId, chunks: chunks.length, seconds }, "document ingested");
+      const info = await this.writable(key);
       const contentHash = chunks[0]?.record.contentHash ?? (info ? contentHashOf(doc, info.chunking) : "");
       return { chunks: chunks.length, embedded: true, contentHash };
     } finally {

@@ -1,29 +1,15 @@
-// Request bodies, schema first: one zod schema validates, types the handler and documents the
-// API. A bad body is a 400 naming the field.
-import { KNOWLEDGE_ID_PATTERN } from "@capstan/shared/api";
+// Search's requests, schema first: one zod schema validates, types the handler and documents the
+// API (the wire schemas of @capstan/shared/clients/search-wire and documents-wire, which clients
+// parse answers with too). Every route's params, query and body are checked by searchValidator,
+// which refuses a bad one with the search envelope's 400 naming the field (SEARCH_ERR_BODY_INVALID).
+import { searchQuerySchema } from "@capstan/shared/clients/search-wire";
+import type { FastifySchemaCompiler } from "fastify";
 import { z } from "zod";
 import type { SearchConfig } from "./config.ts";
 import { SearchError } from "./errors.ts";
 
 export function searchRequestSchema(cfg: SearchConfig["search"]) {
-  return z.object({
-    knowledgeIds: z
-      .array(z.string().regex(KNOWLEDGE_ID_PATTERN, "must be a knowledge id of the form kb_<id>"))
-      .min(1, "must list at least one knowledge id")
-      .max(cfg.maxKnowledgeIds, `must list at most ${cfg.maxKnowledgeIds} knowledge ids`),
-    text: z
-      .string()
-      .max(cfg.maxTextLength, `must be at most ${cfg.maxTextLength} characters`)
-      // Some character trim() keeps (\S in JavaScript), written so the published document says it
-      // too: a JSON Schema pattern read by other regex engines (\uFEFF is not \s to all of them).
-      .regex(/[^\s\uFEFF]/, "must be a non-empty string"),
-    maxResults: z
-      .int("must be an integer")
-      .min(1, "must be at least 1")
-      .max(cfg.maxResultsLimit, `must be at most ${cfg.maxResultsLimit}`)
-      .default(10),
-    minSimilarity: z.number().min(0, "must be within 0..1").max(1, "must be within 0..1").default(0.75),
-  });
+  return searchQuerySchema(cfg);
 }
 
 export function batchRequestSchema(cfg: SearchConfig["search"]) {
@@ -34,11 +20,6 @@ export function batchRequestSchema(cfg: SearchConfig["search"]) {
       .max(cfg.batchMaxQueries, `must hold at most ${cfg.batchMaxQueries} queries`),
   });
 }
-
-const docsIdPattern = /^[^\s/\\\p{Cc}][^/\\\p{Cc}]{0,511}$/u;
-
-export const docsIdSchema = z.string().regex(docsIdPattern, "must be 1-512 characters without slashes or controls");
-export const knowledgeIdParam = z.string().regex(KNOWLEDGE_ID_PATTERN, "must be a knowledge id of the form kb_<id>");
 
 /** Path of the first issue ("knowledgeIds[0]", "text") and its message. */
 export function describeIssue(error: z.ZodError, input: unknown, prefix = ""): string {
@@ -55,12 +36,35 @@ export function describeIssue(error: z.ZodError, input: unknown, prefix = ""): s
   return `${path || "body"}: ${message}`;
 }
 
-export function parseBody<S extends z.ZodType>(schema: S, body: unknown, prefix = ""): z.infer<S> {
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+/**
+ * One JSON object checked by its schema, or SEARCH_ERR_BODY_INVALID naming the field under
+ * `prefix` ("queries[2].text", "query.limit"). Route schemas use it through searchValidator; the
+ * batch route also checks each of its queries with it (a bad one fails alone, not the batch).
+ */
+export function parseObject<S extends z.ZodType>(schema: S, value: unknown, prefix = ""): z.infer<S> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `${prefix || "body"}: must be a JSON object` });
   }
-  const result = schema.safeParse(body);
+  const result = schema.safeParse(value);
   if (!result.success)
-    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: describeIssue(result.error, body, prefix) });
+    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: describeIssue(result.error, value, prefix) });
   return result.data;
+}
+
+/**
+ * The validator compiler of search's route schemas (set on each plugin): zod, like the shared
+ * default, but refusing in search's own envelope. Path params name their field bare ("docsId"),
+ * the query string under "query.". With `emptyBody`, a request without a body is checked as that
+ * body (the documents API's routes whose every field is optional).
+ */
+export function searchValidator(opts: { emptyBody?: object } = {}): FastifySchemaCompiler<z.ZodType> {
+  return ({ schema, httpPart }) =>
+    (value) => {
+      const input = httpPart === "body" && value == null && opts.emptyBody ? opts.emptyBody : value;
+      try {
+        return { value: parseObject(schema, input, httpPart === "querystring" ? "query" : "") };
+      } catch (err) {
+        return { error: err as Error };
+      }
+    };
 }

@@ -2,7 +2,8 @@
 // knowledge base, drop hits under minSimilarity, rerank, return at most maxResults. Batches
 // embed all their query texts in one model call per embedder and query the store in one call.
 import { type Logger, tracer, withSpan } from "@capstan/shared";
-import type { SearchResult } from "@capstan/shared/clients/search-wire";
+import type { SearchResult, searchQuerySchema } from "@capstan/shared/clients/search-wire";
+import type { z } from "zod";
 import type { Caller } from "./auth/search-keys.ts";
 import type { Embedder } from "./embedding/provider.ts";
 import { SearchError } from "./errors.ts";
@@ -11,13 +12,11 @@ import type { SearchMetrics } from "./metrics.ts";
 import type { Reranker } from "./rerank/types.ts";
 import { plainKnowledgeId, type VectorHit, type VectorQuery, type VectorStore } from "./store/types.ts";
 
-export interface SearchRequest {
-  /** As the client sent them (kb_...); checkAccess turns them into store keys of its namespace. */
-  knowledgeIds: string[];
-  text: string;
-  maxResults: number;
-  minSimilarity: number;
-}
+/** One search as the client sent it (knowledge ids kb_...), validated by its wire schema, defaults filled. */
+export type SearchRequest = z.output<ReturnType<typeof searchQuerySchema>>;
+
+/** A search the caller may run: its knowledge ids resolved to the store keys of its namespace (checkAccess). */
+export type AuthorizedSearch = Omit<SearchRequest, "knowledgeIds"> & { keys: string[] };
 
 /** The wire shape of one result (reference 2.8), defined once in the shared search wire schemas. */
 export type { SearchResult };
@@ -39,8 +38,8 @@ const round = (x: number) => Math.round(x * 1e6) / 1e6;
 const t = tracer("capstan-search");
 
 interface Plan {
-  req: SearchRequest;
-  /** Knowledge bases with a collection, by the embedder that filled them. */
+  req: AuthorizedSearch;
+  /** Store keys of the knowledge bases with a collection, by the embedder that filled them. */
   groups: Map<string, string[]>;
 }
 
@@ -57,24 +56,25 @@ export class SearchEngine {
    * message for both, naming only the id the caller sent, so nothing about other namespaces or
    * scopes leaks). The internal caller is scoped to the namespace it names (its Agent's).
    */
-  checkAccess(caller: Caller, req: SearchRequest): SearchRequest {
+  checkAccess(caller: Caller, req: SearchRequest): AuthorizedSearch {
     const keys = req.knowledgeIds.map((id) => {
       const inScope = caller.kind === "internal" || (caller.knowledgeIds.has(id) && caller.permissions.has("read"));
       const key = inScope && caller.namespace !== undefined ? this.d.kbs.keyOf(caller.namespace, id) : undefined;
       if (!key) throw new SearchError("SEARCH_ERR_KNOWLEDGE_ID", { knowledgeId: id });
       return key;
     });
-    return { ...req, knowledgeIds: keys };
+    const { knowledgeIds: _ids, ...rest } = req;
+    return { ...rest, keys };
   }
 
-  private async plan(req: SearchRequest): Promise<Plan> {
+  private async plan(req: AuthorizedSearch): Promise<Plan> {
     const groups = new Map<string, string[]>();
-    for (const id of new Set(req.knowledgeIds)) {
-      const info = await this.d.kbs.collection(id);
+    for (const key of new Set(req.keys)) {
+      const info = await this.d.kbs.collection(key);
       if (!info) continue; // exists but nothing ingested yet: no hits
       const list = groups.get(info.model);
-      if (list) list.push(id);
-      else groups.set(info.model, [id]);
+      if (list) list.push(key);
+      else groups.set(info.model, [key]);
     }
     for (const model of groups.keys()) {
       if (!this.d.embedders.has(model)) {
@@ -84,14 +84,14 @@ export class SearchEngine {
     return { req, groups };
   }
 
-  async search(req: SearchRequest): Promise<SearchResult[]> {
+  async search(req: AuthorizedSearch): Promise<SearchResult[]> {
     const [out] = await this.searchMany([req]);
     if (out instanceof Error) throw out;
     return out ?? [];
   }
 
   /** One result list or error per request, in order; one request's error does not fail the others. */
-  async searchMany(reqs: SearchRequest[]): Promise<(SearchResult[] | SearchError)[]> {
+  async searchMany(reqs: AuthorizedSearch[]): Promise<(SearchResult[] | SearchError)[]> {
     const plans = await Promise.all(
       reqs.map((r) => this.plan(r).catch((err: unknown) => (err instanceof SearchError ? err : Promise.reject(err)))),
     );
@@ -173,7 +173,7 @@ export class SearchEngine {
   }
 
   /** Orders the candidates by rerankedScore and keeps maxResults. */
-  private async rerank(req: SearchRequest, hits: VectorHit[]): Promise<SearchResult[]> {
+  private async rerank(req: AuthorizedSearch, hits: VectorHit[]): Promise<SearchResult[]> {
     if (hits.length === 0) return [];
     const candidates = hits.map((h) => ({ text: h.record.text, score: h.score }));
     let reranked: number[];
@@ -226,7 +226,7 @@ function vectorQueries(
   const results: (SearchResult[] | SearchError)[] = plans.map((p) => (p instanceof SearchError ? p : []));
   plans.forEach((p, i) => {
     if (p instanceof SearchError) return;
-    for (const [model, ids] of p.groups) {
+    for (const [model, keys] of p.groups) {
       const err = embedded.errors.get(model);
       if (err) {
         results[i] = err;
@@ -234,7 +234,7 @@ function vectorQueries(
       }
       const limit = Math.max(p.req.maxResults * sizing.candidateFactor, sizing.minCandidates);
       queries.push({
-        knowledgeIds: ids,
+        keys,
         // The generation of this model, even if a switch happens while the text is embedded.
         model,
         vector: embedded.vectors.get(model)?.get(p.req.text) as Float32Array,

@@ -1,33 +1,38 @@
 // The internal documents API used by ingestion (the operator, the standalone launcher), guarded
 // by the internal token. A knowledge base is addressed by its namespace and id
 // (/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId): its vectors live under the
-// store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses use the same envelope as search. A model change builds a new
-// generation beside the serving one (PUT answers with both); POST .../carry-uploads copies the
-// uploads into it a page at a time (carry-uploads.ts), then POST .../switch makes it serve.
-// Schema first: every body is parsed, and every answer typed, by the wire schemas the client
-// checks answers against (@capstan/shared/clients/documents-wire). A KnowledgeBase refresh lists
-// the documents of a source (GET .../documents?source=) and ends with one prune (POST .../prune).
+// store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses
+// use the same envelope as search. A model change builds a new generation beside the serving one
+// (PUT answers with both); POST .../carry-uploads copies the uploads into it a page at a time
+// (carry-uploads.ts), then POST .../switch makes it serve. A KnowledgeBase refresh lists the
+// documents of a source (GET .../documents?source=) and ends with one prune (POST .../prune).
+// Schema first: every route declares its params, query, body and answer with the wire schemas of
+// @capstan/shared/clients/documents-wire, which SearchClient parses the answers with too; a bad
+// field is refused with the envelope's 400 naming it (searchValidator).
 import {
   carryBodySchema,
-  type DocumentList,
   documentInputSchema,
   documentListQuerySchema,
-  type KnowledgeBaseInfo,
+  documentParamsSchema,
+  documentsWire,
+  type KnowledgeBaseRef,
+  knowledgeBaseParamsSchema,
   knowledgeBaseSettingsSchema,
-  type PruneResult,
   pruneBodySchema,
-  type UpsertResult,
+  switchBodySchema,
 } from "@capstan/shared/clients/documents-wire";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { z } from "zod";
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import type { z } from "zod";
 import type { SearchKeyAuthenticator } from "../auth/search-keys.ts";
 import { carryUploads } from "../carry-uploads.ts";
 import type { SearchConfig } from "../config.ts";
 import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
-import { docsIdSchema, knowledgeIdParam, parseBody } from "../schemas.ts";
+import { searchValidator } from "../schemas.ts";
 import { type CollectionInfo, stampsOf, storeKey, type VectorStore } from "../store/types.ts";
 import { UPLOAD_PREFIX } from "./public-documents.ts";
+import { errorResponses } from "./search-schemas.ts";
 
 export interface DocumentRoutesDeps {
   config: SearchConfig;
@@ -36,41 +41,32 @@ export interface DocumentRoutesDeps {
   store: VectorStore;
 }
 
-interface Params {
-  namespace: string;
-  knowledgeId: string;
-  docsId?: string;
+/** The refusals every route of this API may answer (in the envelope, data null). */
+const refusals = errorResponses(400, 401, 404, 405, 413, 415, 500, 503);
+
+/** A route's schema: its params, the body or query it takes, and its answer. */
+function route<P extends z.ZodType, R extends z.ZodType>(params: P, answer: R) {
+  return { params, response: { 200: answer, ...refusals } };
 }
 
-const switchBody = z.object({ model: z.string().min(1).max(256).optional() });
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
-/** The path's knowledge base: its namespace, id (kb_...) and store key; and the document id. */
-function params(req: FastifyRequest): { namespace: string; id: string; knowledgeId: string; docsId: string } {
-  const p = req.params as Params;
-  if (!DNS_LABEL.test(p.namespace)) {
-    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: "namespace: must be a Kubernetes namespace name" });
-  }
-  const kb = knowledgeIdParam.safeParse(p.knowledgeId);
-  if (!kb.success)
-    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `knowledgeId: ${kb.error.issues[0]?.message}` });
-  const ids = { namespace: p.namespace, id: kb.data, knowledgeId: storeKey(p.namespace, kb.data) };
-  if (p.docsId === undefined) return { ...ids, docsId: "" };
-  const doc = docsIdSchema.safeParse(p.docsId);
-  if (!doc.success)
-    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `docsId: ${doc.error.issues[0]?.message}` });
-  return { ...ids, docsId: doc.data };
+/** The knowledge base of a path: its namespace, its id (kb_...) and the store key of its vectors. */
+function target(p: KnowledgeBaseRef) {
+  return { namespace: p.namespace, knowledgeId: p.knowledgeId, key: storeKey(p.namespace, p.knowledgeId) };
 }
 
 /** The documents API, registered at /internal/v1 (served on the internal port only). */
-export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app, options) => {
+export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (plain, options) => {
   // Fastify hands a plugin its registration options, `prefix` included.
   const { prefix: _prefix, ...d } = options as DocumentRoutesDeps & { prefix?: string };
+  const app = plain.withTypeProvider<ZodTypeProvider>();
   const base = "/namespaces/:namespace/knowledge-bases/:knowledgeId";
+  const kb = knowledgeBaseParamsSchema;
+  const doc = documentParamsSchema;
+  // Bad params, query or body: 400 naming the field; a route whose body is all optional takes none.
+  app.setValidatorCompiler(searchValidator({ emptyBody: {} }));
   // Internal (the operator's ingestion, on the internal port): not in the published contract.
-  app.addHook("onRoute", (route) => {
-    route.schema = { ...route.schema, hide: true };
+  app.addHook("onRoute", (r) => {
+    r.schema = { ...r.schema, hide: true };
   });
   // The internal token is checked when the request arrives, before its body (up to 16 MiB) is
   // read or parsed; a refused request also closes the connection, so the rest of its body is
@@ -86,29 +82,59 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (app
   });
 
   // The knowledge base itself.
-  app.put(base, (req) => ensureKnowledgeBase(d, req));
-  app.get(base, (req) => describeKnowledgeBase(d, req));
-  app.post(`${base}/switch`, (req) => switchGeneration(d, req));
-  app.post(`${base}/carry-uploads`, (req) => carryUploadsPage(d, req));
-  app.delete(base, (req) => dropKnowledgeBase(d, req));
+  const settings = { ...route(kb, documentsWire.info), body: knowledgeBaseSettingsSchema };
+  app.put(base, { schema: settings }, (req) => ensureKnowledgeBase(d, req.params, req.body));
+  app.get(base, { schema: route(kb, documentsWire.info) }, (req) => describeKnowledgeBase(d, req.params));
+  const sw = { ...route(kb, documentsWire.switch), body: switchBodySchema };
+  app.post(`${base}/switch`, { schema: sw }, (req) => switchGeneration(d, req.params, req.body.model));
+  const carry = { ...route(kb, documentsWire.carry), body: carryBodySchema };
+  app.post(`${base}/carry-uploads`, { schema: carry }, async (req) => {
+    const { knowledgeId, key } = target(req.params);
+    return ok({ knowledgeId, ...(await carryUploads(d, key, req.body)) });
+  });
+  app.delete(base, { schema: route(kb, documentsWire.deleteKnowledgeBase) }, async (req) => {
+    const { knowledgeId, key } = target(req.params);
+    return ok({ knowledgeId, deleted: await d.ingester.drop(key) });
+  });
+
   // Its documents.
-  app.put(`${base}/documents/:docsId`, { bodyLimit: d.config.documents.maxBodyBytes }, (req) => upsertDocument(d, req));
-  app.get(`${base}/documents`, (req) => listDocuments(d, req));
-  app.post(`${base}/prune`, (req) => pruneDocuments(d, req));
-  app.delete(`${base}/documents/:docsId`, (req) => deleteDocument(d, req));
+  const upsert = { ...route(doc, documentsWire.upsert), body: documentInputSchema };
+  const bodyLimit = d.config.documents.maxBodyBytes;
+  app.put(`${base}/documents/:docsId`, { schema: upsert, bodyLimit }, async (req) => {
+    const { knowledgeId, key } = target(req.params);
+    const { docsId } = req.params;
+    return ok({ knowledgeId, docsId, ...(await d.ingester.upsert(key, docsId, req.body)) });
+  });
+  const list = { ...route(kb, documentsWire.list), querystring: documentListQuerySchema };
+  app.get(`${base}/documents`, { schema: list }, (req) => listDocuments(d, req.params, req.query));
+  const prune = { ...route(kb, documentsWire.prune), body: pruneBodySchema };
+  app.post(`${base}/prune`, { schema: prune }, async (req) => {
+    // The end of a refresh: deletes what its sources no longer have (see pruneBodySchema).
+    const { knowledgeId, key } = target(req.params);
+    return ok({ knowledgeId, deleted: await d.ingester.prune(key, req.body) });
+  });
+  app.delete(`${base}/documents/:docsId`, { schema: route(doc, documentsWire.deleteDocument) }, async (req) => {
+    const { knowledgeId, key } = target(req.params);
+    const { docsId } = req.params;
+    return ok({ knowledgeId, docsId, deleted: await d.ingester.deleteDocument(key, docsId) });
+  });
 };
 
 /** PUT: creates the knowledge base's collection (or checks its settings) and answers what it holds. */
-async function ensureKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { namespace, id, knowledgeId } = params(req);
-  await d.ingester.adoptLegacy(namespace, id);
-  await d.ingester.ensure(knowledgeId, parseBody(knowledgeBaseSettingsSchema, req.body ?? {}));
-  const gens = await d.store.generations(knowledgeId);
-  if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${knowledgeId} not created` });
+async function ensureKnowledgeBase(
+  d: DocumentRoutesDeps,
+  ref: KnowledgeBaseRef,
+  settings: z.infer<typeof knowledgeBaseSettingsSchema>,
+) {
+  const { namespace, knowledgeId, key } = target(ref);
+  await d.ingester.adoptLegacy(namespace, knowledgeId);
+  await d.ingester.ensure(key, settings);
+  const gens = await d.store.generations(key);
+  if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${key} not created` });
   const info = gens.serving;
-  const stats = (await d.store.stats(knowledgeId)) ?? { documents: 0, chunks: 0 };
-  return ok<KnowledgeBaseInfo>({
-    knowledgeId: id,
+  const stats = (await d.store.stats(key)) ?? { documents: 0, chunks: 0 };
+  return ok({
+    knowledgeId,
     model: info.model,
     dimensions: info.dimensions,
     chunking: info.chunking,
@@ -119,21 +145,21 @@ async function ensureKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
 }
 
 /** GET: what the knowledge base holds, its uploads apart, and the generation being built if any. */
-async function describeKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { namespace, id, knowledgeId } = params(req);
-  await d.ingester.adoptLegacy(namespace, id);
-  const gens = await d.store.generations(knowledgeId);
-  const stats = gens && (await d.store.stats(knowledgeId));
-  if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${id}` });
+async function describeKnowledgeBase(d: DocumentRoutesDeps, ref: KnowledgeBaseRef) {
+  const { namespace, knowledgeId, key } = target(ref);
+  await d.ingester.adoptLegacy(namespace, knowledgeId);
+  const gens = await d.store.generations(key);
+  const stats = gens && (await d.store.stats(key));
+  if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${knowledgeId}` });
   const { model, dimensions } = gens.serving;
   // The serving generation's model and collection come from this one read, so the KnowledgeBase
   // status taken from it never names one generation's model beside another's collection.
   // The documents uploaded through the public API, counted apart (when there are any): the
   // operator keeps them out of what its sources produce (status.uploaded).
-  const docs = await d.store.documents(knowledgeId, UPLOAD_PREFIX);
+  const docs = await d.store.documents(key, UPLOAD_PREFIX);
   const uploaded = { documents: docs.length, chunks: docs.reduce((n, doc) => n + doc.chunks, 0) };
-  return ok<KnowledgeBaseInfo>({
-    knowledgeId: id,
+  return ok({
+    knowledgeId,
     model,
     dimensions,
     ...stats,
@@ -147,76 +173,29 @@ async function describeKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest)
  * Makes the generation being built serve (after its last document); with {model}, only if it is
  * that model's. Asked again after it happened (a lost answer), it answers switched: false.
  */
-async function switchGeneration(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId } = params(req);
-  const { model } = parseBody(switchBody, req.body ?? {});
-  const switched = await d.ingester.switchGeneration(knowledgeId, model);
-  const serving = switched ?? (await d.store.getCollection(knowledgeId));
+async function switchGeneration(d: DocumentRoutesDeps, ref: KnowledgeBaseRef, model: string | undefined) {
+  const { knowledgeId, key } = target(ref);
+  const switched = await d.ingester.switchGeneration(key, model);
+  const serving = switched ?? (await d.store.getCollection(key));
   if (!serving || (!switched && model !== undefined && serving.model !== model)) {
     throw new SearchError("SEARCH_ERR_NOT_FOUND", {
-      detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${id}`,
+      detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${knowledgeId}`,
     });
   }
-  return ok({
-    knowledgeId: id,
-    model: serving.model,
-    dimensions: serving.dimensions,
-    switched: switched !== undefined,
-  });
-}
-
-/**
- * Copies the serving generation's uploads missing from the one being built into it, one page
- * (`limit` uploads at most) a call; the caller repeats with from = next until there is none.
- */
-async function carryUploadsPage(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId } = params(req);
-  const body = parseBody(carryBodySchema, req.body ?? {});
-  return ok({ knowledgeId: id, ...(await carryUploads(d, knowledgeId, body)) });
-}
-
-/** DELETE: the knowledge base and all its vectors. */
-async function dropKnowledgeBase(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId } = params(req);
-  const deleted = await d.ingester.drop(knowledgeId);
-  return ok({ knowledgeId: id, deleted });
-}
-
-/** PUT a document: chunked, embedded and stored (nothing embedded when its content is unchanged). */
-async function upsertDocument(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId, docsId } = params(req);
-  const body = parseBody(documentInputSchema, req.body);
-  const outcome = await d.ingester.upsert(knowledgeId, docsId, body);
-  return ok<UpsertResult>({ knowledgeId: id, docsId, ...outcome });
+  return ok({ knowledgeId, model: serving.model, dimensions: serving.dimensions, switched: switched !== undefined });
 }
 
 /** The documents of the generation written to (of one source, with ?source=), a page at a time. */
-async function listDocuments(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId } = params(req);
-  const q = parseBody(documentListQuerySchema, req.query ?? {}, "query");
-  const page = await d.store.ingestedPage(knowledgeId, q.source, q.from, q.limit);
+async function listDocuments(d: DocumentRoutesDeps, ref: KnowledgeBaseRef, q: z.infer<typeof documentListQuerySchema>) {
+  const { knowledgeId, key } = target(ref);
+  const page = await d.store.ingestedPage(key, q.source, q.from, q.limit);
   const documents = page.documents.map((doc) => ({
     docsId: doc.docsId,
     docsName: doc.docsName,
     chunks: doc.chunks,
     ...stampsOf(doc),
   }));
-  return ok<DocumentList>({ knowledgeId: id, documents, ...(page.next !== undefined ? { next: page.next } : {}) });
-}
-
-/** The end of a refresh: deletes what its sources no longer have (see pruneBodySchema). */
-async function pruneDocuments(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId } = params(req);
-  const rule = parseBody(pruneBodySchema, req.body ?? {});
-  const deleted = await d.ingester.prune(knowledgeId, rule);
-  return ok<PruneResult>({ knowledgeId: id, deleted });
-}
-
-/** DELETE a document and its chunks. */
-async function deleteDocument(d: DocumentRoutesDeps, req: FastifyRequest) {
-  const { id, knowledgeId, docsId } = params(req);
-  const deleted = await d.ingester.deleteDocument(knowledgeId, docsId);
-  return ok({ knowledgeId: id, docsId, deleted });
+  return ok({ knowledgeId, documents, ...(page.next !== undefined ? { next: page.next } : {}) });
 }
 
 /** Where a generation's vectors live and how they are indexed (the KnowledgeBase shows this in its status). */

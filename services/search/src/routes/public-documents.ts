@@ -10,6 +10,8 @@
 // the key (401), its address (403), its requests per minute (429), the knowledge base in the
 // key's scope and namespace (400, the same answer whether it exists elsewhere or not, as for
 // search), then the permission (403).
+
+import { knowledgeIdSchema } from "@capstan/shared/clients/documents-wire";
 import { DocumentError, type DocumentFormat, formatOf, toMarkdown } from "@capstan/shared/documents";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
@@ -17,7 +19,7 @@ import type { Caller, Permission } from "../auth/search-keys.ts";
 import { ok, SearchError } from "../errors.ts";
 import type { Ingester } from "../ingest.ts";
 import type { KnowledgeBases } from "../knowledge-bases.ts";
-import { knowledgeIdParam } from "../schemas.ts";
+import { parseObject } from "../schemas.ts";
 import type { VectorStore } from "../store/types.ts";
 import { caller, type SearchRoutesOptions } from "./search.ts";
 import { documentDeletedResponse, documentListResponse, documentResponse, errorResponses } from "./search-schemas.ts";
@@ -42,7 +44,7 @@ const DOCUMENT_TYPES = [
 ];
 
 const params = z.object({
-  knowledgeId: knowledgeIdParam,
+  knowledgeId: knowledgeIdSchema,
   name: z
     .string()
     .regex(
@@ -75,13 +77,14 @@ function authorise(kbs: KnowledgeBases, who: Caller, knowledgeId: string, need: 
   return key;
 }
 
+/**
+ * The path's knowledge id and document name, checked by the params schema the routes declare.
+ * Checked here, in onRequest, because the key's scope is decided before the body is read (route
+ * schemas are applied after it); a bad one is the same 400 naming the field as any route's.
+ */
 function pathOf(req: FastifyRequest): { knowledgeId: string; name: string } {
-  const p = params.safeParse(req.params);
-  if (!p.success) {
-    const issue = p.error.issues[0];
-    throw new SearchError("SEARCH_ERR_BODY_INVALID", { detail: `${issue?.path.join(".")}: ${issue?.message}` });
-  }
-  return { knowledgeId: p.data.knowledgeId, name: p.data.name ?? "" };
+  const p = parseObject(params, req.params);
+  return { knowledgeId: p.knowledgeId, name: p.name ?? "" };
 }
 
 export const publicDocumentRoutes: FastifyPluginAsync<PublicDocumentRoutesOptions> = async (app, options) => {

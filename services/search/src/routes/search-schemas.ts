@@ -1,13 +1,14 @@
 // The search API's response shapes for the route schemas (serialisation and /openapi.json): the
 // {code, message, data} envelope of shared/clients/search-wire.ts, and its error form (data null).
 import { schemaRegistry, errorResponses as sharedErrorResponses } from "@capstan/shared";
-import { batchResponseSchema, searchResponseSchema } from "@capstan/shared/clients/search-wire";
+import { uploadListSchema } from "@capstan/shared/clients/documents-wire";
+import { batchResponseSchema, errorEnvelopeSchema, searchResponseSchema } from "@capstan/shared/clients/search-wire";
 import { z } from "zod";
 
 /** Search's named schemas (components.schemas of its document). */
 export const searchSchemas = schemaRegistry();
 
-export const searchError = z.object({ code: z.int(), message: z.string(), data: z.null() });
+export const searchError = errorEnvelopeSchema;
 searchSchemas.add(searchError, {
   id: "SearchError",
   description: "The search envelope of an error: code is the HTTP status, data is null",
@@ -30,7 +31,6 @@ export function errorResponses<S extends number>(...statuses: S[]) {
   return sharedErrorResponses(searchError, ...statuses);
 }
 
-const counts = z.object({ documents: z.int().min(0), chunks: z.int().min(0) });
 const envelope = <T extends z.ZodType>(data: T) => z.object({ code: z.literal(200), message: z.string(), data });
 
 export const documentResponse = envelope(
@@ -53,22 +53,7 @@ export const documentDeletedResponse = envelope(
 );
 searchSchemas.add(documentDeletedResponse, { id: "DocumentDeletedResponse", description: "A deleted document" });
 
-export const documentListResponse = envelope(
-  z.object({
-    knowledgeId: z.string(),
-    documents: z.array(
-      z.object({
-        name: z.string(),
-        chunks: z.int().min(0),
-        format: z.string(),
-        title: z.string().optional(),
-        uploadedAt: z.string().optional(),
-      }),
-    ),
-    uploaded: counts.describe("the uploaded documents and their chunks"),
-    total: counts.describe("every document of the knowledge base: its sources' and the uploaded ones"),
-  }),
-);
+export const documentListResponse = envelope(uploadListSchema);
 searchSchemas.add(documentListResponse, {
   id: "DocumentListResponse",
   description: "The documents uploaded to a knowledge base, and its counts",

@@ -9,8 +9,8 @@ import { type Caller, NAMESPACE_HEADER, type SearchKeyAuthenticator } from "../a
 import type { SearchConfig } from "../config.ts";
 import { type Envelope, errorEnvelope, ok, SearchError } from "../errors.ts";
 import type { SearchMetrics } from "../metrics.ts";
-import { batchRequestSchema, parseBody, searchRequestSchema } from "../schemas.ts";
-import type { SearchEngine, SearchRequest, SearchResult } from "../search-engine.ts";
+import { batchRequestSchema, parseObject, searchRequestSchema, searchValidator } from "../schemas.ts";
+import type { AuthorizedSearch, SearchEngine, SearchRequest, SearchResult } from "../search-engine.ts";
 import { batchDoc, batchResponse, errorResponses, searchResponse } from "./search-schemas.ts";
 
 export interface SearchRoutesOptions {
@@ -59,17 +59,6 @@ export async function caller(
   return who;
 }
 
-/** A route's body validator: the zod schema, failing with the envelope's 400 naming the field. */
-function bodyValidator(schema: QuerySchema) {
-  return () => (body: unknown) => {
-    try {
-      return { value: parseBody(schema, body) };
-    } catch (err) {
-      return { error: err as Error };
-    }
-  };
-}
-
 export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plain, options) => {
   // Fastify hands a plugin its registration options, `prefix` included.
   const { prefix: _prefix, ...d } = options as SearchRoutesOptions & { prefix?: string };
@@ -78,6 +67,8 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
   const batch = batchRequestSchema(d.config.search);
   const security = [{ searchKey: [] }];
 
+  // Bodies refused in search's envelope, naming the field (schemas.ts).
+  app.setValidatorCompiler(searchValidator());
   app.addHook("onRequest", async (req) => {
     req.searchCaller = await caller(d, req);
   });
@@ -94,9 +85,8 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
         body: single,
         response: { 200: searchResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
       },
-      validatorCompiler: bodyValidator(single),
     },
-    (req) => searchOne(d, req),
+    (req) => searchOne(d, req, req.body),
   );
 
   app.post(
@@ -110,9 +100,11 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
         body: batchDoc(single, d.config.search.batchMaxQueries),
         response: { 200: batchResponse, ...errorResponses(400, 401, 403, 413, 415, 429, 500, 503) },
       },
-      validatorCompiler: bodyValidator(batch),
+      // Validated as a list only: each query is checked on its own in the handler, so a bad one
+      // fails alone (the documented body above shows what each query must be).
+      validatorCompiler: (route) => searchValidator()({ ...route, schema: batch }),
     },
-    (req) => searchBatch(d, single, req),
+    (req) => searchBatch(d, single, req, req.body.queries),
   );
 };
 
@@ -125,9 +117,8 @@ function countSearchOutcome(metrics: SearchMetrics, req: FastifyRequest, reply: 
 }
 
 /** POST /search: one query, over the knowledge bases the caller may read. */
-async function searchOne(d: SearchRoutesOptions, req: FastifyRequest) {
+async function searchOne(d: SearchRoutesOptions, req: FastifyRequest, body: SearchRequest) {
   const who = req.searchCaller as Caller;
-  const body = req.body as SearchRequest;
   const results = await d.engine.search(d.engine.checkAccess(who, body));
   req.log.debug(
     {
@@ -141,16 +132,15 @@ async function searchOne(d: SearchRoutesOptions, req: FastifyRequest) {
 }
 
 /** POST /search/batch: each query validated and searched on its own, answered in its own envelope. */
-async function searchBatch(d: SearchRoutesOptions, single: QuerySchema, req: FastifyRequest) {
+async function searchBatch(d: SearchRoutesOptions, single: QuerySchema, req: FastifyRequest, queries: unknown[]) {
   const who = req.searchCaller as Caller;
-  const { queries } = req.body as { queries: unknown[] };
   const items = checkQueries(d.engine, who, single, queries);
-  const valid = items.filter((x): x is SearchRequest => !(x instanceof SearchError));
+  const valid = items.filter((x): x is AuthorizedSearch => !(x instanceof SearchError));
   const answers = valid.length > 0 ? await d.engine.searchMany(valid) : [];
   return ok(envelopes(d.metrics, items, answers));
 }
 
-type QuerySchema = Parameters<typeof parseBody>[0];
+type QuerySchema = ReturnType<typeof searchRequestSchema>;
 
 /** Each query validated and authorised on its own: a bad one becomes its own error, not the batch's. */
 function checkQueries(
@@ -158,10 +148,10 @@ function checkQueries(
   who: Caller,
   single: QuerySchema,
   queries: unknown[],
-): (SearchRequest | SearchError)[] {
+): (AuthorizedSearch | SearchError)[] {
   return queries.map((q, i) => {
     try {
-      return engine.checkAccess(who, parseBody(single, q, `queries[${i}]`) as SearchRequest);
+      return engine.checkAccess(who, parseObject(single, q, `queries[${i}]`));
     } catch (err) {
       if (err instanceof SearchError) return err;
       throw err;
@@ -175,7 +165,7 @@ function checkQueries(
  */
 function envelopes(
   metrics: SearchMetrics,
-  items: (SearchRequest | SearchError)[],
+  items: (AuthorizedSearch | SearchError)[],
   answers: (SearchResult[] | SearchError)[],
 ): Envelope<SearchResult[]>[] {
   let k = 0;

@@ -68,8 +68,8 @@ export class EmbeddedStore implements VectorStore {
     };
   }
 
-  private dirOf(place: Place, knowledgeId: string): string | undefined {
-    return this.opts.dataDir && place !== "retired" ? join(this.opts.dataDir, place, knowledgeId) : undefined;
+  private dirOf(place: Place, key: string): string | undefined {
+    return this.opts.dataDir && place !== "retired" ? join(this.opts.dataDir, place, key) : undefined;
   }
 
   private loadAll(dataDir: string): void {
@@ -155,29 +155,29 @@ export class EmbeddedStore implements VectorStore {
     this.markDirty(col);
   }
 
-  async getCollection(knowledgeId: string): Promise<CollectionInfo | undefined> {
-    const info = this.entries.get(knowledgeId)?.serving.info;
+  async getCollection(key: string): Promise<CollectionInfo | undefined> {
+    const info = this.entries.get(key)?.serving.info;
     return info ? { ...info } : undefined;
   }
 
-  async generations(knowledgeId: string): Promise<Generations | undefined> {
-    const e = this.entries.get(knowledgeId);
+  async generations(key: string): Promise<Generations | undefined> {
+    const e = this.entries.get(key);
     if (!e) return undefined;
     return { serving: { ...e.serving.info }, ...(e.building ? { building: { ...e.building.info } } : {}) };
   }
 
-  async switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined> {
-    const e = this.entries.get(knowledgeId);
+  async switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined> {
+    const e = this.entries.get(key);
     const next = e?.building;
     if (!e || !next || (model !== undefined && next.info.model !== model)) return undefined;
     this.expireRetired(e);
     const old = e.serving;
-    const from = this.dirOf("building", knowledgeId);
+    const from = this.dirOf("building", key);
     this.discard(old); // removes the serving folder; the built one is renamed in its place
     e.serving = next;
     e.building = undefined;
     next.place = "collections";
-    const to = this.dirOf("collections", knowledgeId);
+    const to = this.dirOf("collections", key);
     if (from && to && existsSync(from)) renameSync(from, to);
     this.markDirty(next);
     e.retired = old;
@@ -188,12 +188,12 @@ export class EmbeddedStore implements VectorStore {
     return { ...next.info };
   }
 
-  async dropCollection(knowledgeId: string): Promise<boolean> {
-    const e = this.entries.get(knowledgeId);
-    this.entries.delete(knowledgeId);
+  async dropCollection(key: string): Promise<boolean> {
+    const e = this.entries.get(key);
+    this.entries.delete(key);
     if (e) this.expireRetired(e);
     for (const place of ["collections", "building"] as const) {
-      const dir = this.dirOf(place, knowledgeId);
+      const dir = this.dirOf(place, key);
       if (dir) rmSync(dir, { recursive: true, force: true });
     }
     return e !== undefined;
@@ -216,9 +216,9 @@ export class EmbeddedStore implements VectorStore {
     return true;
   }
 
-  async replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
-    const e = this.entries.get(knowledgeId);
-    if (!e) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
+  async replaceDocument(key: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
+    const e = this.entries.get(key);
+    if (!e) throw new StoreError(`no collection for knowledge base ${key}`);
     const col = e.building ?? e.serving;
     for (const c of chunks) {
       if (c.vector.length !== col.info.dimensions) {
@@ -230,10 +230,10 @@ export class EmbeddedStore implements VectorStore {
       const keys = new BigUint64Array(chunks.length);
       const matrix = new Float32Array(chunks.length * col.info.dimensions);
       chunks.forEach((c, i) => {
-        const key = col.nextKey++;
-        keys[i] = key;
+        const slot = col.nextKey++;
+        keys[i] = slot;
         matrix.set(c.vector, i * col.info.dimensions);
-        track(col, key, { ...c.record, knowledgeId, docsId });
+        track(col, slot, { ...c.record, knowledgeId: key, docsId });
       });
       col.index.add(keys, matrix);
     }
@@ -249,8 +249,8 @@ export class EmbeddedStore implements VectorStore {
     return keys.length;
   }
 
-  async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
-    const e = this.entries.get(knowledgeId);
+  async deleteDocument(key: string, docsId: string): Promise<number> {
+    const e = this.entries.get(key);
     let n = 0;
     for (const col of e ? [e.serving, e.building] : []) {
       const removed = col ? this.removeDoc(col, docsId) : 0;
@@ -261,16 +261,15 @@ export class EmbeddedStore implements VectorStore {
   }
 
   /** The generation written to: the one being built, else the serving one. */
-  private writable = (knowledgeId: string) =>
-    this.entries.get(knowledgeId)?.building ?? this.entries.get(knowledgeId)?.serving;
+  private writable = (key: string) => this.entries.get(key)?.building ?? this.entries.get(key)?.serving;
 
-  async stampDocument(knowledgeId: string, docsId: string, stamps: IngestStamps): Promise<void> {
-    const col = this.writable(knowledgeId);
+  async stampDocument(key: string, docsId: string, stamps: IngestStamps): Promise<void> {
+    const col = this.writable(key);
     if (col && stampDoc(col, docsId, stamps)) this.markDirty(col);
   }
 
-  async pruneDocuments(knowledgeId: string, rule: PruneRule): Promise<number> {
-    const col = this.writable(knowledgeId);
+  async pruneDocuments(key: string, rule: PruneRule): Promise<number> {
+    const col = this.writable(key);
     if (!col) return 0;
     const gone = prunableDocs(col, rule);
     for (const id of gone) this.removeDoc(col, id);
@@ -278,36 +277,36 @@ export class EmbeddedStore implements VectorStore {
     return gone.length;
   }
 
-  async ingestedPage(knowledgeId: string, source: string | undefined, from: string | undefined, limit: number) {
-    return pageOf(this.writable(knowledgeId), "", from, limit, source);
+  async ingestedPage(key: string, source: string | undefined, from: string | undefined, limit: number) {
+    return pageOf(this.writable(key), "", from, limit, source);
   }
 
-  async documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
-    const page = pageOf(this.generation(knowledgeId, "serving"), docsIdPrefix, undefined, Number.MAX_SAFE_INTEGER);
+  async documents(key: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
+    const page = pageOf(this.generation(key, "serving"), docsIdPrefix, undefined, Number.MAX_SAFE_INTEGER);
     return page.documents.map(({ at: _at, ...doc }) => doc).sort((a, b) => a.docsId.localeCompare(b.docsId));
   }
 
   async documentPage(
-    knowledgeId: string,
+    key: string,
     generation: GenerationName,
     docsIdPrefix: string,
     from: string | undefined,
     scan: number,
   ): Promise<DocumentPage> {
-    return pageOf(this.generation(knowledgeId, generation), docsIdPrefix, from, scan);
+    return pageOf(this.generation(key, generation), docsIdPrefix, from, scan);
   }
 
-  async documentChunks(knowledgeId: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]> {
-    return chunksOf(this.generation(knowledgeId, generation), docsId);
+  async documentChunks(key: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]> {
+    return chunksOf(this.generation(key, generation), docsId);
   }
 
-  private generation(knowledgeId: string, generation: GenerationName): Collection | undefined {
-    const e = this.entries.get(knowledgeId);
+  private generation(key: string, generation: GenerationName): Collection | undefined {
+    const e = this.entries.get(key);
     return generation === "building" ? e?.building : e?.serving;
   }
 
-  async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
-    const col = this.generation(knowledgeId, generation);
+  async stats(key: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
+    const col = this.generation(key, generation);
     return col ? { documents: col.docs.size, chunks: col.chunks.size } : undefined;
   }
 
@@ -337,8 +336,8 @@ export class EmbeddedStore implements VectorStore {
   }
 
   async query(q: VectorQuery): Promise<VectorHit[]> {
-    const lists = q.knowledgeIds.flatMap((id) => {
-      const e = this.entries.get(id);
+    const lists = q.keys.flatMap((key) => {
+      const e = this.entries.get(key);
       const col = e && this.readable(e, q.model);
       return col ? [this.search(col, q)] : [];
     });

@@ -28,13 +28,13 @@ const PAGE = 256;
 export async function pageDocuments(
   http: QdrantHttp,
   collection: string,
-  knowledgeId: string,
+  key: string,
   docsIdPrefix: string,
   from: string | undefined,
   scan: number,
   source?: string,
 ): Promise<DocumentPage> {
-  const filter = kbFilter(knowledgeId);
+  const filter = kbFilter(key);
   filter.must.push({ key: "chunkIndex", match: { value: 0 } });
   if (source !== undefined) filter.must.push({ key: "source", match: { value: source } });
   const page = await http.call<ScrollAnswer>("scroll", "POST", `collections/${collection}/points/scroll`, {
@@ -63,13 +63,13 @@ export async function pageDocuments(
 export async function listDocuments(
   http: QdrantHttp,
   collection: string,
-  knowledgeId: string,
+  key: string,
   docsIdPrefix: string,
 ): Promise<DocumentSummary[]> {
   const out: DocumentSummary[] = [];
   let from: string | undefined;
   do {
-    const page = await pageDocuments(http, collection, knowledgeId, docsIdPrefix, from, PAGE);
+    const page = await pageDocuments(http, collection, key, docsIdPrefix, from, PAGE);
     for (const { at: _at, ...doc } of page.documents) out.push(doc);
     from = page.next;
   } while (from !== undefined);
@@ -80,7 +80,7 @@ export async function listDocuments(
 export async function documentChunks(
   http: QdrantHttp,
   collection: string,
-  knowledgeId: string,
+  key: string,
   docsId: string,
 ): Promise<ChunkRecord[]> {
   const out: ChunkRecord[] = [];
@@ -91,7 +91,7 @@ export async function documentChunks(
       "POST",
       `collections/${collection}/points/scroll`,
       {
-        filter: kbFilter(knowledgeId, docsId),
+        filter: kbFilter(key, docsId),
         limit: PAGE,
         with_payload: true,
         with_vector: false,
@@ -108,13 +108,13 @@ export async function documentChunks(
 export async function stampPoints(
   http: QdrantHttp,
   collection: string,
-  knowledgeId: string,
+  key: string,
   docsId: string,
   stamps: IngestStamps,
 ): Promise<void> {
   await http.call("set_payload", "POST", `collections/${collection}/points/payload?wait=true`, {
     payload: stampsOf(stamps),
-    filter: kbFilter(knowledgeId, docsId),
+    filter: kbFilter(key, docsId),
   });
 }
 
@@ -124,14 +124,9 @@ export const countPoints = (http: QdrantHttp, collection: string, filter: Filter
     .then((r) => r.count);
 
 /** VectorStore.pruneDocuments on one collection: per filter, its documents counted, then deleted. */
-export async function prunePoints(
-  http: QdrantHttp,
-  collection: string,
-  knowledgeId: string,
-  rule: PruneRule,
-): Promise<number> {
+export async function prunePoints(http: QdrantHttp, collection: string, key: string, rule: PruneRule): Promise<number> {
   let deleted = 0;
-  for (const filter of pruneFilters(knowledgeId, rule)) {
+  for (const filter of pruneFilters(key, rule)) {
     const firsts = { ...filter, must: [...filter.must, { key: "chunkIndex", match: { value: 0 } }] };
     const n = await countPoints(http, collection, firsts);
     if (n === 0) continue;
@@ -145,7 +140,7 @@ export async function prunePoints(
 export async function writePoints(
   http: QdrantHttp,
   collection: string,
-  knowledgeId: string,
+  key: string,
   docsId: string,
   chunks: ChunkWithVector[],
   batch: number,
@@ -155,12 +150,12 @@ export async function writePoints(
     const points = chunks.slice(i, i + batch).map((c, j) => ({
       id: ids[i + j] as string,
       vector: Array.from(c.vector),
-      payload: { ...c.record, knowledgeId, docsId },
+      payload: { ...c.record, knowledgeId: key, docsId },
     }));
     await http.call("upsert", "PUT", `collections/${collection}/points?wait=true`, { points });
   }
   // Then remove what the new version no longer has: no window where the document is missing.
-  const filter = kbFilter(knowledgeId, docsId);
+  const filter = kbFilter(key, docsId);
   if (ids.length > 0) filter.must_not = [{ has_id: ids }];
   await http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
 }
@@ -169,10 +164,10 @@ export async function writePoints(
 export async function deleteDocumentPoints(
   http: QdrantHttp,
   collection: string,
-  knowledgeId: string,
+  key: string,
   docsId: string,
 ): Promise<number> {
-  const filter = kbFilter(knowledgeId, docsId);
+  const filter = kbFilter(key, docsId);
   const found = await countPoints(http, collection, filter);
   if (found > 0) await http.call("delete", "POST", `collections/${collection}/points/delete?wait=true`, { filter });
   return found;

@@ -27,8 +27,8 @@ export function slug(s: string): string {
 }
 
 /** The points of one knowledge base (or of one of its documents). */
-export function kbFilter(knowledgeId: string, docsId?: string): Filter {
-  const must: Condition[] = [{ key: "knowledgeId", match: { value: knowledgeId } }];
+export function kbFilter(key: string, docsId?: string): Filter {
+  const must: Condition[] = [{ key: "knowledgeId", match: { value: key } }];
   if (docsId !== undefined) must.push({ key: "docsId", match: { value: docsId } });
   return { must };
 }
@@ -39,10 +39,10 @@ export function kbFilter(knowledgeId: string, docsId?: string): Filter {
  * stamp, and legacy ones it did not write.
  */
 export function pruneFilters(
-  knowledgeId: string,
+  key: string,
   rule: { refresh: string; sources: string[]; complete: string[]; legacy: string[] },
 ): Filter[] {
-  const kb = kbFilter(knowledgeId).must;
+  const kb = kbFilter(key).must;
   const notThisRefresh: Condition = { key: "refresh", match: { value: rule.refresh } };
   const filters: Filter[] = [
     {

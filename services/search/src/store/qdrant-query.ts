@@ -24,10 +24,10 @@ export function readable(e: RegistryEntry | undefined, model: string | undefined
 }
 
 /** One search of one tenant: its filter hits the per-tenant HNSW graph (payload_m). */
-export function tenantSearch(q: VectorQuery, knowledgeId: string, searchEf: number) {
+export function tenantSearch(q: VectorQuery, key: string, searchEf: number) {
   return {
     query: Array.from(q.vector),
-    filter: { must: [{ key: "knowledgeId", match: { value: knowledgeId } }] },
+    filter: { must: [{ key: "knowledgeId", match: { value: key } }] },
     limit: q.limit,
     // Strict and float32 on the server: pass a floor below the inclusive minimum (see toHits).
     score_threshold: cosineFloorOf(q.minScore),
@@ -48,15 +48,15 @@ export function groupByCollection(
   qs: VectorQuery[],
   entries: Map<string, RegistryEntry | undefined>,
   collectionName: (info: CollectionInfo) => string,
-): Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]> {
-  const byCollection = new Map<string, { owner: number; q: VectorQuery; knowledgeId: string }[]>();
+): Map<string, { owner: number; q: VectorQuery; key: string }[]> {
+  const byCollection = new Map<string, { owner: number; q: VectorQuery; key: string }[]>();
   for (const [owner, q] of qs.entries()) {
     if (q.limit <= 0) continue;
-    for (const knowledgeId of new Set(q.knowledgeIds)) {
-      const info = readable(entries.get(knowledgeId), q.model);
+    for (const key of new Set(q.keys)) {
+      const info = readable(entries.get(key), q.model);
       if (!info) continue;
       const name = collectionName(info);
-      byCollection.set(name, [...(byCollection.get(name) ?? []), { owner, q, knowledgeId }]);
+      byCollection.set(name, [...(byCollection.get(name) ?? []), { owner, q, key }]);
     }
   }
   return byCollection;

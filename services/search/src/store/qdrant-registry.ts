@@ -17,8 +17,8 @@ export interface RegistryEntry extends CollectionInfo {
 
 export const isMissing = (err: unknown) => err instanceof QdrantCallError && err.status === 404;
 
-function registryId(knowledgeId: string): string {
-  return pointIdOf(`emb_${createHash("sha256").update(knowledgeId).digest("hex")}`);
+function registryId(key: string): string {
+  return pointIdOf(`emb_${createHash("sha256").update(key).digest("hex")}`);
 }
 
 /** The settings of one generation, without the registry's bookkeeping. */
@@ -71,28 +71,28 @@ export class QdrantRegistry {
     }
   }
 
-  forget(knowledgeId: string): void {
-    this.wrote(knowledgeId);
-    this.cache.delete(knowledgeId);
+  forget(key: string): void {
+    this.wrote(key);
+    this.cache.delete(key);
   }
 
-  private wrote(knowledgeId: string): void {
-    this.writes.set(knowledgeId, (this.writes.get(knowledgeId) ?? 0) + 1);
+  private wrote(key: string): void {
+    this.writes.set(key, (this.writes.get(key) ?? 0) + 1);
   }
 
   /** The entry, from the cache when fresh (fresh: always read it). */
-  async get(knowledgeId: string, fresh = false): Promise<RegistryEntry | undefined> {
-    const cached = this.cache.get(knowledgeId);
+  async get(key: string, fresh = false): Promise<RegistryEntry | undefined> {
+    const cached = this.cache.get(key);
     if (!fresh && cached && Date.now() - cached.at < this.ttlMs) return cached.entry;
-    const writes = this.writes.get(knowledgeId) ?? 0;
+    const writes = this.writes.get(key) ?? 0;
     const points = await this.on(() =>
       this.http.call<{ payload?: unknown }[]>("retrieve", "POST", `collections/${this.name}/points`, {
-        ids: [registryId(knowledgeId)],
+        ids: [registryId(key)],
         with_payload: true,
       }),
     );
     const entry = (points[0]?.payload ?? undefined) as RegistryEntry | undefined;
-    if ((this.writes.get(knowledgeId) ?? 0) === writes) this.cache.set(knowledgeId, { entry, at: Date.now() });
+    if ((this.writes.get(key) ?? 0) === writes) this.cache.set(key, { entry, at: Date.now() });
     return entry;
   }
 
@@ -113,12 +113,12 @@ export class QdrantRegistry {
     this.cache.set(entry.knowledgeId, { entry: payload, at: Date.now() });
   }
 
-  async remove(knowledgeId: string): Promise<void> {
+  async remove(key: string): Promise<void> {
     await this.on(() =>
       this.http.call("delete", "POST", `collections/${this.name}/points/delete?wait=true`, {
-        points: [registryId(knowledgeId)],
+        points: [registryId(key)],
       }),
     );
-    this.forget(knowledgeId);
+    this.forget(key);
   }
 }

@@ -150,13 +150,13 @@ export class QdrantStore implements VectorStore {
     }
   }
 
-  async getCollection(knowledgeId: string): Promise<CollectionInfo | undefined> {
-    const e = await this.reg.get(knowledgeId);
+  async getCollection(key: string): Promise<CollectionInfo | undefined> {
+    const e = await this.reg.get(key);
     return e ? settingsOf(e) : undefined;
   }
 
-  async generations(knowledgeId: string): Promise<Generations | undefined> {
-    const e = await this.reg.get(knowledgeId);
+  async generations(key: string): Promise<Generations | undefined> {
+    const e = await this.reg.get(key);
     if (!e) return undefined;
     return { serving: settingsOf(e), ...(e.building ? { building: settingsOf(e.building) } : {}) };
   }
@@ -206,35 +206,35 @@ export class QdrantStore implements VectorStore {
     await this.reg.put({ ...serving, building: { ...info }, ...keep });
   }
 
-  async switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined> {
-    const e = await this.reg.get(knowledgeId, true);
+  async switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined> {
+    const e = await this.reg.get(key, true);
     const next = e?.building;
     if (!e || !next || (model !== undefined && next.model !== model)) return undefined;
     if (e.retired) await this.dropGeneration(e.retired);
     // The switch itself: one upsert of the registry point.
     await this.reg.put({ ...settingsOf(next), retired: settingsOf(e), retiredAt: Date.now() });
-    this.scheduleRetire(knowledgeId, this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS);
+    this.scheduleRetire(key, this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS);
     return settingsOf(next);
   }
 
-  private scheduleRetire(knowledgeId: string, delayMs: number): void {
-    clearTimeout(this.retireTimers.get(knowledgeId));
+  private scheduleRetire(key: string, delayMs: number): void {
+    clearTimeout(this.retireTimers.get(key));
     const timer = setTimeout(() => {
-      this.retireTimers.delete(knowledgeId);
+      this.retireTimers.delete(key);
       // A failure leaves the entry as it is: the next ensure or switch deletes the generation.
-      this.purgeRetired(knowledgeId).catch(() => {});
+      this.purgeRetired(key).catch(() => {});
     }, delayMs);
     timer.unref();
-    this.retireTimers.set(knowledgeId, timer);
+    this.retireTimers.set(key, timer);
   }
 
   /** Deletes the retired generation once its grace period is over. */
-  private async purgeRetired(knowledgeId: string): Promise<void> {
-    const e = await this.reg.get(knowledgeId, true);
+  private async purgeRetired(key: string): Promise<void> {
+    const e = await this.reg.get(key, true);
     if (!e?.retired) return;
     const grace = this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
     const left = (e.retiredAt ?? 0) + grace - Date.now();
-    if (left > 0) return this.scheduleRetire(knowledgeId, left);
+    if (left > 0) return this.scheduleRetire(key, left);
     await this.dropGeneration(e.retired);
     await this.reg.put({ ...e, retired: undefined, retiredAt: undefined });
   }
@@ -247,13 +247,13 @@ export class QdrantStore implements VectorStore {
     }
   }
 
-  async dropCollection(knowledgeId: string): Promise<boolean> {
-    const e = await this.reg.get(knowledgeId, true);
+  async dropCollection(key: string): Promise<boolean> {
+    const e = await this.reg.get(key, true);
     if (!e) return false;
-    clearTimeout(this.retireTimers.get(knowledgeId));
-    this.retireTimers.delete(knowledgeId);
+    clearTimeout(this.retireTimers.get(key));
+    this.retireTimers.delete(key);
     for (const g of [e, e.building, e.retired]) if (g) await this.dropGeneration(g);
-    await this.reg.remove(knowledgeId);
+    await this.reg.remove(key);
     return true;
   }
 
@@ -277,44 +277,44 @@ export class QdrantStore implements VectorStore {
   }
 
   /** Where document writes go: the building generation when there is one, else the serving one. */
-  private async writable(knowledgeId: string): Promise<CollectionInfo> {
-    const e = await this.reg.get(knowledgeId);
-    if (!e) throw new StoreError(`no collection for knowledge base ${knowledgeId}`);
+  private async writable(key: string): Promise<CollectionInfo> {
+    const e = await this.reg.get(key);
+    if (!e) throw new StoreError(`no collection for knowledge base ${key}`);
     return settingsOf(e.building ?? e);
   }
 
-  async replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
-    const info = await this.writable(knowledgeId);
+  async replaceDocument(key: string, docsId: string, chunks: ChunkWithVector[]): Promise<void> {
+    const info = await this.writable(key);
     for (const c of chunks) {
       if (c.vector.length !== info.dimensions) {
         throw new StoreError(`vector has ${c.vector.length} dimensions, collection has ${info.dimensions}`);
       }
     }
     const size = this.opts.upsertBatch ?? 256;
-    await this.onData(info, (name) => writePoints(this.http, name, knowledgeId, docsId, chunks, size));
+    await this.onData(info, (name) => writePoints(this.http, name, key, docsId, chunks, size));
   }
 
-  async deleteDocument(knowledgeId: string, docsId: string): Promise<number> {
-    const e = await this.reg.get(knowledgeId);
+  async deleteDocument(key: string, docsId: string): Promise<number> {
+    const e = await this.reg.get(key);
     if (!e) return 0;
     let n = 0;
     for (const g of [settingsOf(e), e.building]) {
       if (!g) continue;
-      n += await this.onData(g, (name) => deleteDocumentPoints(this.http, name, knowledgeId, docsId));
+      n += await this.onData(g, (name) => deleteDocumentPoints(this.http, name, key, docsId));
     }
     return n;
   }
 
-  async documents(knowledgeId: string, prefix: string): Promise<DocumentSummary[]> {
-    return this.onGeneration(knowledgeId, "serving", [], (c) => listDocuments(this.http, c, knowledgeId, prefix));
+  async documents(key: string, prefix: string): Promise<DocumentSummary[]> {
+    return this.onGeneration(key, "serving", [], (c) => listDocuments(this.http, c, key, prefix));
   }
 
   async documentPage(id: string, g: GenerationName, prefix: string, from?: string, scan = 256): Promise<DocumentPage> {
     return this.onGeneration(id, g, { documents: [] }, (c) => pageDocuments(this.http, c, id, prefix, from, scan));
   }
 
-  async documentChunks(knowledgeId: string, docsId: string, g: GenerationName): Promise<ChunkRecord[]> {
-    return this.onGeneration(knowledgeId, g, [], (c) => documentChunks(this.http, c, knowledgeId, docsId));
+  async documentChunks(key: string, docsId: string, g: GenerationName): Promise<ChunkRecord[]> {
+    return this.onGeneration(key, g, [], (c) => documentChunks(this.http, c, key, docsId));
   }
 
   async stampDocument(id: string, docsId: string, stamps: Pick<IngestStamps, "refresh" | "fetchedAt">) {
@@ -342,10 +342,10 @@ export class QdrantStore implements VectorStore {
     return info ? this.onData(info, fn) : none;
   }
 
-  async stats(knowledgeId: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
-    const all = kbFilter(knowledgeId);
+  async stats(key: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
+    const all = kbFilter(key);
     const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
-    return this.onGeneration(knowledgeId, generation, undefined, async (name) => {
+    return this.onGeneration(key, generation, undefined, async (name) => {
       const [chunks, documents] = await Promise.all([
         countPoints(this.http, name, all),
         countPoints(this.http, name, firsts),
@@ -362,7 +362,7 @@ export class QdrantStore implements VectorStore {
   async queryBatch(qs: VectorQuery[]): Promise<VectorHit[][]> {
     // One batch request per physical collection, holding one search per (query, knowledge base).
     const entries = new Map<string, RegistryEntry | undefined>();
-    for (const id of new Set(qs.flatMap((q) => q.knowledgeIds))) entries.set(id, await this.reg.get(id));
+    for (const key of new Set(qs.flatMap((q) => q.keys))) entries.set(key, await this.reg.get(key));
     const byCollection = groupByCollection(qs, entries, (info) => this.collectionName(info));
     const lists: VectorHit[][][] = qs.map(() => []);
     await Promise.all(
@@ -370,7 +370,7 @@ export class QdrantStore implements VectorStore {
         let res: { points: ScoredPoint[] }[];
         try {
           res = await this.http.call("query", "POST", `collections/${name}/points/query/batch`, {
-            searches: items.map((it) => tenantSearch(it.q, it.knowledgeId, this.opts.searchEf ?? 128)),
+            searches: items.map((it) => tenantSearch(it.q, it.key, this.opts.searchEf ?? 128)),
           });
         } catch (err) {
           if (!isMissing(err)) throw err;

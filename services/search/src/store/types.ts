@@ -7,8 +7,11 @@ import { createHash } from "node:crypto";
 /**
  * The key a knowledge base's vectors are stored under: its namespace and its id, `<namespace>.<kb_id>`
  * (a namespace is a DNS label and an id `kb_[a-z0-9_]`, so neither holds a dot and the key is
- * unambiguous). Two namespaces choosing the same knowledgeId never share vectors. In the store
- * interfaces below, `knowledgeId` is this key. Data written before knowledge bases were namespaced
+ * unambiguous). Two namespaces choosing the same knowledgeId never share vectors. Below (and in
+ * the ingester and the stores) a parameter named `key` is this store key, and `knowledgeId` the
+ * id clients know, except in the persisted records (CollectionInfo, ChunkRecord), whose
+ * `knowledgeId` field holds the store key under the name it has always been stored with (Qdrant
+ * payloads and the embedded store's files). Data written before knowledge bases were namespaced
  * sits under the bare id and is moved to the key by renameCollection (see Ingester.adoptLegacy).
  */
 export function storeKey(namespace: string, knowledgeId: string): string {
@@ -23,6 +26,7 @@ export function plainKnowledgeId(key: string): string {
 
 /** What a knowledge base's collection remembers: the model that filled it and its chunking. */
 export interface CollectionInfo {
+  /** The store key (storeKey), stored under this name. */
   knowledgeId: string;
   model: string;
   dimensions: number;
@@ -31,6 +35,7 @@ export interface CollectionInfo {
 
 export interface ChunkRecord {
   embeddingId: string;
+  /** The store key (storeKey), stored under this name (Qdrant's tenant field). */
   knowledgeId: string;
   docsId: string;
   docsName: string;
@@ -92,7 +97,8 @@ export interface VectorHit {
 }
 
 export interface VectorQuery {
-  knowledgeIds: string[];
+  /** Store keys of the knowledge bases searched (storeKey). */
+  keys: string[];
   /**
    * The model the vector was embedded with. A search planned just before a generation switch
    * still reads the generation of that model (kept for a grace period after the switch) instead
@@ -173,16 +179,16 @@ export interface VectorStore {
    */
   ensureCollection(info: CollectionInfo): Promise<void>;
   /** The serving generation's settings (what searches use). */
-  getCollection(knowledgeId: string): Promise<CollectionInfo | undefined>;
-  generations(knowledgeId: string): Promise<Generations | undefined>;
+  getCollection(key: string): Promise<CollectionInfo | undefined>;
+  generations(key: string): Promise<Generations | undefined>;
   /**
    * Makes the building generation serve, in one atomic step, and retires the old one: it keeps
    * answering searches that name its model for a grace period, then its vectors are deleted.
    * Returns the new serving settings; undefined when nothing is being built (or not `model`).
    */
-  switchGeneration(knowledgeId: string, model?: string): Promise<CollectionInfo | undefined>;
+  switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined>;
   /** Removes every generation and all their vectors; false when there was none. */
-  dropCollection(knowledgeId: string): Promise<boolean>;
+  dropCollection(key: string): Promise<boolean>;
   /**
    * Moves every generation of `from` (vectors, settings, counts) to the key `to`, which must have
    * none: the migration of data stored under a bare knowledge id. False when `from` has nothing.
@@ -192,45 +198,36 @@ export interface VectorStore {
    * Replaces every chunk of a document with these (none: deletes it), in the building
    * generation when there is one, else the serving one. Idempotent.
    */
-  replaceDocument(knowledgeId: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
+  replaceDocument(key: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
   /** Removes the document from every generation; number of chunks removed. */
-  deleteDocument(knowledgeId: string, docsId: string): Promise<number>;
+  deleteDocument(key: string, docsId: string): Promise<number>;
   /** Sets stamps on every chunk of a document of the generation written to (a refresh confirming it). */
-  stampDocument(
-    knowledgeId: string,
-    docsId: string,
-    stamps: Pick<IngestStamps, "refresh" | "fetchedAt">,
-  ): Promise<void>;
+  stampDocument(key: string, docsId: string, stamps: Pick<IngestStamps, "refresh" | "fetchedAt">): Promise<void>;
   /** Deletes the documents of the generation written to that go under the rule; documents deleted. */
-  pruneDocuments(knowledgeId: string, rule: PruneRule): Promise<number>;
+  pruneDocuments(key: string, rule: PruneRule): Promise<number>;
   /**
    * One page of the generation written to (building, else serving): documents of `source` (absent:
    * all), from position `from`, at most `limit`, with their stamps.
    */
-  ingestedPage(
-    knowledgeId: string,
-    source: string | undefined,
-    from: string | undefined,
-    limit: number,
-  ): Promise<DocumentPage>;
+  ingestedPage(key: string, source: string | undefined, from: string | undefined, limit: number): Promise<DocumentPage>;
   /** The serving generation's documents whose id starts with `docsIdPrefix`, by id. */
-  documents(knowledgeId: string, docsIdPrefix: string): Promise<DocumentSummary[]>;
+  documents(key: string, docsIdPrefix: string): Promise<DocumentSummary[]>;
   /**
    * Walks a generation's documents: from position `from` (absent: the first), it looks at up to
    * `scan` documents and returns those whose id starts with `docsIdPrefix`. A generation only
    * written to by deletes (the serving one during a build) is walked completely, each once.
    */
   documentPage(
-    knowledgeId: string,
+    key: string,
     generation: GenerationName,
     docsIdPrefix: string,
     from: string | undefined,
     scan: number,
   ): Promise<DocumentPage>;
   /** One document's chunks in a generation, by chunkIndex, without vectors; [] when it has none. */
-  documentChunks(knowledgeId: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]>;
+  documentChunks(key: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]>;
   /** Counts of one generation (default serving); undefined when it does not exist. */
-  stats(knowledgeId: string, generation?: GenerationName): Promise<CollectionStats | undefined>;
+  stats(key: string, generation?: GenerationName): Promise<CollectionStats | undefined>;
   /** Best hits across the listed knowledge bases, best first, at most limit. */
   query(q: VectorQuery): Promise<VectorHit[]>;
   /** Several queries in one call (Qdrant: one batch request). */
@@ -285,8 +282,8 @@ export function cosineFloorOf(minScore: number): number {
 }
 
 /** emb_<32 hex>: stable for the same chunk of the same document, so re-ingesting is idempotent. */
-export function embeddingIdFor(knowledgeId: string, docsId: string, chunkIndex: number, text: string): string {
-  const h = createHash("sha256").update(`${knowledgeId}\0${docsId}\0${chunkIndex}\0${text}`).digest("hex");
+export function embeddingIdFor(key: string, docsId: string, chunkIndex: number, text: string): string {
+  const h = createHash("sha256").update(`${key}\0${docsId}\0${chunkIndex}\0${text}`).digest("hex");
   return `emb_${h.slice(0, 32)}`;
 }
 

@@ -1,14 +1,37 @@
 // The internal documents API's wire shapes (search's internal port, the operator's and the
-// standalone launcher's ingestion), defined once: the search service's routes parse request bodies
-// and type their answers with these schemas, and SearchClient checks every answer against them.
+// standalone launcher's ingestion), defined once: the search service's routes declare their path
+// params, query, body and answers with these schemas (Fastify's zod type provider validates
+// requests and serialises answers with them), and SearchClient parses every answer with the same
+// ones (documentsWire) instead of declaring its types again.
 // Search is the one authority over a knowledge base's documents: each document ingested from a
 // KnowledgeBase source carries that source's id, a hash of what was ingested, when its content
 // was fetched, where from, and the refresh that last wrote or confirmed it. A refresh lists and
 // prunes by source through these routes; the operator keeps no lists of its own.
 import { z } from "zod";
+import { KNOWLEDGE_ID_PATTERN } from "../api/common.ts";
 import { envelopeSchema } from "./search-wire.ts";
 
 const count = z.int().min(0);
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** A knowledge id as clients know it (kb_...), never the store key search keeps it under. */
+export const knowledgeIdSchema = z.string().regex(KNOWLEDGE_ID_PATTERN, "must be a knowledge id of the form kb_<id>");
+
+/** A document's id in a knowledge base: no slashes (it is a path segment) and no controls. */
+export const docsIdSchema = z
+  .string()
+  .regex(/^[^\s/\\\p{Cc}][^/\\\p{Cc}]{0,511}$/u, "must be 1-512 characters without slashes or controls");
+
+/** /internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId (the same id in two namespaces is two). */
+export const knowledgeBaseParamsSchema = z.object({
+  namespace: z.string().regex(DNS_LABEL, "must be a Kubernetes namespace name"),
+  knowledgeId: knowledgeIdSchema,
+});
+export type KnowledgeBaseRef = z.infer<typeof knowledgeBaseParamsSchema>;
+
+/** .../knowledge-bases/:knowledgeId/documents/:docsId. */
+export const documentParamsSchema = knowledgeBaseParamsSchema.extend({ docsId: docsIdSchema });
 
 /** PUT .../knowledge-bases/:id: the collection's settings (each checked by search against the KnowledgeBase schema). */
 export const knowledgeBaseSettingsSchema = z.object({
@@ -125,6 +148,9 @@ export type PruneRequest = z.input<typeof pruneBodySchema>;
 export const pruneResultSchema = z.object({ knowledgeId: z.string(), deleted: count });
 export type PruneResult = z.infer<typeof pruneResultSchema>;
 
+/** POST .../switch: with model, only if the generation being built is that model's. */
+export const switchBodySchema = z.object({ model: z.string().min(1).max(256).optional() });
+
 export const switchResultSchema = z.object({
   knowledgeId: z.string(),
   model: z.string(),
@@ -138,6 +164,7 @@ export const carryBodySchema = z.object({
   limit: z.int("must be an integer").min(1, "must be at least 1").max(256, "must be at most 256").default(16),
 });
 
+/** POST .../carry-uploads: one page of the uploads carried into the generation being built. */
 export const carryPageSchema = z.object({
   knowledgeId: z.string(),
   model: z.string(),
@@ -150,6 +177,25 @@ export const carryPageSchema = z.object({
 export const deleteKnowledgeBaseResultSchema = z.object({ knowledgeId: z.string(), deleted: z.boolean() });
 export const deleteDocumentResultSchema = z.object({ knowledgeId: z.string(), docsId: z.string(), deleted: count });
 
+const counts = z.object({ documents: count, chunks: count });
+
+/** GET /v1/knowledge-bases/:knowledgeId/documents (the public API, with a search key): the uploads. */
+export const uploadListSchema = z.object({
+  knowledgeId: z.string(),
+  documents: z.array(
+    z.object({
+      name: z.string(),
+      chunks: count,
+      format: z.string(),
+      title: z.string().optional(),
+      uploadedAt: z.string().optional(),
+    }),
+  ),
+  uploaded: counts.describe("the uploaded documents and their chunks"),
+  total: counts.describe("every document of the knowledge base: its sources' and the uploaded ones"),
+});
+export type UploadList = z.infer<typeof uploadListSchema>;
+
 /** The envelopes SearchClient checks answers against. */
 export const documentsWire = {
   info: envelopeSchema(knowledgeBaseInfoSchema),
@@ -160,4 +206,5 @@ export const documentsWire = {
   carry: envelopeSchema(carryPageSchema),
   deleteKnowledgeBase: envelopeSchema(deleteKnowledgeBaseResultSchema),
   deleteDocument: envelopeSchema(deleteDocumentResultSchema),
+  uploads: envelopeSchema(uploadListSchema),
 };

@@ -11,26 +11,37 @@ import type { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
 import { classifyFailure, type Failure, OutboundPolicy } from "../resilience/policy.ts";
 import {
+  type carryPageSchema,
   type DocumentInput,
   type DocumentList,
   type DocumentListQuery,
   documentsWire,
   type KnowledgeBaseInfo,
+  type KnowledgeBaseRef,
   type KnowledgeBaseSettings,
   type PruneRequest,
   type PruneResult,
+  type UploadList,
   type UpsertResult,
 } from "./documents-wire.ts";
-import { batchResponseSchema, type SearchQuery, type SearchResult, searchResponseSchema } from "./search-wire.ts";
+import {
+  batchResponseSchema,
+  type Envelope,
+  type SearchQuery,
+  type SearchResult,
+  searchResponseSchema,
+} from "./search-wire.ts";
 
 export type {
   DocumentInput,
   DocumentListQuery,
   IngestedDocument,
   KnowledgeBaseInfo,
+  KnowledgeBaseRef,
   KnowledgeBaseSettings,
   PruneRequest,
   PruneResult,
+  UploadList,
   UpsertResult,
 } from "./documents-wire.ts";
 
@@ -39,25 +50,7 @@ export type { SearchQuery, SearchResult } from "./search-wire.ts";
 export type SearchHit = SearchResult;
 
 /** What carryUploads did: uploads looked at, and those copied into the new generation with their chunks. */
-export interface CarriedUploads {
-  uploads: number;
-  carried: number;
-  chunks: number;
-}
-
-/** GET /v1/knowledge-bases/:knowledgeId/documents (the public API's uploads). */
-export interface UploadList {
-  knowledgeId: string;
-  documents: { name: string; chunks: number; format: string; title?: string; uploadedAt?: string }[];
-  uploaded: { documents: number; chunks: number };
-  total: { documents: number; chunks: number };
-}
-
-/** A knowledge base as the documents API addresses it: the same id in two namespaces is two. */
-export interface KnowledgeBaseRef {
-  namespace: string;
-  knowledgeId: string;
-}
+export type CarriedUploads = Pick<z.infer<typeof carryPageSchema>, "uploads" | "carried" | "chunks">;
 
 export interface SearchClientOptions {
   /** The public port, for search: e.g. http://capstan-search (Service port 80 → 8081). */
@@ -135,16 +128,10 @@ function classify(err: unknown): Failure {
   return { retry: err.retryable, outcome, retryAfter: err.retryAfter };
 }
 
-interface Envelope<T> {
-  code: number;
-  message: string;
-  data: T | null;
-}
-
 interface CallExtras {
   timeoutMs?: number;
-  /** Checks a 2xx answer's envelope; absent: trusted as is (the public upload listing). */
-  schema?: z.ZodType<Envelope<unknown>>;
+  /** Checks a 2xx answer's envelope (every call has its wire schema). */
+  schema: z.ZodType<Envelope<unknown>>;
   call?: SearchCallOptions | undefined;
 }
 
@@ -182,24 +169,21 @@ export class SearchClient {
    */
   async listDocuments(knowledgeId: string, call?: SearchCallOptions): Promise<UploadList> {
     const path = `/v1/knowledge-bases/${encodeURIComponent(knowledgeId)}/documents`;
-    return (await this.call<UploadList>("list_documents", "GET", path, undefined, { call })) as UploadList;
+    return this.internal("list_documents", "GET", path, documentsWire.uploads, undefined, undefined, call);
   }
 
   /** Creates the knowledge base's collection (or updates its chunking); idempotent. */
-  async ensureKnowledgeBase(
-    knowledgeId: KnowledgeBaseRef,
-    settings: KnowledgeBaseSettings = {},
-  ): Promise<KnowledgeBaseInfo> {
-    return this.internal("ensure_kb", "PUT", this.kbPath(knowledgeId), documentsWire.info, settings);
+  async ensureKnowledgeBase(kb: KnowledgeBaseRef, settings: KnowledgeBaseSettings = {}): Promise<KnowledgeBaseInfo> {
+    return this.internal("ensure_kb", "PUT", this.kbPath(kb), documentsWire.info, settings);
   }
 
   /**
    * Makes the generation being built (after a model change) serve, atomically; with model, only
    * if it is that model's. switched: false when it already serves (asked twice). 404 otherwise.
    */
-  async switchKnowledgeBase(knowledgeId: KnowledgeBaseRef, model?: string) {
+  async switchKnowledgeBase(kb: KnowledgeBaseRef, model?: string) {
     const body = model ? { model } : {};
-    return this.internal("switch_kb", "POST", `${this.kbPath(knowledgeId)}/switch`, documentsWire.switch, body);
+    return this.internal("switch_kb", "POST", `${this.kbPath(kb)}/switch`, documentsWire.switch, body);
   }
 
   /**
@@ -208,12 +192,12 @@ export class SearchClient {
    * model's. One call per page of uploads (each with the ingestion timeout and the retries of
    * every call: a page is idempotent), until the last. The totals of every page.
    */
-  async carryUploads(knowledgeId: KnowledgeBaseRef, model?: string, pageSize = 16): Promise<CarriedUploads> {
+  async carryUploads(kb: KnowledgeBaseRef, model?: string, pageSize = 16): Promise<CarriedUploads> {
     const total: CarriedUploads = { uploads: 0, carried: 0, chunks: 0 };
     let from: string | undefined;
     do {
       const body = { ...(model ? { model } : {}), ...(from ? { from } : {}), limit: pageSize };
-      const path = `${this.kbPath(knowledgeId)}/carry-uploads`;
+      const path = `${this.kbPath(kb)}/carry-uploads`;
       const page = await this.internal("carry_uploads", "POST", path, documentsWire.carry, body, this.ingestTimeout);
       total.uploads += page.uploads;
       total.carried += page.carried;
@@ -227,9 +211,9 @@ export class SearchClient {
   }
 
   /** Counts, or undefined when the knowledge base has no collection. */
-  async getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined> {
+  async getKnowledgeBase(kb: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined> {
     try {
-      return await this.internal("get_kb", "GET", this.kbPath(knowledgeId), documentsWire.info);
+      return await this.internal("get_kb", "GET", this.kbPath(kb), documentsWire.info);
     } catch (err) {
       if (err instanceof SearchApiError && err.status === 404) return undefined;
       throw err;
@@ -237,32 +221,32 @@ export class SearchClient {
   }
 
   /** Removes every vector of the knowledge base; idempotent. */
-  async deleteKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<{ deleted: boolean }> {
-    return this.internal("delete_kb", "DELETE", this.kbPath(knowledgeId), documentsWire.deleteKnowledgeBase);
+  async deleteKnowledgeBase(kb: KnowledgeBaseRef): Promise<{ deleted: boolean }> {
+    return this.internal("delete_kb", "DELETE", this.kbPath(kb), documentsWire.deleteKnowledgeBase);
   }
 
   /** Chunks, embeds and replaces the document's chunks (nothing embedded when it is unchanged); idempotent. */
-  async upsertDocument(knowledgeId: KnowledgeBaseRef, docsId: string, doc: DocumentInput): Promise<UpsertResult> {
-    const path = this.docPath(knowledgeId, docsId);
+  async upsertDocument(kb: KnowledgeBaseRef, docsId: string, doc: DocumentInput): Promise<UpsertResult> {
+    const path = this.docPath(kb, docsId);
     return this.internal("upsert_document", "PUT", path, documentsWire.upsert, doc, this.ingestTimeout);
   }
 
-  async deleteDocument(knowledgeId: KnowledgeBaseRef, docsId: string): Promise<{ deleted: number }> {
-    const path = this.docPath(knowledgeId, docsId);
+  async deleteDocument(kb: KnowledgeBaseRef, docsId: string): Promise<{ deleted: number }> {
+    const path = this.docPath(kb, docsId);
     return this.internal("delete_document", "DELETE", path, documentsWire.deleteDocument);
   }
 
   /** One page of the documents ingested (of one source, with `source`), with their hashes and stamps. */
-  async ingestedDocuments(knowledgeId: KnowledgeBaseRef, query: DocumentListQuery = {}): Promise<DocumentList> {
+  async ingestedDocuments(kb: KnowledgeBaseRef, query: DocumentListQuery = {}): Promise<DocumentList> {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
-    const path = `${this.kbPath(knowledgeId)}/documents${params.size ? `?${params}` : ""}`;
+    const path = `${this.kbPath(kb)}/documents${params.size ? `?${params}` : ""}`;
     return this.internal("list_ingested", "GET", path, documentsWire.list);
   }
 
   /** The end of a refresh: what its sources no longer have goes (see pruneBodySchema). */
-  async pruneDocuments(knowledgeId: KnowledgeBaseRef, request: PruneRequest): Promise<PruneResult> {
-    const path = `${this.kbPath(knowledgeId)}/prune`;
+  async pruneDocuments(kb: KnowledgeBaseRef, request: PruneRequest): Promise<PruneResult> {
+    const path = `${this.kbPath(kb)}/prune`;
     return this.internal("prune_documents", "POST", path, documentsWire.prune, request, this.ingestTimeout);
   }
 
@@ -270,7 +254,7 @@ export class SearchClient {
     return this.opts.ingestTimeoutMs ?? 300_000;
   }
 
-  /** A documents API call whose answer is checked against its wire schema. */
+  /** A documents API call whose answer is checked against its wire schema (data null is malformed). */
   private async internal<T>(
     operation: string,
     method: string,
@@ -278,10 +262,12 @@ export class SearchClient {
     schema: z.ZodType<Envelope<T>>,
     body?: unknown,
     timeoutMs?: number,
+    call?: SearchCallOptions,
   ): Promise<T> {
     const data = await this.call<T>(operation, method, path, body, {
       schema: schema as z.ZodType<Envelope<unknown>>,
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      call,
     });
     if (data === null) throw new SearchApiError(operation, 502, "answer without data", MALFORMED);
     return data;
@@ -292,8 +278,8 @@ export class SearchClient {
     return `/internal/v1/namespaces/${ns}/knowledge-bases/${encodeURIComponent(kb.knowledgeId)}`;
   }
 
-  private docPath(knowledgeId: KnowledgeBaseRef, docsId: string): string {
-    return `${this.kbPath(knowledgeId)}/documents/${encodeURIComponent(docsId)}`;
+  private docPath(kb: KnowledgeBaseRef, docsId: string): string {
+    return `${this.kbPath(kb)}/documents/${encodeURIComponent(docsId)}`;
   }
 
   /** One policy per attempt timeout (the documents API's upserts get a longer one). */
@@ -321,8 +307,8 @@ export class SearchClient {
     operation: string,
     method: string,
     path: string,
-    body?: unknown,
-    extras: CallExtras = {},
+    body: unknown,
+    extras: CallExtras,
   ): Promise<T | null> {
     const doFetch = (this.opts.fetch ?? undiciFetch) as typeof fetch;
     const base = path.startsWith("/internal/") ? this.internalBase : this.base;
@@ -354,10 +340,11 @@ export class SearchClient {
         envelope = undefined;
       }
       if (res.ok && envelope && typeof envelope === "object" && "data" in envelope) {
-        if (!extras.schema) return envelope.data;
         const checked = extras.schema.safeParse(envelope);
         if (checked.success) return checked.data.data as T | null;
-        throw new SearchApiError(operation, 502, "answer does not match the search API's schema", MALFORMED);
+        const issue = checked.error.issues[0];
+        const where = issue ? `: ${issue.path.join(".") || "answer"}: ${issue.message}` : "";
+        throw new SearchApiError(operation, 502, `answer does not match the search API's schema${where}`, MALFORMED);
       }
       throw new SearchApiError(
         operation,
