@@ -378,6 +378,9 @@ describe("what the pods really run", () => {
         if (!/^node\s/.test(p.command)) continue;
         expect(p.command, `${pod.metadata.name}: node runs with --expose-gc`).toContain("--expose-gc");
         if (!scraper) expect(mapsLibrary(p.pid, "libjemalloc"), `${pod.metadata.name}: jemalloc loaded`).toBe(true);
+        if (pod.metadata.labels?.["app.kubernetes.io/name"] === "capstan-console") {
+          expect(p.command, "the console's code optimised by Maglev at most").toContain("--max-opt=2");
+        }
       }
     }
     console.log(
