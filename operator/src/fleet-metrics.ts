@@ -3,15 +3,15 @@
 // their established names. All labels are bounded: kind, state, result. Key expiry is exported as
 // the soonest expiry per kind (not one series per key), which is what an "a key expires within
 // N days" alert needs; `kubectl get accesschannels,searchkeys -A` then names the key.
-import { Counter, Gauge, type Registry } from "@capstan/shared";
+import { type MetricFamilies, metricFamilies, type Registry } from "@capstan/shared";
 import type { Informers } from "./reconcilers/informers.ts";
 
 export function operatorMetrics(registry: Registry, informers: Informers, now: () => Date = () => new Date()) {
-  const registers = [registry];
+  const m = metricFamilies(registry);
   const metrics = {
-    ...ingestMetrics(registers),
-    knowledgeBases: knowledgeBasesGauge(registers, informers),
-    ...keyGauges(registers, informers, now),
+    ...ingestMetrics(m),
+    knowledgeBases: knowledgeBasesGauge(m, informers),
+    ...keyGauges(m, informers, now),
   };
   // Every outcome exists at 0 from the start, so "failed per hour" reads 0 rather than nothing.
   for (const result of ["ok", "partial", "failed"]) metrics.ingestRuns.inc({ result }, 0);
@@ -21,41 +21,30 @@ export function operatorMetrics(registry: Registry, informers: Informers, now: (
 export type OperatorMetrics = ReturnType<typeof operatorMetrics>;
 
 /** What the knowledge-base reconciler counts as it ingests. */
-function ingestMetrics(registers: Registry[]) {
+function ingestMetrics(m: MetricFamilies) {
   return {
-    ingestRuns: new Counter({
-      name: "capstan_operator_ingest_runs_total",
-      help: "Knowledge-base ingestion runs by result: ok (every source), partial (some sources failed), failed (all failed)",
-      labelNames: ["result"] as const,
-      registers,
-    }),
-    ingestSources: new Counter({
-      name: "capstan_operator_ingest_sources_total",
-      help: "Knowledge-base sources processed by ingestion runs, by outcome (ingested, failed)",
-      labelNames: ["outcome"] as const,
-      registers,
-    }),
-    ingestDocuments: new Counter({
-      name: "capstan_operator_ingest_documents_total",
-      help: "Documents sent to search by ingestion runs",
-      registers,
-    }),
-    ingestsInFlight: new Gauge({
-      name: "capstan_operator_ingests_in_flight",
-      help: "Knowledge bases being ingested right now",
-      registers,
-    }),
+    ingestRuns: m.counter(
+      "capstan_operator_ingest_runs_total",
+      "Knowledge-base ingestion runs by result: ok (every source), partial (some sources failed), failed (all failed)",
+      ["result"],
+    ),
+    ingestSources: m.counter(
+      "capstan_operator_ingest_sources_total",
+      "Knowledge-base sources processed by ingestion runs, by outcome (ingested, failed)",
+      ["outcome"],
+    ),
+    ingestDocuments: m.counter("capstan_operator_ingest_documents_total", "Documents sent to search by ingestion runs"),
+    ingestsInFlight: m.gauge("capstan_operator_ingests_in_flight", "Knowledge bases being ingested right now"),
   };
 }
 
 /** Knowledge bases by their Ready condition, counted from the informer's cache at each scrape. */
-function knowledgeBasesGauge(registers: Registry[], informers: Informers) {
-  return new Gauge({
-    name: "capstan_operator_knowledge_bases",
-    help: "Knowledge bases by their Ready condition (True, False, Unknown)",
-    labelNames: ["ready"] as const,
-    registers,
-    collect() {
+function knowledgeBasesGauge(m: MetricFamilies, informers: Informers) {
+  return m.gauge(
+    "capstan_operator_knowledge_bases",
+    "Knowledge bases by their Ready condition (True, False, Unknown)",
+    ["ready"],
+    function collect() {
       const counts: Record<string, number> = { True: 0, False: 0, Unknown: 0 };
       for (const kb of informers.knowledgeBases.list()) {
         const ready = kb.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown";
@@ -63,22 +52,21 @@ function knowledgeBasesGauge(registers: Registry[], informers: Informers) {
       }
       for (const [ready, n] of Object.entries(counts)) this.set({ ready }, n);
     },
-  });
+  );
 }
 
 /** Keys by state and the soonest expiry per kind, from the informers' caches at each scrape. */
-function keyGauges(registers: Registry[], informers: Informers, now: () => Date) {
+function keyGauges(m: MetricFamilies, informers: Informers, now: () => Date) {
   const keyExpiries = (): { kind: string; expiry: (string | undefined)[] }[] => [
     { kind: "AccessChannel", expiry: informers.channels.list().map((c) => c.spec.expiresAt) },
     { kind: "SearchKey", expiry: informers.searchKeys.list().map((k) => k.spec.validUntil) },
   ];
   return {
-    keys: new Gauge({
-      name: "capstan_operator_keys",
-      help: "Keys (AccessChannel, SearchKey) by state: valid (expires later), expired, no_expiry",
-      labelNames: ["kind", "state"] as const,
-      registers,
-      collect() {
+    keys: m.gauge(
+      "capstan_operator_keys",
+      "Keys (AccessChannel, SearchKey) by state: valid (expires later), expired, no_expiry",
+      ["kind", "state"],
+      function collect() {
         const t = now().getTime();
         for (const { kind, expiry } of keyExpiries()) {
           const counts = { valid: 0, expired: 0, no_expiry: 0 };
@@ -90,13 +78,12 @@ function keyGauges(registers: Registry[], informers: Informers, now: () => Date)
           for (const [state, n] of Object.entries(counts)) this.set({ kind, state }, n);
         }
       },
-    }),
-    nextKeyExpiry: new Gauge({
-      name: "capstan_operator_key_next_expiry_timestamp_seconds",
-      help: "Unix time of the soonest expiry among keys not yet expired, by kind (absent when none expires)",
-      labelNames: ["kind"] as const,
-      registers,
-      collect() {
+    ),
+    nextKeyExpiry: m.gauge(
+      "capstan_operator_key_next_expiry_timestamp_seconds",
+      "Unix time of the soonest expiry among keys not yet expired, by kind (absent when none expires)",
+      ["kind"],
+      function collect() {
         const t = now().getTime();
         this.reset();
         for (const { kind, expiry } of keyExpiries()) {
@@ -104,6 +91,6 @@ function keyGauges(registers: Registry[], informers: Informers, now: () => Date)
           if (future.length > 0) this.set({ kind }, Math.min(...future) / 1000);
         }
       },
-    }),
+    ),
   };
 }

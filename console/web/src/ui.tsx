@@ -1,6 +1,7 @@
 // Small building blocks every page uses: an error shown in words, a labelled field, the Ready
 // badge, the panel that shows a new key once with a copy button and ready-to-paste snippets, and
-// the checked create that every "New …" form submits through.
+// the checked create that every "New …" form submits through, the loading of a list or one object,
+// and the table every list is shown in.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { z } from "zod";
@@ -148,4 +149,45 @@ export function useItems<S extends z.ZodType>(
     reload();
   }, [path]);
   return { items, error, reload };
+}
+
+/** One object of a get endpoint (parsed with `schema`), loaded when `path` changes and on reload(); errors in words. */
+export function useItem<S extends z.ZodType>(
+  path: string,
+  schema: S,
+): { item: z.output<S> | undefined; error: string | undefined; reload: () => void } {
+  const [item, setItem] = useState<z.output<S>>();
+  const [error, setError] = useState<string>();
+  const reload = () => {
+    get(path, schema).then(setItem, (e: ApiError) => setError(e.message));
+  };
+  useEffect(reload, [path]);
+  return { item, error, reload };
+}
+
+/**
+ * A table: its caption (for screen readers only when `captionHidden`: the page's heading already
+ * names the list), a header per column and the rows the page renders as children.
+ */
+export function DataTable(props: {
+  caption: string;
+  captionHidden?: boolean;
+  columns: string[];
+  children: ComponentChildren;
+}) {
+  return (
+    <table>
+      <caption class={props.captionHidden ? "sr-only" : undefined}>{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.columns.map((c) => (
+            <th key={c} scope="col">
+              {c}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{props.children}</tbody>
+    </table>
+  );
 }

@@ -6,10 +6,10 @@ import type { KubeObject } from "@capstan/shared/kube";
 import { gatewayUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { deriveAccessChannelStatus, type KeyMaterial } from "../translate/keys.ts";
+import { deriveAccessChannelStatus } from "../translate/keys.ts";
 import { budgetStatus } from "../translate/usage.ts";
 import { ACCESS_CHANNEL, type OperatorContext } from "./context.ts";
-import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
+import { objectKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Slack added to time-based requeues so the clock has certainly passed the instant. */
@@ -24,22 +24,15 @@ export function accessChannelReconciler(ctx: OperatorContext): Reconcile {
     const ch = ctx.informers.channels.get(namespace, name) as (AccessChannel & KubeObject) | undefined;
     if (!ch || ch.metadata.deletionTimestamp) return undefined; // the key Secret goes with it (owner reference)
     const now = ctx.now();
-    let key: KeyMaterial;
-    let issued = false;
-    if (ch.spec.keySecretRef) {
-      key = await suppliedKey(ctx.client, namespace, ch.spec.keySecretRef);
-    } else {
-      const r = await generatedKey({
-        client: ctx.client,
-        owner: ch,
-        type: ACCESS_CHANNEL,
-        name: channelKeySecretName(ch),
-        kind: "chat",
-        now,
-      });
-      key = r.key;
-      issued = r.issued;
-    }
+    const { key, issued } = await objectKey({
+      client: ctx.client,
+      owner: ch,
+      keySecretRef: ch.spec.keySecretRef,
+      type: ACCESS_CHANNEL,
+      name: channelKeySecretName(ch),
+      kind: "chat",
+      now,
+    });
     const agent = ctx.informers.agents.get(namespace, ch.spec.agentRef.name);
     const spend = ch.spec.budget ? await ctx.gatewayUsage.budget(`${namespace}/${name}`) : undefined;
     const out = deriveAccessChannelStatus({

@@ -152,3 +152,15 @@ export async function generatedKey(opts: {
     return { key: material(live), issued: false };
   }
 }
+
+/**
+ * The key of an AccessChannel or SearchKey: the user's own Secret when the spec names one (read
+ * only, never issued by us), else the generated key in Secret `name` (generatedKey).
+ */
+export async function objectKey(
+  opts: Parameters<typeof generatedKey>[0] & { keySecretRef: { name: string; key: string } | undefined },
+): Promise<GeneratedKeyResult> {
+  if (!opts.keySecretRef) return generatedKey(opts);
+  const key = await suppliedKey(opts.client, opts.owner.metadata.namespace as string, opts.keySecretRef);
+  return { key, issued: false };
+}

@@ -7,10 +7,10 @@ import type { KubeObject } from "@capstan/shared/kube";
 import { searchUrl } from "../config.ts";
 import { findCondition } from "../controller/conditions.ts";
 import type { Reconcile } from "../controller/controller.ts";
-import { deriveSearchKeyStatus, type KeyMaterial, rotationDue } from "../translate/keys.ts";
+import { deriveSearchKeyStatus, rotationDue } from "../translate/keys.ts";
 import { REQUEUE_SLACK_MS } from "./access-channel.ts";
 import { type OperatorContext, SEARCH_KEY } from "./context.ts";
-import { generatedKey, suppliedKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
+import { objectKey, verifierKeyOf, withSecretRetry } from "./key-secret.ts";
 import { writeStatus } from "./status.ts";
 
 /** Index of KnowledgeBases by namespace and knowledge id (the same id in two namespaces is two). */
@@ -37,23 +37,16 @@ export function searchKeyReconciler(ctx: OperatorContext): Reconcile {
     const sk = ctx.informers.searchKeys.get(namespace, name) as (SearchKey & KubeObject) | undefined;
     if (!sk || sk.metadata.deletionTimestamp) return undefined;
     const now = ctx.now();
-    let key: KeyMaterial;
-    let issued = false;
-    if (sk.spec.keySecretRef) {
-      key = await suppliedKey(ctx.client, namespace, sk.spec.keySecretRef);
-    } else {
-      const r = await generatedKey({
-        client: ctx.client,
-        owner: sk,
-        type: SEARCH_KEY,
-        name: searchKeySecretName(sk),
-        kind: "search",
-        now,
-        rotate: (current) => current.ok && rotationDue(sk, current.issuedAt, now),
-      });
-      key = r.key;
-      issued = r.issued;
-    }
+    const { key, issued } = await objectKey({
+      client: ctx.client,
+      owner: sk,
+      keySecretRef: sk.spec.keySecretRef,
+      type: SEARCH_KEY,
+      name: searchKeySecretName(sk),
+      kind: "search",
+      now,
+      rotate: (current) => current.ok && rotationDue(sk, current.issuedAt, now),
+    });
     const out = deriveSearchKeyStatus({
       searchKey: sk,
       key,

@@ -6,7 +6,6 @@ import {
   dataPlaneNamespace,
   GATEWAY_NAME,
   type OperatorConfig,
-  type PodSettings,
   SEARCH_NAME,
   searchInternalServiceUrl,
 } from "../config.ts";
@@ -87,55 +86,65 @@ function service(
   });
 }
 
-interface DeploymentInput {
+/** What the gateway's and search's settings share (config.ts workloadFields, internalPort). */
+type WorkloadSettings = OperatorConfig["gateway"] | OperatorConfig["search"];
+
+/** One of the shared data plane's workloads (gateway, search): its settings and what is its own. */
+interface DataPlaneWorkload {
   name: string;
   component: string;
-  namespace: string;
-  image: string;
-  imagePullPolicy: string;
-  replicas: number;
-  port: number;
-  /** A second container port for internal surfaces (metrics, health); the probes go there. */
-  internalPort: number;
-  serviceAccount: string;
+  settings: WorkloadSettings;
+  /** The workload's own env, after PORT and CAPSTAN_INTERNAL_PORT, before the OTel and extra env. */
   env: EnvVar[];
-  resources: unknown;
   volumes: unknown[];
   mounts: unknown[];
-  pod: PodSettings;
   /** Recreate when two pods must never share the data (the embedded store); else rolling. */
   strategy: "RollingUpdate" | "Recreate";
-  owner: OwnerReference | undefined;
 }
 
-function deployment(d: DeploymentInput): KubeObject {
+/** A data-plane workload's Deployment and its Service. */
+function dataPlaneObjects(c: OperatorConfig, w: DataPlaneWorkload, owner: OwnerReference | undefined): KubeObject[] {
+  const s = w.settings;
+  return [deployment(c, w, owner), service(w.name, w.component, c, s.servicePort, s.internalPort, owner)];
+}
+
+function deployment(c: OperatorConfig, w: DataPlaneWorkload, owner: OwnerReference | undefined): KubeObject {
+  const s = w.settings;
+  // The internal port (the second container port) serves metrics and health; the probes go there.
+  const containerEnv = [
+    env("PORT", s.port),
+    env("CAPSTAN_INTERNAL_PORT", s.internalPort),
+    ...w.env,
+    ...otelEnv(c.otel, w.name),
+    ...extraEnv(s.extraEnv),
+  ];
   // Where an annotation-driven Prometheus finds the metrics (the pod's own annotations win).
-  const annotations = { ...scrapeAnnotations(d.internalPort), ...d.pod.podAnnotations };
+  const annotations = { ...scrapeAnnotations(s.internalPort), ...s.podAnnotations };
   const template = {
-    metadata: { labels: labels(d.component, d.name), annotations },
+    metadata: { labels: labels(w.component, w.name), annotations },
     spec: {
-      serviceAccountName: d.serviceAccount,
+      serviceAccountName: c.dataPlaneServiceAccount,
       automountServiceAccountToken: true,
       securityContext: POD_SECURITY,
-      ...podPlacement(d.pod),
+      ...podPlacement(s),
       containers: [
         {
-          name: d.component,
-          image: d.image,
-          imagePullPolicy: d.imagePullPolicy,
+          name: w.component,
+          image: s.image,
+          imagePullPolicy: s.imagePullPolicy,
           ports: [
-            { name: "http", containerPort: d.port, protocol: "TCP" },
-            { name: "internal", containerPort: d.internalPort, protocol: "TCP" },
+            { name: "http", containerPort: s.port, protocol: "TCP" },
+            { name: "internal", containerPort: s.internalPort, protocol: "TCP" },
           ],
-          env: [...k8sEnv(d.name, d.component), ...d.env],
-          resources: d.resources,
+          env: [...k8sEnv(w.name, w.component), ...containerEnv],
+          resources: s.resources,
           livenessProbe: probe("/healthz", "internal"),
           readinessProbe: probe("/readyz", "internal", READINESS_PERIOD_SECONDS),
           securityContext: CONTAINER_SECURITY,
-          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...d.mounts],
+          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...w.mounts],
         },
       ],
-      volumes: [{ name: "tmp", emptyDir: {} }, ...d.volumes],
+      volumes: [{ name: "tmp", emptyDir: {} }, ...w.volumes],
     },
   };
   // The config hash on the pod template rolls the pods when anything they run with changes.
@@ -143,12 +152,12 @@ function deployment(d: DeploymentInput): KubeObject {
   return withAppliedHash({
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name: d.name, namespace: d.namespace, labels: labels(d.component, d.name), ...owned(d.owner) },
+    metadata: { name: w.name, namespace: c.namespace, labels: labels(w.component, w.name), ...owned(owner) },
     spec: {
-      replicas: d.replicas,
-      selector: { matchLabels: selector(d.name) },
+      replicas: s.replicas,
+      selector: { matchLabels: selector(w.name) },
       strategy:
-        d.strategy === "Recreate"
+        w.strategy === "Recreate"
           ? { type: "Recreate" }
           : { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template: {
@@ -230,20 +239,13 @@ export function gatewayObjects(
           },
         ];
   const mounts = keys.length === 0 ? [] : [{ name: "provider-keys", mountPath: c.gateway.secretsDir, readOnly: true }];
-  return [
-    deployment({
+  return dataPlaneObjects(
+    c,
+    {
       name: GATEWAY_NAME,
       component: "gateway",
-      namespace: c.namespace,
-      image: c.gateway.image,
-      imagePullPolicy: c.gateway.imagePullPolicy,
-      replicas: c.gateway.replicas,
-      port: c.gateway.port,
-      internalPort: c.gateway.internalPort,
-      serviceAccount: c.dataPlaneServiceAccount,
+      settings: c.gateway,
       env: [
-        env("PORT", c.gateway.port),
-        env("CAPSTAN_INTERNAL_PORT", c.gateway.internalPort),
         ...redisEnv(c),
         ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
         // Search's internal port, the only one that accepts the internal token (which reaches
@@ -256,18 +258,13 @@ export function gatewayObjects(
         // The limiter's Redis-down share is QPM / replicas; the drain window fits the grace period.
         env("CAPSTAN_LIMITER_REPLICAS", c.gateway.replicas),
         env("CAPSTAN_TERMINATION_GRACE_SECONDS", c.gateway.terminationGracePeriodSeconds),
-        ...otelEnv(c.otel, GATEWAY_NAME),
-        ...extraEnv(c.gateway.extraEnv),
       ],
-      resources: c.gateway.resources,
       volumes,
       mounts,
-      pod: c.gateway,
       strategy: "RollingUpdate",
-      owner,
-    }),
-    service(GATEWAY_NAME, "gateway", c, c.gateway.servicePort, c.gateway.internalPort, owner),
-  ];
+    },
+    owner,
+  );
 }
 
 export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeObject[] {
@@ -275,20 +272,13 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
   const claim = c.search.persistence.claimName;
   const data = claim ? { persistentVolumeClaim: { claimName: claim } } : { emptyDir: {} };
   const qdrant = qdrantSearchSettings(c);
-  return [
-    deployment({
+  return dataPlaneObjects(
+    c,
+    {
       name: SEARCH_NAME,
       component: "search",
-      namespace: c.namespace,
-      image: c.search.image,
-      imagePullPolicy: c.search.imagePullPolicy,
-      replicas: c.search.replicas,
-      port: c.search.port,
-      internalPort: c.search.internalPort,
-      serviceAccount: c.dataPlaneServiceAccount,
+      settings: c.search,
       env: [
-        env("PORT", c.search.port),
-        env("CAPSTAN_INTERNAL_PORT", c.search.internalPort),
         // Each SearchKey's requests per minute, shared by every search replica.
         ...redisEnv(c),
         secretEnv("CAPSTAN_INTERNAL_TOKEN", { name: c.internalTokenSecret, key: INTERNAL_TOKEN_KEY }),
@@ -298,20 +288,15 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
         ...optionalEnv("CAPSTAN_TRUSTED_PROXIES", c.search.trustedProxies),
         ...optionalEnv("CAPSTAN_EGRESS_ALLOWED_HOSTS", c.egressAllowedHosts.join(",") || undefined),
         ...optionalEnv("CAPSTAN_NAMESPACE", dataPlaneNamespace(c)),
-        ...otelEnv(c.otel, SEARCH_NAME),
-        ...extraEnv(c.search.extraEnv),
       ],
-      resources: c.search.resources,
       volumes: [{ name: "data", ...data }, ...qdrant.volumes],
       mounts: [{ name: "data", mountPath: c.search.dataDir }, ...qdrant.mounts],
-      pod: c.search,
       // Two pods must never open the embedded store's files at once (and a ReadWriteOnce claim
       // may not attach to a second node): the old pod stops before the new one starts.
       strategy: embedded ? "Recreate" : "RollingUpdate",
-      owner,
-    }),
-    service(SEARCH_NAME, "search", c, c.search.servicePort, c.search.internalPort, owner),
-  ];
+    },
+    owner,
+  );
 }
 
 /** The mirror of every Agent's provider key in the gateway's namespace (values base64). */

@@ -3,7 +3,7 @@
 // processed marks it dirty and it is queued again on done()), can be added after a delay (the
 // earliest pending time wins), and can be re-added with per-item backoff. Metrics are
 // controller-runtime's workqueue_* series.
-import { Counter, Gauge, Histogram, type Registry } from "@capstan/shared";
+import { type Counter, type Gauge, type Histogram, metricFamilies, type Registry } from "@capstan/shared";
 import type { RateLimiter } from "./rate-limiter.ts";
 
 export interface QueueMetrics {
@@ -20,47 +20,33 @@ const BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000
 
 export function queueMetrics(registry: Registry): QueueMetrics {
   const labelNames = ["name", "controller"] as const;
-  const registers = [registry];
+  const m = metricFamilies(registry);
   return {
-    depth: new Gauge({ name: "workqueue_depth", help: "Current depth of workqueue", labelNames, registers }),
-    adds: new Counter({
-      name: "workqueue_adds_total",
-      help: "Total number of adds handled by workqueue",
+    depth: m.gauge("workqueue_depth", "Current depth of workqueue", labelNames),
+    adds: m.counter("workqueue_adds_total", "Total number of adds handled by workqueue", labelNames),
+    retries: m.counter("workqueue_retries_total", "Total number of retries handled by workqueue", labelNames),
+    queueDuration: m.histogram(
+      "workqueue_queue_duration_seconds",
+      "How long in seconds an item stays in workqueue before being requested",
       labelNames,
-      registers,
-    }),
-    retries: new Counter({
-      name: "workqueue_retries_total",
-      help: "Total number of retries handled by workqueue",
+      BUCKETS,
+    ),
+    workDuration: m.histogram(
+      "workqueue_work_duration_seconds",
+      "How long in seconds processing an item from workqueue takes",
       labelNames,
-      registers,
-    }),
-    queueDuration: new Histogram({
-      name: "workqueue_queue_duration_seconds",
-      help: "How long in seconds an item stays in workqueue before being requested",
+      BUCKETS,
+    ),
+    unfinished: m.gauge(
+      "workqueue_unfinished_work_seconds",
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
       labelNames,
-      buckets: BUCKETS,
-      registers,
-    }),
-    workDuration: new Histogram({
-      name: "workqueue_work_duration_seconds",
-      help: "How long in seconds processing an item from workqueue takes",
+    ),
+    longestRunning: m.gauge(
+      "workqueue_longest_running_processor_seconds",
+      "How many seconds has the longest running processor for workqueue been running",
       labelNames,
-      buckets: BUCKETS,
-      registers,
-    }),
-    unfinished: new Gauge({
-      name: "workqueue_unfinished_work_seconds",
-      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
-      labelNames,
-      registers,
-    }),
-    longestRunning: new Gauge({
-      name: "workqueue_longest_running_processor_seconds",
-      help: "How many seconds has the longest running processor for workqueue been running",
-      labelNames,
-      registers,
-    }),
+    ),
   };
 }
 

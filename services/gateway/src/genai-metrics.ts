@@ -16,7 +16,7 @@
 // the first MODEL_LABEL_LIMIT distinct names keep their own series and later ones count as
 // "other". The server metrics carry no model: the "model" a client names is an Agent, a tenant's
 // identifier, which never labels a histogram.
-import { BoundedLabel, Histogram, type Registry } from "@capstan/shared";
+import { BoundedLabel, metricFamilies, type Registry } from "@capstan/shared";
 import { PROVIDER_NAME } from "./agents/provider-span.ts";
 import type { Usage } from "./agents/types.ts";
 
@@ -46,35 +46,31 @@ export interface ClientRecorder {
 }
 
 export function genaiMetrics(registry: Registry) {
-  const registers = [registry];
-  const clientDuration = new Histogram({
-    name: "gen_ai_client_operation_duration_seconds",
-    help: "GenAI operation duration: one call to an LLM provider, retries included, to its last byte (OpenTelemetry gen_ai.client.operation.duration)",
-    labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "error_type"] as const,
-    buckets: GENAI_DURATION_BUCKETS,
-    registers,
-  });
-  const tokenUsage = new Histogram({
-    name: "gen_ai_client_token_usage",
-    help: "Input and output tokens per LLM provider call, as the provider reported them (OpenTelemetry gen_ai.client.token.usage)",
-    labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type", "gen_ai_request_model"] as const,
-    buckets: GENAI_TOKEN_BUCKETS,
-    registers,
-  });
-  const serverDuration = new Histogram({
-    name: "gen_ai_server_request_duration_seconds",
-    help: "Chat request duration at the gateway, received to last byte (OpenTelemetry gen_ai.server.request.duration)",
-    labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "error_type"] as const,
-    buckets: GENAI_DURATION_BUCKETS,
-    registers,
-  });
-  const timeToFirstToken = new Histogram({
-    name: "gen_ai_server_time_to_first_token_seconds",
-    help: "Time from a chat request received to its first content sent (OpenTelemetry gen_ai.server.time_to_first_token)",
-    labelNames: ["gen_ai_operation_name", "gen_ai_provider_name"] as const,
-    buckets: GENAI_TTFT_BUCKETS,
-    registers,
-  });
+  const m = metricFamilies(registry);
+  const clientDuration = m.histogram(
+    "gen_ai_client_operation_duration_seconds",
+    "GenAI operation duration: one call to an LLM provider, retries included, to its last byte (OpenTelemetry gen_ai.client.operation.duration)",
+    ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "error_type"],
+    GENAI_DURATION_BUCKETS,
+  );
+  const tokenUsage = m.histogram(
+    "gen_ai_client_token_usage",
+    "Input and output tokens per LLM provider call, as the provider reported them (OpenTelemetry gen_ai.client.token.usage)",
+    ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type", "gen_ai_request_model"],
+    GENAI_TOKEN_BUCKETS,
+  );
+  const serverDuration = m.histogram(
+    "gen_ai_server_request_duration_seconds",
+    "Chat request duration at the gateway, received to last byte (OpenTelemetry gen_ai.server.request.duration)",
+    ["gen_ai_operation_name", "gen_ai_provider_name", "error_type"],
+    GENAI_DURATION_BUCKETS,
+  );
+  const timeToFirstToken = m.histogram(
+    "gen_ai_server_time_to_first_token_seconds",
+    "Time from a chat request received to its first content sent (OpenTelemetry gen_ai.server.time_to_first_token)",
+    ["gen_ai_operation_name", "gen_ai_provider_name"],
+    GENAI_TTFT_BUCKETS,
+  );
   const server = { gen_ai_operation_name: "chat", gen_ai_provider_name: GATEWAY_PROVIDER_NAME };
   // The successful series exist at 0 from the start, so a rate reads 0 rather than nothing.
   serverDuration.zero(server);

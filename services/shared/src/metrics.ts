@@ -6,7 +6,7 @@
 // target labels Prometheus adds (job, instance, namespace, pod, service) tell processes apart, and
 // a `service` label of our own would collide with the one a ServiceMonitor adds. Histograms carry
 // only bounded labels (route, stage, outcome, ...): never a channel, key or knowledge base.
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, type GaugeConfiguration, Histogram, Registry } from "prom-client";
 
 export { Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -24,6 +24,30 @@ export function createRegistry(opts: { defaultMetrics?: boolean } = {}): Registr
 export function metricsPrefix(service: string): string {
   return `capstan_${service.replace(/^capstan-/, "").replace(/[^a-zA-Z0-9]+/g, "_")}`;
 }
+
+/**
+ * Defines a set of metric families on one registry. Each call names its family in full, with its
+ * help and its label names, so a metric's name found on a dashboard finds its definition by grep;
+ * only the registry, which every family of a set shares, is given once. Label names type the
+ * family (`counter("x_total", "...", ["mode"])` is a Counter<"mode">); none means no labels.
+ */
+export function metricFamilies(registry: Registry) {
+  const registers = [registry];
+  return {
+    counter: <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers }),
+    /** `collect` (optional) sets the gauge's values from some state at each scrape. */
+    gauge: <L extends string = never>(
+      name: string,
+      help: string,
+      labelNames: readonly L[] = [],
+      collect?: GaugeConfiguration<L>["collect"],
+    ) => new Gauge<L>({ name, help, labelNames, registers, ...(collect ? { collect } : {}) }),
+    histogram: <L extends string = never>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+      new Histogram<L>({ name, help, labelNames, buckets, registers }),
+  };
+}
+export type MetricFamilies = ReturnType<typeof metricFamilies>;
 
 /** Latency buckets (seconds) from 1 ms to 60 s. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -59,40 +83,31 @@ export class BoundedLabel {
  * operation, never a key, channel or URL.
  */
 export function outboundMetrics(registry: Registry, prefix: string) {
+  const m = metricFamilies(registry);
   return {
-    callAttempts: new Histogram({
-      name: `${prefix}_outbound_call_attempts`,
-      help: "Attempts per outbound call, by target and final outcome",
-      labelNames: ["target", "outcome"] as const,
-      buckets: [1, 2, 3, 4, 5, 6, 8, 11],
-      registers: [registry],
-    }),
-    callDuration: new Histogram({
-      name: `${prefix}_outbound_call_duration_seconds`,
-      help: "Whole outbound call (every attempt and backoff), by target",
-      labelNames: ["target"] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    calls: new Counter({
-      name: `${prefix}_outbound_requests_total`,
-      help: "Outbound calls by target and outcome",
-      labelNames: ["target", "outcome"] as const,
-      registers: [registry],
-    }),
-    latency: new Histogram({
-      name: `${prefix}_outbound_request_duration_seconds`,
-      help: "Outbound call latency",
-      labelNames: ["target"] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    retries: new Counter({
-      name: `${prefix}_outbound_retries_total`,
-      help: "Outbound retries",
-      labelNames: ["target"] as const,
-      registers: [registry],
-    }),
+    callAttempts: m.histogram(
+      `${prefix}_outbound_call_attempts`,
+      "Attempts per outbound call, by target and final outcome",
+      ["target", "outcome"],
+      [1, 2, 3, 4, 5, 6, 8, 11],
+    ),
+    callDuration: m.histogram(
+      `${prefix}_outbound_call_duration_seconds`,
+      "Whole outbound call (every attempt and backoff), by target",
+      ["target"],
+      LATENCY_BUCKETS,
+    ),
+    calls: m.counter(`${prefix}_outbound_requests_total`, "Outbound calls by target and outcome", [
+      "target",
+      "outcome",
+    ]),
+    latency: m.histogram(
+      `${prefix}_outbound_request_duration_seconds`,
+      "Outbound call latency",
+      ["target"],
+      LATENCY_BUCKETS,
+    ),
+    retries: m.counter(`${prefix}_outbound_retries_total`, "Outbound retries", ["target"]),
   };
 }
 export type OutboundMetrics = ReturnType<typeof outboundMetrics>;

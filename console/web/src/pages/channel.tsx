@@ -1,6 +1,6 @@
 // One access channel: its settings (edit QPM and expiry, expire now, delete) and the "API access"
 // tab, where "Add key" shows the channel's key once with ready-to-paste snippets.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import {
   type ChannelEditRequest,
   channelRowSchema,
@@ -8,18 +8,8 @@ import {
   type KeyRequest,
   revealedKeySchema,
 } from "../../../src/wire.ts";
-import {
-  type ApiError,
-  type Channel,
-  del,
-  get,
-  nsPath,
-  type Permissions,
-  patch,
-  post,
-  type RevealedKey,
-} from "../api.ts";
-import { ErrorText, Field, KeyOnce, ReadyBadge, utcIso, when } from "../ui.tsx";
+import { type ApiError, type Channel, del, nsPath, type Permissions, patch, post, type RevealedKey } from "../api.ts";
+import { ErrorText, Field, KeyOnce, ReadyBadge, useItem, utcIso, when } from "../ui.tsx";
 
 function snippets(endpoint: string, key: string) {
   return [
@@ -201,16 +191,12 @@ function EditChannel({ ch, path, run }: { ch: Channel; path: string; run: (f: ()
 }
 
 export function ChannelPage({ ns, name, can }: { ns: string; name: string; can: Permissions }) {
-  const [ch, setCh] = useState<Channel>();
+  const {
+    item: ch,
+    error,
+    reload: load,
+  } = useItem(nsPath(ns, `accesschannels/${encodeURIComponent(name)}`), channelRowSchema);
   const [tab, setTab] = useState<"settings" | "access">("access");
-  const [error, setError] = useState<string>();
-  const load = () =>
-    get(nsPath(ns, `accesschannels/${encodeURIComponent(name)}`), channelRowSchema).then(setCh, (e: ApiError) =>
-      setError(e.message),
-    );
-  useEffect(() => {
-    void load();
-  }, [ns, name]);
   if (!ch) return error ? <ErrorText error={error} /> : <p>Loading…</p>;
   return (
     <section aria-labelledby="channel-title">

@@ -4,7 +4,7 @@ import { accessChannelSpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
 import { channelRowSchema, itemsOf, resourceRowSchema } from "../../../src/wire.ts";
 import { type ApiError, get, nsPath, type Permissions } from "../api.ts";
-import { createChecked, ErrorText, Field, FilterBar, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
+import { createChecked, DataTable, ErrorText, Field, FilterBar, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
 
 /** What the New channel form holds (the expiry as a datetime-local input gives it, read as UTC). */
 interface ChannelForm {
@@ -132,39 +132,29 @@ export function ChannelsPage({ ns, can }: { ns: string; can: Permissions }) {
       {items === undefined && !error ? <p>Loading…</p> : null}
       {items && items.length === 0 ? <p>No access channels in this namespace yet.</p> : null}
       {shown.length > 0 ? (
-        <table>
-          <caption class="sr-only">Access channels</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Agent</th>
-              <th scope="col">QPM</th>
-              <th scope="col">Expiry</th>
-              <th scope="col">History</th>
-              <th scope="col">Key prefix</th>
-              <th scope="col">Ready</th>
+        <DataTable
+          caption="Access channels"
+          captionHidden
+          columns={["Name", "Agent", "QPM", "Expiry", "History", "Key prefix", "Ready"]}
+        >
+          {shown.map((c) => (
+            <tr key={c.name}>
+              <td>
+                <a href={`#/channels/${encodeURIComponent(c.name)}`}>{c.channelName}</a> <small>({c.name})</small>
+              </td>
+              <td>{c.agent}</td>
+              <td>{c.qpm}</td>
+              <td>{when(c.expiresAt)}</td>
+              <td>{c.keepHistory ? "kept" : "not kept"}</td>
+              <td>
+                <code>{c.keyPrefix ?? "—"}</code>
+              </td>
+              <td>
+                <ReadyBadge ready={c.ready} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {shown.map((c) => (
-              <tr key={c.name}>
-                <td>
-                  <a href={`#/channels/${encodeURIComponent(c.name)}`}>{c.channelName}</a> <small>({c.name})</small>
-                </td>
-                <td>{c.agent}</td>
-                <td>{c.qpm}</td>
-                <td>{when(c.expiresAt)}</td>
-                <td>{c.keepHistory ? "kept" : "not kept"}</td>
-                <td>
-                  <code>{c.keyPrefix ?? "—"}</code>
-                </td>
-                <td>
-                  <ReadyBadge ready={c.ready} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
     </section>
   );

@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { z } from "zod";
 import { itemsOf, knowledgeRowSchema, searchHitsSchema, type TrySearchRequest } from "../../../src/wire.ts";
 import { type ApiError, get, type KnowledgeRow, nsPath, type Permissions, post, upload } from "../api.ts";
-import { ErrorText, Field, FilterBar, ReadyBadge } from "../ui.tsx";
+import { DataTable, ErrorText, Field, FilterBar, ReadyBadge, useItem } from "../ui.tsx";
 import { CreateKnowledgeBase } from "./knowledge-new.tsx";
 
 /** The content type each accepted file extension is sent with. */
@@ -124,15 +124,11 @@ function TrySearch({ ns, kb }: { ns: string; kb: KnowledgeRow }) {
 }
 
 export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can: Permissions }) {
-  const [kb, setKb] = useState<KnowledgeRow>();
-  const [error, setError] = useState<string>();
-  const load = () =>
-    get(nsPath(ns, `knowledgebases/${encodeURIComponent(name)}`), knowledgeRowSchema).then(setKb, (e: ApiError) =>
-      setError(e.message),
-    );
-  useEffect(() => {
-    void load();
-  }, [ns, name]);
+  const {
+    item: kb,
+    error,
+    reload: load,
+  } = useItem(nsPath(ns, `knowledgebases/${encodeURIComponent(name)}`), knowledgeRowSchema);
   if (!kb) return error ? <ErrorText error={error} /> : <p>Loading…</p>;
   return (
     <section aria-labelledby="kb-title">
@@ -218,35 +214,26 @@ export function KnowledgeList({ ns, can }: { ns: string; can: Permissions }) {
         />
       ) : null}
       {items && items.length === 0 ? <p>No knowledge bases in this namespace.</p> : null}
-      <table>
-        <caption class="sr-only">Knowledge bases</caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Sources</th>
-            <th scope="col">Documents</th>
-            <th scope="col">Chunks</th>
-            <th scope="col">Failed sources</th>
-            <th scope="col">Ready</th>
+      <DataTable
+        caption="Knowledge bases"
+        captionHidden
+        columns={["Id", "Sources", "Documents", "Chunks", "Failed sources", "Ready"]}
+      >
+        {rows.map((k) => (
+          <tr key={k.name}>
+            <td>
+              <a href={`#/knowledge/${encodeURIComponent(k.name)}`}>{k.knowledgeId}</a>
+            </td>
+            <td>{k.sources.length}</td>
+            <td>{k.documents}</td>
+            <td>{k.chunks}</td>
+            <td>{k.failedSources.join(", ") || "none"}</td>
+            <td>
+              <ReadyBadge ready={k.ready} />
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {rows.map((k) => (
-            <tr key={k.name}>
-              <td>
-                <a href={`#/knowledge/${encodeURIComponent(k.name)}`}>{k.knowledgeId}</a>
-              </td>
-              <td>{k.sources.length}</td>
-              <td>{k.documents}</td>
-              <td>{k.chunks}</td>
-              <td>{k.failedSources.join(", ") || "none"}</td>
-              <td>
-                <ReadyBadge ready={k.ready} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </section>
   );
 }

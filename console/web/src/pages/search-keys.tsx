@@ -21,7 +21,18 @@ import {
   type RevealedKey,
   type SearchKeyRow,
 } from "../api.ts";
-import { createChecked, ErrorText, Field, FilterBar, KeyOnce, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
+import {
+  createChecked,
+  DataTable,
+  ErrorText,
+  Field,
+  FilterBar,
+  KeyOnce,
+  ReadyBadge,
+  useItems,
+  utcIso,
+  when,
+} from "../ui.tsx";
 
 const DAY_MS = 86_400_000;
 
@@ -259,44 +270,34 @@ interface RowActions {
 
 function SearchKeyTable({ rows, ...actions }: { rows: SearchKeyRow[] } & RowActions) {
   return (
-    <table>
-      <caption class="sr-only">Search keys</caption>
-      <thead>
-        <tr>
-          <th scope="col">Key name</th>
-          <th scope="col">Scope</th>
-          <th scope="col">Valid</th>
-          <th scope="col">IPs</th>
-          <th scope="col">Key prefix</th>
-          <th scope="col">Ready</th>
-          <th scope="col">Actions</th>
+    <DataTable
+      caption="Search keys"
+      captionHidden
+      columns={["Key name", "Scope", "Valid", "IPs", "Key prefix", "Ready", "Actions"]}
+    >
+      {rows.map((k) => (
+        <tr key={k.name}>
+          <td>
+            {k.keyName} <small>({k.name})</small>
+          </td>
+          <td>{k.knowledgeIds.join(", ")}</td>
+          <td>
+            {when(k.validFrom)} – {k.validUntil ? when(k.validUntil) : "no end"}
+            {k.rotationAdvised ? <div class="hint">Issued {k.keyAgeDays} days ago: rotation is advised.</div> : null}
+          </td>
+          <td>{k.allowedCIDRs.join(", ") || "any"}</td>
+          <td>
+            <code>{k.keyPrefix ?? "—"}</code>
+          </td>
+          <td>
+            <ReadyBadge ready={k.ready} />
+          </td>
+          <td>
+            <KeyActions k={k} {...actions} />
+          </td>
         </tr>
-      </thead>
-      <tbody>
-        {rows.map((k) => (
-          <tr key={k.name}>
-            <td>
-              {k.keyName} <small>({k.name})</small>
-            </td>
-            <td>{k.knowledgeIds.join(", ")}</td>
-            <td>
-              {when(k.validFrom)} – {k.validUntil ? when(k.validUntil) : "no end"}
-              {k.rotationAdvised ? <div class="hint">Issued {k.keyAgeDays} days ago: rotation is advised.</div> : null}
-            </td>
-            <td>{k.allowedCIDRs.join(", ") || "any"}</td>
-            <td>
-              <code>{k.keyPrefix ?? "—"}</code>
-            </td>
-            <td>
-              <ReadyBadge ready={k.ready} />
-            </td>
-            <td>
-              <KeyActions k={k} {...actions} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      ))}
+    </DataTable>
   );
 }
 

@@ -8,7 +8,7 @@ import "uplot/dist/uPlot.min.css";
 import type { UsageRow } from "@capstan/shared/api";
 import { type ChannelPoint, hourlyUsageSchema, usageSchema } from "../../../src/wire.ts";
 import { type ApiError, get, nsPath, type Usage } from "../api.ts";
-import { ErrorText } from "../ui.tsx";
+import { DataTable, ErrorText } from "../ui.tsx";
 
 type HourlyRow = UsageRow;
 
@@ -43,35 +43,23 @@ function KeptUsage({ ns }: { ns: string }) {
     <>
       {/* Not an alert: the charts above work without it (no Redis, or only Prometheus configured). */}
       {error ? <p class="note">Tokens kept by the gateway: {error}</p> : null}
-      <table>
-        <caption>Tokens in the last 24 hours, kept by the gateway (survive restarts)</caption>
-        <thead>
-          <tr>
-            <th scope="col">Channel</th>
-            <th scope="col">Agent</th>
-            <th scope="col">Upstream</th>
-            <th scope="col">Model</th>
-            <th scope="col">Requests</th>
-            <th scope="col">Prompt tokens</th>
-            <th scope="col">Completion tokens</th>
-            <th scope="col">Cost</th>
+      <DataTable
+        caption="Tokens in the last 24 hours, kept by the gateway (survive restarts)"
+        columns={["Channel", "Agent", "Upstream", "Model", "Requests", "Prompt tokens", "Completion tokens", "Cost"]}
+      >
+        {(rows ?? []).map((r) => (
+          <tr key={`${r.channel}/${r.upstream}/${r.model}`} data-testid={`kept-${r.channel}-${r.upstream}`}>
+            <th scope="row">{r.channel}</th>
+            <td>{r.agent}</td>
+            <td>{r.upstream}</td>
+            <td>{r.model}</td>
+            <td>{r.requests}</td>
+            <td>{r.prompt}</td>
+            <td>{r.completion}</td>
+            <td>{r.cost ? `${r.cost.amount.toFixed(4)} ${r.cost.currency}` : "—"}</td>
           </tr>
-        </thead>
-        <tbody>
-          {(rows ?? []).map((r) => (
-            <tr key={`${r.channel}/${r.upstream}/${r.model}`} data-testid={`kept-${r.channel}-${r.upstream}`}>
-              <th scope="row">{r.channel}</th>
-              <td>{r.agent}</td>
-              <td>{r.upstream}</td>
-              <td>{r.model}</td>
-              <td>{r.requests}</td>
-              <td>{r.prompt}</td>
-              <td>{r.completion}</td>
-              <td>{r.cost ? `${r.cost.amount.toFixed(4)} ${r.cost.currency}` : "—"}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </>
   );
 }
@@ -142,27 +130,16 @@ export function UsagePage({ ns }: { ns: string }) {
         </button>
       </p>
       <ErrorText error={error ?? usage?.warning ?? undefined} />
-      <table>
-        <caption>Totals since the gateways started</caption>
-        <thead>
-          <tr>
-            <th scope="col">Channel</th>
-            <th scope="col">Requests</th>
-            <th scope="col">429s</th>
-            <th scope="col">Tokens</th>
+      <DataTable caption="Totals since the gateways started" columns={["Channel", "Requests", "429s", "Tokens"]}>
+        {(usage?.channels ?? []).map((c) => (
+          <tr key={c} data-testid={`usage-${c}`}>
+            <th scope="row">{c}</th>
+            <td>{last?.channels[c]?.requests ?? 0}</td>
+            <td>{last?.channels[c]?.throttled ?? 0}</td>
+            <td>{last?.channels[c]?.tokens ?? 0}</td>
           </tr>
-        </thead>
-        <tbody>
-          {(usage?.channels ?? []).map((c) => (
-            <tr key={c} data-testid={`usage-${c}`}>
-              <th scope="row">{c}</th>
-              <td>{last?.channels[c]?.requests ?? 0}</td>
-              <td>{last?.channels[c]?.throttled ?? 0}</td>
-              <td>{last?.channels[c]?.tokens ?? 0}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
       <KeptUsage ns={ns} />
       {times.length > 1 ? (
         <>
