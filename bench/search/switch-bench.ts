@@ -1,8 +1,8 @@
 // What a model change costs on a real Qdrant (the vendored server, started privately): search
-// latency on the serving generation alone and while a new model's generation is being filled
+// latency on the serving vector set alone and while a new model's vector set is being filled
 // beside it in another collection, and the time of the switch itself (one registry upsert).
 // Run: node bench/search/switch-bench.ts [--chunks 1000] [--rounds 5]   (--smoke: 100 chunks, 2 rounds)
-// Every search must answer 10 hits, and after each switch the serving generation is the model
+// Every search must answer 10 hits, and after each switch the serving vector set is the model
 // switched to; otherwise the run stops (bench/work.ts).
 import { parseArgs } from "node:util";
 import { QdrantStore } from "../../services/search/src/store/qdrant.ts";
@@ -64,7 +64,7 @@ async function latency(dims: number, n = sized(300, 20)): Promise<string> {
     const started = performance.now();
     const hits = await store.query({ keys: [KB], vector: unitVector(dims), limit: 10, minScore: 0 });
     t.push(performance.now() - started);
-    expectCount(`hits of search ${i} on the serving generation`, hits.length, 10);
+    expectCount(`hits of search ${i} on the serving vector set`, hits.length, 10);
   }
   t.sort((a, b) => a - b);
   return `p50 ${t[Math.floor(n / 2)]?.toFixed(2)} ms, p99 ${t[Math.floor(n * 0.99)]?.toFixed(2)} ms`;
@@ -74,7 +74,7 @@ try {
   const [a, b] = models as [(typeof models)[number], (typeof models)[number]];
   await store.ensureCollection(info(a));
   await fill(a.dims);
-  console.log(`${CHUNKS} chunks, search on the serving generation alone: ${await latency(a.dims)}`);
+  console.log(`${CHUNKS} chunks, search on the serving vector set alone: ${await latency(a.dims)}`);
   await store.ensureCollection(info(b));
   await fill(b.dims);
   console.log(`same, with ${CHUNKS} chunks of a new model built beside it: ${await latency(a.dims)}`);
@@ -82,15 +82,15 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     const [to, next] = r % 2 === 0 ? [b, a] : [a, b];
     const started = performance.now();
-    const serving = await store.switchGeneration(KB, to.model);
+    const serving = await store.switchVectorSet(KB, to.model);
     switches.push(performance.now() - started);
     expectWork(serving?.model === to.model, `switch ${r + 1} serves ${to.model} (serves ${serving?.model})`);
-    await new Promise((res) => setTimeout(res, GRACE_MS + 200)); // the retired generation goes
+    await new Promise((res) => setTimeout(res, GRACE_MS + 200)); // the retired vector set goes
     await store.ensureCollection(info(next));
     await fill(next.dims);
   }
   console.log(`switch: ${switches.map((x) => `${x.toFixed(1)} ms`).join(", ")}`);
-  expectCount("chunks of the serving generation after the switches", (await store.stats(KB))?.chunks ?? 0, CHUNKS);
+  expectCount("chunks of the serving vector set after the switches", (await store.stats(KB))?.chunks ?? 0, CHUNKS);
   workChecked(`${ROUNDS} switches, each serving its model with ${CHUNKS} chunks; every search answered 10 hits`);
 } finally {
   await store.close();

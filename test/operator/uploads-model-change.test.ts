@@ -1,6 +1,6 @@
 // Documents uploaded through search's public API survive a change of the KnowledgeBase's
 // embedding model, on the real API server, the real operator and the real search service with
-// the run's real Qdrant: the operator builds the new model's generation from the sources, carries
+// the run's real Qdrant: the operator builds the new model's vector set from the sources, carries
 // the uploads made before the build into it (re-embedded by the new model) and switches; an
 // upload deleted while the build runs stays deleted, one made while it runs is kept. The new
 // model is an OpenAI-compatible provider on loopback backed by the real local model
@@ -119,7 +119,7 @@ afterAll(async () => {
 });
 
 describe("a KnowledgeBase's model change with uploaded documents", () => {
-  it("carries the uploads into the new model's generation; a delete during the build stays deleted", async () => {
+  it("carries the uploads into the new model's vector set; a delete during the build stays deleted", async () => {
     await upload("vacation.md", "text/markdown", "# Vacation\n\nEveryone gets twenty-eight days of paid vacation.");
     await upload(
       "parking.html",

@@ -1,6 +1,6 @@
 // Uploads carried across an embedding-model change, on the real search service with each store
 // (embedded, and the run's real Qdrant): documents uploaded through the public API before the
-// build are copied into the new model's generation before the switch, their chunk texts embedded
+// build are copied into the new model's vector set before the switch, their chunk texts embedded
 // again by the new model, their metadata kept; an upload or a delete made during the build, or
 // while a copy is being embedded, wins over the copy; a repeated carry copies nothing. The new
 // model is an OpenAI-compatible provider on loopback backed by the real local model
@@ -116,7 +116,7 @@ describe.each(stores)("carrying uploads across a model change: $name", (store) =
     const building = await toModelB("carry");
     expect(building.building).toMatchObject({ model: second.name, documents: 0 });
     await client.upsertDocument(ref("carry"), "doc_source", source); // the sources, as the operator does
-    // During the build: a delete (from both generations) and a new version of an upload (to the new one).
+    // During the build: a delete (from both vector sets) and a new version of an upload (to the new one).
     expect((await remove("carry", "gone.md")).body.data?.deleted).toBe(1);
     await upload("carry", "wifi.txt", "text/plain", "The guest wifi password changed: ask at the reception desk.");
 
@@ -225,7 +225,7 @@ describe.each(stores)("carrying uploads across a model change: $name", (store) =
     expect(wrong.status).toBe(404);
     expect(wrong.body).toEqual({
       code: 404,
-      message: "not found: no generation of model local:all-MiniLM-L6-v2 being built for kb_carry",
+      message: "not found: no vector set of model local:all-MiniLM-L6-v2 being built for kb_carry",
       data: null,
     });
     expect((await post("kb_never", {})).status).toBe(404);

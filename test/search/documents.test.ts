@@ -11,9 +11,9 @@ import { call, INTERNAL_TOKEN, knowledgeBase, type Running, searchKey, startSear
 /** A knowledge base of the test's namespace, as the documents API addresses it. */
 const ref = (knowledgeId: string) => ({ namespace: "default", knowledgeId });
 
-/** The serving generation's model, as the documents API names it. */
+/** The serving vector set's model, as the documents API names it. */
 const MINILM = "local:all-MiniLM-L6-v2";
-/** Where kb_manual's vectors live (the embedded store): PUT and GET name the same generation. */
+/** Where kb_manual's vectors live (the embedded store): PUT and GET name the same vector set. */
 const MANUAL_LAYOUT = {
   collection: "default.kb_manual",
   vectors: { backend: "embedded", size: 384, distance: "Cosine", hnsw: { m: 16, efConstruct: 128, efSearch: 256 } },
@@ -252,7 +252,7 @@ describe("documents API", () => {
     expect(noBody.body).toMatchObject({ code: 200, data: { knowledgeId: "kb_notes", uploads: 0, carried: 0 } });
   });
 
-  it("switches generations only to one being built, with clear errors otherwise", async () => {
+  it("switches vector sets only to one being built, with clear errors otherwise", async () => {
     const post = (path: string, body: unknown) =>
       call(s.internalUrl, `/internal/v1/namespaces/default/knowledge-bases/${path}/switch`, {
         token: INTERNAL_TOKEN,
@@ -261,7 +261,7 @@ describe("documents API", () => {
     expect((await post("kb_manual", { model: 5 })).status).toBe(400);
     const wrong = await post("kb_manual", { model: "local:bge-huge" });
     expect(wrong.status).toBe(404);
-    expect(wrong.body.message).toMatch(/no generation of model local:bge-huge being built for kb_manual/);
+    expect(wrong.body.message).toMatch(/no vector set of model local:bge-huge being built for kb_manual/);
     expect((await post("kb_never", {})).status).toBe(404);
     // Asked again after a switch (or with nothing to build): the serving model, switched false.
     expect(await client.switchKnowledgeBase(ref("kb_manual"), MINILM)).toEqual({

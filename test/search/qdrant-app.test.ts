@@ -7,7 +7,7 @@ import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import { HANDBOOK, SCIENCE } from "./corpus.ts";
 import { call, INTERNAL_TOKEN, ingest, knowledgeBase, type Running, searchKey, startSearch } from "./helpers.ts";
 
-/** The serving generation's model, as the documents API names it. */
+/** The serving vector set's model, as the documents API names it. */
 const MINILM = "local:all-MiniLM-L6-v2";
 
 const KEY = "cap_srch_qdrant_app";

@@ -135,7 +135,7 @@ const kb = () => get(client, CAP, "KnowledgeBase", ns, "pumps");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("changing a KnowledgeBase's embedding model", () => {
-  it("keeps answering from the old generation until the new one is complete, then from the new one", async () => {
+  it("keeps answering from the old vector set until the new one is complete, then from the new one", async () => {
     await create(client, kbResource() as unknown as Obj);
     await eventually(
       "ingested with model A",
@@ -221,7 +221,7 @@ describe("changing a KnowledgeBase's embedding model", () => {
     for (const l of log.filter((x) => x.phase === "after")) expect(l.score).toBeCloseTo(scoreB, 3);
     expect(questionsToB()).toBeGreaterThan(questionsBefore); // the question is embedded by B now
 
-    // The new generation holds the documents; the old one's vectors go after the grace period.
+    // The new vector set holds the documents; the old one's vectors go after the grace period.
     expect(await pointsIn("b")).toBe(3);
     await eventually("model A's vectors deleted", async () => (await pointsIn("a")) === 0, 60_000);
   });

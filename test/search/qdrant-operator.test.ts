@@ -109,7 +109,7 @@ describe("KnowledgeBase ingestion on a failing Qdrant", () => {
       dimensions: 384,
       documents: 3,
       chunks: 3,
-      // The same generation the status names, from the same kind of read.
+      // The same vector set the status names, from the same kind of read.
       collection: up.status?.collection,
       vectors: up.status?.vectors,
     });

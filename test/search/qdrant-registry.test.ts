@@ -1,5 +1,5 @@
 // The Qdrant adapter's registry on the run's real Qdrant: a read of an entry that a write
-// overtakes (a search's read still on its way while the operator switches generations) must not
+// overtakes (a search's read still on its way while the operator switches vector sets) must not
 // leave the entry from before the write in the cache, where every read would find it for the
 // cache's lifetime. The read's answer is held back in the test until the write is done: the
 // interleaving a loaded machine produces by chance.

@@ -217,12 +217,12 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(lists.map((l) => l.map((h) => h.record.docsId))).toEqual([["d"], ["dy", "dx"], []]);
     });
 
-    it("updates chunking in place but builds another model's generation empty, beside the serving one", async () => {
+    it("updates chunking in place but builds another model's vector set empty, beside the serving one", async () => {
       await store.ensureCollection({ ...info(kb("x")), chunking: { size: 400, overlap: 50 } });
       expect((await store.getCollection(kb("x")))?.chunking).toEqual({ size: 400, overlap: 50 });
       expect((await store.stats(kb("x")))?.chunks).toBe(1);
       await store.ensureCollection(info(kb("x"), "test:other-model", 4));
-      expect(await store.generations(kb("x"))).toEqual({
+      expect(await store.vectorSets(kb("x"))).toEqual({
         serving: { ...info(kb("x")), chunking: { size: 400, overlap: 50 } },
         building: info(kb("x"), "test:other-model", 4),
       });
@@ -230,7 +230,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(await store.stats(kb("x"), "building")).toEqual({ documents: 0, chunks: 0 });
     });
 
-    it("serves the old generation while the new model's is built, then switches to it at once", async () => {
+    it("serves the old vector set while the new model's is built, then switches to it at once", async () => {
       const id = kb("gen");
       const v4 = (i: number) => unit(i).slice(0, 4);
       await store.ensureCollection(info(id));
@@ -244,12 +244,12 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       // Searches still read the old vectors.
       const before = await store.query({ keys: [id], vector: unit(0), limit: 5, minScore: 0 });
       expect(before.map((h) => h.record.text)).toEqual(["old"]);
-      expect(await store.switchGeneration(id, "test:model")).toBeUndefined(); // not what is being built
+      expect(await store.switchVectorSet(id, "test:model")).toBeUndefined(); // not what is being built
       expect((await store.getCollection(id))?.model).toBe("test:model");
 
-      expect(await store.switchGeneration(id, "test:model-b")).toEqual(info(id, "test:model-b", 4));
-      expect(await store.generations(id)).toEqual({ serving: info(id, "test:model-b", 4) });
-      expect(await store.switchGeneration(id)).toBeUndefined(); // nothing left to switch to
+      expect(await store.switchVectorSet(id, "test:model-b")).toEqual(info(id, "test:model-b", 4));
+      expect(await store.vectorSets(id)).toEqual({ serving: info(id, "test:model-b", 4) });
+      expect(await store.switchVectorSet(id)).toBeUndefined(); // nothing left to switch to
       const after = await store.query({ keys: [id], vector: v4(1), limit: 5, minScore: 0 });
       expect(after.map((h) => h.record.text)).toEqual(["new"]);
       expect(await store.stats(id)).toEqual({ documents: 1, chunks: 1 });
@@ -271,27 +271,27 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       expect(gone).toEqual([]);
     });
 
-    it("abandons a build when the model goes back, and deletes documents from every generation", async () => {
+    it("abandons a build when the model goes back, and deletes documents from every vector set", async () => {
       const id = kb("back");
       await store.ensureCollection(info(id));
       await store.replaceDocument(id, "keep", [chunk(id, "keep", 0, 1, unit(0))]);
       await store.replaceDocument(id, "gone", [chunk(id, "gone", 0, 1, unit(1))]);
       await store.ensureCollection(info(id, "test:model-c", 4));
       await store.replaceDocument(id, "gone", [chunk(id, "gone", 0, 1, unit(2).slice(0, 4))]);
-      expect(await store.deleteDocument(id, "gone")).toBe(2); // one chunk in each generation
+      expect(await store.deleteDocument(id, "gone")).toBe(2); // one chunk in each vector set
       await store.replaceDocument(id, "half", [chunk(id, "half", 0, 1, unit(3).slice(0, 4))]);
       await store.ensureCollection(info(id));
-      expect(await store.generations(id)).toEqual({ serving: info(id) });
+      expect(await store.vectorSets(id)).toEqual({ serving: info(id) });
       expect(await store.stats(id)).toEqual({ documents: 1, chunks: 1 });
       // Starting that model again starts from empty: the abandoned build's documents are gone.
       await store.ensureCollection(info(id, "test:model-c", 4));
       expect(await store.stats(id, "building")).toEqual({ documents: 0, chunks: 0 });
       expect(await store.dropCollection(id)).toBe(true);
-      expect(await store.generations(id)).toBeUndefined();
+      expect(await store.vectorSets(id)).toBeUndefined();
       expect(await store.stats(id, "building")).toBeUndefined();
     });
 
-    it("walks a generation's documents a page at a time and reads one document's chunks", async () => {
+    it("walks a vector set's documents a page at a time and reads one document's chunks", async () => {
       const id = kb("pages");
       await store.ensureCollection(info(id));
       const names = ["upload:a", "doc_1", "upload:b", "upload:c", "doc_2", "upload:d", "upload:e"];
@@ -334,7 +334,7 @@ export function storeContract(name: string, make: () => Promise<{ store: VectorS
       ]);
       expect(chunks[0]?.embeddingId).toBe(embeddingIdFor(id, "upload:c", 0, "upload:c #0"));
       expect(await store.documentChunks(id, "upload:none", "serving")).toEqual([]);
-      // The building generation is walked apart from the serving one.
+      // The building vector set is walked apart from the serving one.
       expect(await store.documentChunks(id, "upload:c", "building")).toEqual([]);
       await store.ensureCollection(info(id, "test:model-p", 4));
       expect(await store.documentPage(id, "building", "upload:", undefined, 10)).toEqual({ documents: [] });

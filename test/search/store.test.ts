@@ -10,7 +10,7 @@ import { QdrantStore } from "../../services/search/src/store/qdrant.ts";
 import { dropCollections, qdrantPrefix } from "../ground/qdrant.ts";
 import { chunk, storeContract, unit } from "./store-contract.ts";
 
-// A short grace period: the contract waits for a retired generation to be deleted.
+// A short grace period: the contract waits for a retired vector set to be deleted.
 const retireGraceMs = 300;
 
 storeContract("embedded, in memory", async () => ({
@@ -73,9 +73,9 @@ describe("embedded store persistence", () => {
     }
   });
 
-  it("keeps a generation being built across restarts, and the switched one after", async () => {
+  it("keeps a vector set being built across restarts, and the switched one after", async () => {
     const dir = mkdtempSync(join(tmpdir(), "capstan-persist-"));
-    const kb = "kb_generations";
+    const kb = "kb_vector_sets";
     const settings = (model: string, dimensions: number) => ({
       knowledgeId: kb,
       model,
@@ -91,13 +91,13 @@ describe("embedded store persistence", () => {
       await first.close();
 
       const second = new EmbeddedStore({ dataDir: dir });
-      expect(await second.generations(kb)).toEqual({ serving: settings("test:a", 8), building: settings("test:b", 4) });
+      expect(await second.vectorSets(kb)).toEqual({ serving: settings("test:a", 8), building: settings("test:b", 4) });
       expect(await second.stats(kb, "building")).toEqual({ documents: 1, chunks: 1 });
-      await second.switchGeneration(kb, "test:b");
+      await second.switchVectorSet(kb, "test:b");
       await second.close();
 
       const third = new EmbeddedStore({ dataDir: dir });
-      expect(await third.generations(kb)).toEqual({ serving: settings("test:b", 4) });
+      expect(await third.vectorSets(kb)).toEqual({ serving: settings("test:b", 4) });
       const hits = await third.query({ keys: [kb], vector: unit(1).slice(0, 4), limit: 5, minScore: 0 });
       expect(hits.map((h) => h.record.docsId)).toEqual(["b"]);
       await third.close();
@@ -107,7 +107,7 @@ describe("embedded store persistence", () => {
   });
 });
 
-describe("Qdrant: a retired generation outliving its process", () => {
+describe("Qdrant: a retired vector set outliving its process", () => {
   it("is deleted by the next ensure of that knowledge base", async () => {
     const url = inject("qdrantUrl");
     const prefix = qdrantPrefix("retired");
@@ -125,7 +125,7 @@ describe("Qdrant: a retired generation outliving its process", () => {
       await first.replaceDocument(kb, "a", [chunk(kb, "a", 0, 1, unit(0))]);
       await first.ensureCollection(settings("test:b", 4));
       await first.replaceDocument(kb, "b", [chunk(kb, "b", 0, 1, unit(1).slice(0, 4))]);
-      await first.switchGeneration(kb, "test:b");
+      await first.switchVectorSet(kb, "test:b");
       await first.close(); // stops before the grace period ends: the retired vectors stay
 
       await new Promise((r) => setTimeout(r, retireGraceMs + 50));

@@ -9,7 +9,7 @@ import type { RefreshOutcome } from "./refresh.ts";
 
 export interface FinishedRefresh {
   refresh: string;
-  /** The KnowledgeBase as the job began with it (its generation is what the status observes). */
+  /** The KnowledgeBase as the job began with it (its metadata.generation is what the status observes). */
   started: { generation?: number | undefined };
   outcome?: RefreshOutcome;
   /** The job stopped without an outcome (aborted, or an unexpected error): it is resumed. */

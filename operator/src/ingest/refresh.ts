@@ -50,7 +50,7 @@ export interface RefreshRun {
   spec: Spec;
   /** The refresh's id: every document written or confirmed is stamped with it. */
   refresh: string;
-  /** After a model change: the model whose generation is being built (switched to when complete). */
+  /** After a model change: the model whose vector set is being built (switched to when complete). */
   buildingModel?: string | undefined;
   /** Document ids of a KnowledgeBase from before documents carried their source (its old annotation). */
   legacy?: string[];
@@ -308,7 +308,7 @@ export async function runRefresh(d: RefreshDeps, run: RefreshRun): Promise<Refre
   };
   await Promise.all(Array.from({ length: Math.min(SOURCE_CONCURRENCY, sources.length) }, worker));
   run.signal?.throwIfAborted();
-  // A new model's generation missing a source is not pruned (deletes reach the serving one too)
+  // A new model's vector set missing a source is not pruned (deletes reach the serving one too)
   // nor switched to: the next refresh builds on.
   if (run.buildingModel !== undefined && out.failed.length > 0) return out;
   try {

@@ -27,9 +27,9 @@ export interface SearchDocuments {
   /** The end of a refresh: what its sources no longer have goes (search decides from the stamps). */
   pruneDocuments(knowledgeId: KnowledgeBaseRef, request: PruneRequest): Promise<PruneResult>;
   getKnowledgeBase(knowledgeId: KnowledgeBaseRef): Promise<KnowledgeBaseInfo | undefined>;
-  /** Makes the generation built after a model change serve (absent: this backend has none). */
+  /** Makes the vector set built after a model change serve (absent: this backend has none). */
   switchKnowledgeBase?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<unknown>;
-  /** Before that switch: copies the uploads the new generation lacks into it (all pages). */
+  /** Before that switch: copies the uploads the new vector set lacks into it (all pages). */
   carryUploads?(knowledgeId: KnowledgeBaseRef, model?: string): Promise<CarriedUploads>;
 }
 

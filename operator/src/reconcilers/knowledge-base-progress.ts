@@ -6,7 +6,7 @@
 // (status.refresh); close() waits for the last one so it never lands after the final status.
 import type { KnowledgeBase, KnowledgeBaseStatus } from "@capstan/shared/api";
 import type { KubeObject } from "@capstan/shared/kube";
-import { kbProgressStatus, type RunGenerations } from "../translate/knowledge-base.ts";
+import { kbProgressStatus, type RunVectorSets } from "../translate/knowledge-base.ts";
 import { KNOWLEDGE_BASE, type OperatorContext } from "./context.ts";
 import { writeStatus } from "./status.ts";
 
@@ -23,18 +23,18 @@ export class ProgressWriter {
   private closed = false;
   private readonly ctx: OperatorContext;
   private readonly kb: KnowledgeBase & KubeObject;
-  private readonly gens: RunGenerations | undefined;
+  private readonly sets: RunVectorSets | undefined;
   private readonly refresh: KnowledgeBaseStatus["refresh"];
 
   constructor(
     ctx: OperatorContext,
     kb: KnowledgeBase & KubeObject,
-    gens: RunGenerations | undefined,
+    sets: RunVectorSets | undefined,
     refresh: KnowledgeBaseStatus["refresh"],
   ) {
     this.ctx = ctx;
     this.kb = kb;
-    this.gens = gens;
+    this.sets = sets;
     this.refresh = refresh;
   }
 
@@ -69,7 +69,7 @@ export class ProgressWriter {
     }
     this.last = now.getTime();
     const total = this.kb.spec.sources.length;
-    const status = kbProgressStatus(this.kb, this.done, total, now, this.gens, this.pages, this.refresh);
+    const status = kbProgressStatus(this.kb, this.done, total, now, this.sets, this.pages, this.refresh);
     if (this.pages > 0) status.progress = `${status.progress}, ${this.written} written`;
     this.chain = this.chain
       .then(() => (this.closed ? false : writeStatus(this.ctx.client, KNOWLEDGE_BASE, this.kb, status)))

@@ -2,7 +2,7 @@
 // the search service or its vector store (retried with the controller's per-key backoff, so it
 // recovers by itself once the store is back), or its vectors vanished behind the operator's back
 // (a Qdrant collection deleted by hand), which the next reconcile re-creates and re-fills, or
-// the generation of a new embedding model is not complete (the old one keeps serving meanwhile).
+// the vector set of a new embedding model is not complete (the old one keeps serving meanwhile).
 
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { knowledgeIdOf } from "@capstan/shared/api";
@@ -106,7 +106,7 @@ export function kbRef(kb: KnowledgeBase): KnowledgeBaseRef {
 
 export async function needsRefill(ctx: OperatorContext, kb: KnowledgeBase): Promise<boolean> {
   const conditions = kb.status?.conditions;
-  // A generation for a new model is not complete yet (a source failed): build it again.
+  // A vector set for a new model is not complete yet (a source failed): build it again.
   if (kb.status?.building) return true;
   if (findCondition(conditions, "CollectionReady")?.status === "False") return true;
   if (findCondition(conditions, "Ingested")?.reason === SEARCH_UNAVAILABLE) return true;

@@ -8,7 +8,7 @@
 // leader) finds status.refresh and resumes the refresh under the same id. Search holds the
 // documents, each stamped with its source and the refresh that wrote or confirmed it; a refresh
 // ends with one prune there, so no list of documents is kept here. A model change is built
-// beside the serving generation and switched to only once every source is in. A source that
+// beside the serving vector set and switched to only once every source is in. A source that
 // fails keeps its previous documents and is retried with backoff. A knowledge base is its
 // namespace and id: a second KnowledgeBase of the namespace claiming the same id is refused
 // (DuplicateKnowledgeId) and never touches the owner's vectors.
@@ -35,7 +35,7 @@ import {
   kbStatus,
   kbUnavailableStatus,
   legacyDocuments,
-  type RunGenerations,
+  type RunVectorSets,
   refreshDueIn,
   sourceChunks,
 } from "../translate/knowledge-base.ts";
@@ -107,10 +107,10 @@ async function finalize(ctx: OperatorContext, kb: KB): Promise<void> {
 async function startRefresh(ctx: OperatorContext, kb: KB, key: string): Promise<Result> {
   const now = ctx.now();
   const id = kbRef(kb);
-  let gens: RunGenerations | undefined;
+  let sets: RunVectorSets | undefined;
   try {
     const info = (await ctx.search.ensureKnowledgeBase(id, kbSettings(kb))) as KnowledgeBaseInfo | undefined;
-    gens = info && { model: info.model, building: info.building, collection: info.collection, vectors: info.vectors };
+    sets = info && { model: info.model, building: info.building, collection: info.collection, vectors: info.vectors };
   } catch (err) {
     const reason = err instanceof OperatorError ? err.reason : "SearchUnavailable";
     ctx.logger.warn({ kb: key, err: (err as Error).message }, "knowledge base not ensured");
@@ -118,10 +118,10 @@ async function startRefresh(ctx: OperatorContext, kb: KB, key: string): Promise<
     return { requeue: true };
   }
   const refresh = kb.status?.refresh ?? { name: newRefreshId(now), startedAt: kubeTime(now) };
-  const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, gens, undefined, refresh);
+  const progress = kbProgressStatus(kb, 0, kb.spec.sources.length, now, sets, undefined, refresh);
   await writeStatus(ctx.client, KNOWLEDGE_BASE, kb, progress);
   const started = { ...kb, status: progress };
-  const writer = new ProgressWriter(ctx, started, gens, refresh);
+  const writer = new ProgressWriter(ctx, started, sets, refresh);
   ctx.metrics.ingestsInFlight.inc();
   if (kb.status?.refresh) ctx.logger.info({ kb: key, refresh: refresh.name }, "refresh resumed");
   ctx.refreshes.start(key, refresh.name, { generation: kb.metadata.generation }, (signal) =>
@@ -144,7 +144,7 @@ async function startRefresh(ctx: OperatorContext, kb: KB, key: string): Promise<
         ref: id,
         spec: kb.spec,
         refresh: refresh.name,
-        buildingModel: gens?.building?.model,
+        buildingModel: sets?.building?.model,
         legacy: legacyDocuments(kb.metadata.annotations?.[DOCUMENTS_ANNOTATION]),
         signal,
         onProgress: (p) => writer.update(p.sourcesDone, p.crawledPages, p.written),
@@ -164,7 +164,7 @@ function lazy<T>(f: () => Promise<T>): () => Promise<T> {
 }
 
 /**
- * A refresh job ended: one read of search (counts and the generation serving now, switched or
+ * A refresh job ended: one read of search (counts and the vector set serving now, switched or
  * not), one status write, the failing-since annotation, and the legacy documents annotation of
  * KnowledgeBases from before search held the documents dropped once a complete refresh pruned it.
  */
@@ -201,7 +201,7 @@ async function finishRefresh(ctx: OperatorContext, kb: KB, job: FinishedRefresh)
       },
     });
   }
-  // The status observes the generation the refresh began with: a spec changed meanwhile is refreshed next.
+  // The status observes the metadata.generation the refresh began with: a spec changed meanwhile is refreshed next.
   const observed = { ...current, metadata: { ...current.metadata, generation: job.started.generation } };
   const status = kbStatus(observed, report, finished);
   const before = findCondition(kb.status?.conditions, "Ready");
@@ -212,7 +212,7 @@ async function finishRefresh(ctx: OperatorContext, kb: KB, job: FinishedRefresh)
   }
   // The search service or its store was down for some sources: again with backoff, not in 24 h.
   if (report.failed.some((f) => f.reason === SEARCH_UNAVAILABLE)) return { requeue: true };
-  // A new model's generation that is not complete is built again with backoff, not in 24 h.
+  // A new model's vector set that is not complete is built again with backoff, not in 24 h.
   if (report.building) return { requeue: true };
   // Back for the counts (syncCounts) before the next refresh when that is further away.
   const next = Math.min(refreshDueIn({ ...current, status }, finished), ctx.config.knowledgeBaseCountsSeconds * 1000);

@@ -1,5 +1,5 @@
 // When a KnowledgeBase is refreshed again: on its interval, and sooner while sources fail; which
-// the documents of the legacy annotation; and which generation its status names.
+// the documents of the legacy annotation; and which vector set its status names.
 import type { KnowledgeBase } from "@capstan/shared/api";
 import { describe, expect, it } from "vitest";
 import {
@@ -68,7 +68,7 @@ describe("legacyDocuments", () => {
 });
 
 describe("kbProgressStatus", () => {
-  it("shows the serving generation this run found, its layout with its model (after a switch)", () => {
+  it("shows the serving vector set this run found, its layout with its model (after a switch)", () => {
     const before = {
       ...kb("2026-01-01T00:00:00Z", 0),
       status: {
@@ -136,7 +136,7 @@ describe("kbCountsStatus", () => {
     expect(st).toMatchObject({ servingModel: "openai:b", collection: "b-collection", vectors: vectors(512) });
   });
 
-  it("keeps the status's generation when search names no collection (an older search)", () => {
+  it("keeps the status's vector set when search names no collection (an older search)", () => {
     const st = kbCountsStatus(servedByA, { knowledgeId: "kb_docs", documents: 4, chunks: 5, model: "openai:b" });
     expect(st).toMatchObject({ servingModel: "local:a", collection: "a-collection", documents: 4, chunks: 5 });
   });

@@ -99,7 +99,7 @@ export interface IngestionReport {
   chunks: number;
   collection?: string;
   vectors?: KnowledgeBaseInfo["vectors"];
-  /** The model answering searches, and the generation still being built (a failed or partial build). */
+  /** The model answering searches, and the vector set still being built (a failed or partial build). */
   servingModel?: string | undefined;
   building?: KnowledgeBaseInfo["building"];
   /** Documents uploaded through the public documents API (part of documents and chunks). */
@@ -238,19 +238,19 @@ export function kbUnavailableStatus(
   });
 }
 
-/** The generations a run's ensure found, and the serving one's layout. */
-export type RunGenerations = Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">;
+/** The vector sets a run's ensure found, and the serving one's layout. */
+export type RunVectorSets = Pick<KnowledgeBaseInfo, "model" | "building" | "collection" | "vectors">;
 
 /**
  * Status while a refresh runs: progress and an Ingested=Unknown condition, counts kept; after a
- * model change, the generation being built (searches still use the serving one).
+ * model change, the vector set being built (searches still use the serving one).
  */
 export function kbProgressStatus(
   kb: KnowledgeBase,
   done: number,
   total: number,
   now: Date,
-  gens?: RunGenerations,
+  sets?: RunVectorSets,
   pages?: number,
   refresh?: KnowledgeBaseStatus["refresh"],
 ): KnowledgeBaseStatus {
@@ -265,7 +265,7 @@ export function kbProgressStatus(
       type: "CollectionReady",
       status: "True",
       reason: "CollectionReady",
-      message: `collection ${gens?.collection ?? st.collection ?? knowledgeIdOf(kb)}`,
+      message: `collection ${sets?.collection ?? st.collection ?? knowledgeIdOf(kb)}`,
     },
     { type: "Ingested", status: "Unknown", reason: "Refreshing", message: `${done}/${total} sources processed` },
   ];
@@ -274,28 +274,28 @@ export function kbProgressStatus(
     knowledgeId: knowledgeIdOf(kb),
     conditions: setConditions(st.conditions, wanted, st.observedGeneration, now),
     progress: progressText(done, total, pages),
-    // The serving generation as this run's ensure found it: its model and layout go together (a
+    // The serving vector set as this run's ensure found it: its model and layout go together (a
     // switch made by the previous run changed both).
-    ...(gens?.model ? { servingModel: gens.model } : {}),
-    ...(gens?.collection ? { collection: gens.collection } : {}),
-    ...(gens?.vectors ? { vectors: gens.vectors } : {}),
-    ...(gens ? { building: gens.building } : {}),
+    ...(sets?.model ? { servingModel: sets.model } : {}),
+    ...(sets?.collection ? { collection: sets.collection } : {}),
+    ...(sets?.vectors ? { vectors: sets.vectors } : {}),
+    ...(sets ? { building: sets.building } : {}),
     ...(refresh ? { refresh } : {}),
   });
 }
 
 /**
  * Between refreshes: the counts search has now (documents uploaded through the public API add and
- * remove some) and the generations of the same read (model, collection and vectors together,
+ * remove some) and the vector sets of the same read (model, collection and vectors together,
  * never one of them from an older read), everything else as it was. The same object when nothing
  * changed.
  */
 export function kbCountsStatus(kb: KnowledgeBase, info: KnowledgeBaseInfo): KnowledgeBaseStatus {
   const st = kb.status ?? {};
-  const gens = info.collection
+  const sets = info.collection
     ? { servingModel: info.model, collection: info.collection, vectors: info.vectors, building: info.building }
     : {};
-  return compact({ ...st, ...gens, documents: info.documents, chunks: info.chunks, uploaded: info.uploaded });
+  return compact({ ...st, ...sets, documents: info.documents, chunks: info.chunks, uploaded: info.uploaded });
 }
 
 /** Chunks that came from the KnowledgeBase's sources (all of them less the uploaded ones). */

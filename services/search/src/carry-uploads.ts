@@ -1,11 +1,11 @@
-// Uploads carried across an embedding-model change. A new model's generation is filled from the
+// Uploads carried across an embedding-model change. A new model's vector set is filled from the
 // KnowledgeBase's sources; the documents uploaded through the public documents API before the
-// build started are only in the serving generation. Before the switch, the caller (the operator,
+// build started are only in the serving vector set. Before the switch, the caller (the operator,
 // the standalone launcher) walks them a page at a time: each upload missing from the building
-// generation has its chunks read from the serving one, their texts embedded again with the new
+// vector set has its chunks read from the serving one, their texts embedded again with the new
 // model (vectors of two models are not comparable) and written there with the same chunk
 // records (name, chunk indexes, metadata: format, uploadedAt, title...). Idempotent: what the
-// building generation already holds (copied by an earlier call, or uploaded again during the
+// building vector set already holds (copied by an earlier call, or uploaded again during the
 // build, which is newer) is skipped. The last check and the write happen under the document's
 // lock (document-lock.ts) after the embedding, so an upload or a delete made meanwhile wins.
 import { SearchError } from "./errors.ts";
@@ -29,7 +29,7 @@ export interface CarryRequest {
 
 export interface CarryPage {
   model: string;
-  /** Uploads of the serving generation looked at in this call. */
+  /** Uploads of the serving vector set looked at in this call. */
   uploads: number;
   /** Of them, those copied now, and their chunks. */
   carried: number;
@@ -43,12 +43,12 @@ const SCAN = 256;
 
 /** One page of the carry; the knowledge base is a store key. */
 export async function carryUploads(d: CarryDeps, key: string, req: CarryRequest): Promise<CarryPage> {
-  const gens = await d.store.generations(key);
-  const target = gens?.building;
-  if (!gens || !target || (req.model !== undefined && target.model !== req.model)) {
+  const sets = await d.store.vectorSets(key);
+  const target = sets?.building;
+  if (!sets || !target || (req.model !== undefined && target.model !== req.model)) {
     // Nothing being built and that model serving (a repeated call after the switch): nothing to do.
-    if (gens && !target && (req.model === undefined || req.model === gens.serving.model)) {
-      return { model: gens.serving.model, uploads: 0, carried: 0, chunks: 0 };
+    if (sets && !target && (req.model === undefined || req.model === sets.serving.model)) {
+      return { model: sets.serving.model, uploads: 0, carried: 0, chunks: 0 };
     }
     throw notBuilding(key, req.model);
   }
@@ -73,7 +73,7 @@ export async function carryUploads(d: CarryDeps, key: string, req: CarryRequest)
 
 function notBuilding(key: string, model: string | undefined): SearchError {
   return new SearchError("SEARCH_ERR_NOT_FOUND", {
-    detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${plainKnowledgeId(key)}`,
+    detail: `no vector set ${model ? `of model ${model} ` : ""}being built for ${plainKnowledgeId(key)}`,
   });
 }
 
@@ -83,7 +83,7 @@ const inBuilding = async (d: CarryDeps, key: string, docsId: string) =>
 const sameChunks = (a: ChunkRecord[], b: ChunkRecord[]) =>
   a.length === b.length && a.every((r, i) => r.embeddingId === b[i]?.embeddingId);
 
-/** Copies one upload into the building generation; its chunks, or 0 when it was skipped. */
+/** Copies one upload into the building vector set; its chunks, or 0 when it was skipped. */
 async function carryOne(d: CarryDeps, target: CollectionInfo, docsId: string): Promise<number> {
   const { knowledgeId: key } = target;
   if (await inBuilding(d, key, docsId)) return 0;
@@ -92,9 +92,9 @@ async function carryOne(d: CarryDeps, target: CollectionInfo, docsId: string): P
   const texts = records.map((r) => r.text);
   const vectors = await d.ingester.embedTexts(target.model, texts, { key, docsId, carry: target.model });
   return d.ingester.withDocument(key, docsId, async () => {
-    const gens = await d.store.generations(key);
-    if (gens?.building?.model !== target.model) throw notBuilding(key, target.model); // switched or abandoned
-    // Uploaded again meanwhile (newer), or deleted meanwhile (from both generations): theirs wins.
+    const sets = await d.store.vectorSets(key);
+    if (sets?.building?.model !== target.model) throw notBuilding(key, target.model); // switched or abandoned
+    // Uploaded again meanwhile (newer), or deleted meanwhile (from both vector sets): theirs wins.
     if (await inBuilding(d, key, docsId)) return 0;
     if (!sameChunks(await d.store.documentChunks(key, docsId, "serving"), records)) return 0;
     await d.ingester.write(
@@ -103,7 +103,7 @@ async function carryOne(d: CarryDeps, target: CollectionInfo, docsId: string): P
       records.map((record, i) => ({ record, vector: vectors[i] as Float32Array })),
     );
     // The lock is this process's: a delete through another replica between the check and the
-    // write shows here, and the copy is taken back (a later delete reaches both generations).
+    // write shows here, and the copy is taken back (a later delete reaches both vector sets).
     if (!sameChunks(await d.store.documentChunks(key, docsId, "serving"), records)) {
       await d.store.deleteDocument(key, docsId);
       return 0;

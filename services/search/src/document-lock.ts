@@ -1,5 +1,5 @@
 // One write at a time per document in this process: an upload, a delete and the copy of an upload
-// into a new generation (carry-uploads.ts) each check and write a document under its lock, so the
+// into a new vector set (carry-uploads.ts) each check and write a document under its lock, so the
 // copy never overwrites a newer upload or brings back a deleted document. Locks are held for the
 // store calls only, never while a text is embedded. Hand-written (a promise chain per key, removed
 // once idle) rather than a dependency: the keyed locks of npm are this same chain.

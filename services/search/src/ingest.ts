@@ -4,7 +4,7 @@
 // whose content hash (name, text, metadata, chunking) is the one stored is not embedded again:
 // a refresh only moves its stamps (refresh, fetchedAt), so a refresh of an unchanged site costs
 // reads, not embedding. After a model
-// change documents go to the generation being built (with its model and chunking) until the
+// change documents go to the vector set being built (with its model and chunking) until the
 // caller switches to it; searches keep reading the serving one meanwhile (uploads made before the
 // build are copied into it by carry-uploads.ts). Knowledge bases are addressed by store key
 // (`<namespace>.<kb_id>`, see storeKey).
@@ -108,7 +108,7 @@ export class Ingester {
   async adoptLegacy(namespace: string, knowledgeId: string): Promise<boolean> {
     const key = storeKey(namespace, knowledgeId);
     if (this.d.kbs.keyOf(namespace, knowledgeId) !== key || this.d.kbs.namespacesWith(knowledgeId) !== 1) return false;
-    if (await this.d.store.generations(key)) return false;
+    if (await this.d.store.vectorSets(key)) return false;
     if (!(await this.d.store.renameCollection(knowledgeId, key))) return false;
     this.d.kbs.invalidate(key);
     this.d.logger.info({ knowledgeId, namespace }, "legacy collection adopted by its namespace");
@@ -122,11 +122,11 @@ export class Ingester {
     return info;
   }
 
-  /** Makes the generation being built serve; undefined when none is (or not of `model`). */
-  async switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined> {
-    const info = await this.d.store.switchGeneration(key, model);
+  /** Makes the vector set being built serve; undefined when none is (or not of `model`). */
+  async switchVectorSet(key: string, model?: string): Promise<CollectionInfo | undefined> {
+    const info = await this.d.store.switchVectorSet(key, model);
     this.d.kbs.invalidate(key);
-    if (info) this.d.logger.info({ key, model: info.model }, "generation switched");
+    if (info) this.d.logger.info({ key, model: info.model }, "vector set switched");
     return info;
   }
 
@@ -173,14 +173,14 @@ export class Ingester {
     }
   }
 
-  /** Deletes a document from every generation; chunks removed. */
+  /** Deletes a document from every vector set; chunks removed. */
   async deleteDocument(key: string, docsId: string): Promise<number> {
     const deleted = await this.withDocument(key, docsId, () => this.d.store.deleteDocument(key, docsId));
     this.d.kbs.invalidate(key);
     return deleted;
   }
 
-  /** The end of a refresh: the documents of the generation written to that go under the rule. */
+  /** The end of a refresh: the documents of the vector set written to that go under the rule. */
   async prune(key: string, rule: PruneRule): Promise<number> {
     const deleted = await this.d.store.pruneDocuments(key, rule);
     this.d.kbs.invalidate(key);
@@ -188,7 +188,7 @@ export class Ingester {
     return deleted;
   }
 
-  /** Chunks and embeds a document for a generation. */
+  /** Chunks and embeds a document for a vector set. */
   private async prepare(info: CollectionInfo, docsId: string, doc: DocumentInput): Promise<ChunkWithVector[]> {
     const { knowledgeId: key } = info;
     const texts = chunkText(doc.text, info.chunking);
@@ -218,15 +218,15 @@ export class Ingester {
   }
 
   /**
-   * The same content is stored in the generation written to (same model, same hash, same
+   * The same content is stored in the vector set written to (same model, same hash, same
    * source, every chunk there): its stamps are moved to this write's and its chunk count
    * returned; undefined otherwise. Called under the document's lock.
    */
   private async unchanged(info: CollectionInfo, docsId: string, doc: DocumentInput, hash: string) {
-    const gens = await this.d.store.generations(info.knowledgeId);
-    const writable = gens && (gens.building ?? gens.serving);
+    const sets = await this.d.store.vectorSets(info.knowledgeId);
+    const writable = sets && (sets.building ?? sets.serving);
     if (!writable || writable.model !== info.model) return undefined;
-    const records = await this.d.store.documentChunks(info.knowledgeId, docsId, gens.building ? "building" : "serving");
+    const records = await this.d.store.documentChunks(info.knowledgeId, docsId, sets.building ? "building" : "serving");
     const first = records[0];
     if (!first || first.contentHash !== hash || records.length !== first.totalChunks) return undefined;
     if (first.source !== doc.source) return undefined;
@@ -235,10 +235,10 @@ export class Ingester {
     return records.length;
   }
 
-  /** The generation document writes go to: the one being built, else the serving one. */
+  /** The vector set document writes go to: the one being built, else the serving one. */
   private async writable(key: string): Promise<CollectionInfo | undefined> {
-    const gens = await this.d.store.generations(key);
-    return gens && (gens.building ?? gens.serving);
+    const sets = await this.d.store.vectorSets(key);
+    return sets && (sets.building ?? sets.serving);
   }
 
   async upsert(key: string, docsId: string, doc: DocumentInput): Promise<UpsertOutcome> {
@@ -248,7 +248,7 @@ export class Ingester {
       let chunks: ChunkWithVector[] | undefined;
       // A model change may start a build (or a switch end one) while the text is embedded: the
       // chunks are written only where that model is written to, else prepared again for the
-      // generation now written to (a model that keeps changing is a 503 to retry).
+      // vector set now written to (a model that keeps changing is a 503 to retry).
       for (let attempt = 0; attempt < 3 && !chunks; attempt++) {
         const info = (await this.writable(key)) ?? (await this.ensure(key, {}));
         const hash = contentHashOf(doc, info.chunking);

@@ -235,7 +235,7 @@ function vectorQueries(
       const limit = Math.max(p.req.maxResults * sizing.candidateFactor, sizing.minCandidates);
       queries.push({
         keys,
-        // The generation of this model, even if a switch happens while the text is embedded.
+        // The vector set of this model, even if a switch happens while the text is embedded.
         model,
         vector: embedded.vectors.get(model)?.get(p.req.text) as Float32Array,
         limit,

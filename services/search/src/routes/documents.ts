@@ -2,7 +2,7 @@
 // by the internal token. A knowledge base is addressed by its namespace and id
 // (/internal/v1/namespaces/:namespace/knowledge-bases/:knowledgeId): its vectors live under the
 // store key `<namespace>.<kb_id>`, never shared with the same id in another namespace. Responses
-// use the same envelope as search. A model change builds a new generation beside the serving one
+// use the same envelope as search. A model change builds a new vector set beside the serving one
 // (PUT answers with both); POST .../carry-uploads copies the uploads into it a page at a time
 // (carry-uploads.ts), then POST .../switch makes it serve. A KnowledgeBase refresh lists the
 // documents of a source (GET .../documents?source=) and ends with one prune (POST .../prune).
@@ -86,7 +86,7 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (pla
   app.put(base, { schema: settings }, (req) => ensureKnowledgeBase(d, req.params, req.body));
   app.get(base, { schema: route(kb, documentsWire.info) }, (req) => describeKnowledgeBase(d, req.params));
   const sw = { ...route(kb, documentsWire.switch), body: switchBodySchema };
-  app.post(`${base}/switch`, { schema: sw }, (req) => switchGeneration(d, req.params, req.body.model));
+  app.post(`${base}/switch`, { schema: sw }, (req) => switchVectorSet(d, req.params, req.body.model));
   const carry = { ...route(kb, documentsWire.carry), body: carryBodySchema };
   app.post(`${base}/carry-uploads`, { schema: carry }, async (req) => {
     const { knowledgeId, key } = target(req.params);
@@ -129,9 +129,9 @@ async function ensureKnowledgeBase(
   const { namespace, knowledgeId, key } = target(ref);
   await d.ingester.adoptLegacy(namespace, knowledgeId);
   await d.ingester.ensure(key, settings);
-  const gens = await d.store.generations(key);
-  if (!gens) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${key} not created` });
-  const info = gens.serving;
+  const sets = await d.store.vectorSets(key);
+  if (!sets) throw new SearchError("SEARCH_ERR_STORE", { detail: `collection of ${key} not created` });
+  const info = sets.serving;
   const stats = (await d.store.stats(key)) ?? { documents: 0, chunks: 0 };
   return ok({
     knowledgeId,
@@ -140,20 +140,20 @@ async function ensureKnowledgeBase(
     chunking: info.chunking,
     ...stats,
     ...whereStored(d.store, info),
-    ...(await building(d.store, gens.building)),
+    ...(await building(d.store, sets.building)),
   });
 }
 
-/** GET: what the knowledge base holds, its uploads apart, and the generation being built if any. */
+/** GET: what the knowledge base holds, its uploads apart, and the vector set being built if any. */
 async function describeKnowledgeBase(d: DocumentRoutesDeps, ref: KnowledgeBaseRef) {
   const { namespace, knowledgeId, key } = target(ref);
   await d.ingester.adoptLegacy(namespace, knowledgeId);
-  const gens = await d.store.generations(key);
-  const stats = gens && (await d.store.stats(key));
-  if (!gens || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${knowledgeId}` });
-  const { model, dimensions } = gens.serving;
-  // The serving generation's model and collection come from this one read, so the KnowledgeBase
-  // status taken from it never names one generation's model beside another's collection.
+  const sets = await d.store.vectorSets(key);
+  const stats = sets && (await d.store.stats(key));
+  if (!sets || !stats) throw new SearchError("SEARCH_ERR_NOT_FOUND", { detail: `no collection for ${knowledgeId}` });
+  const { model, dimensions } = sets.serving;
+  // The serving vector set's model and collection come from this one read, so the KnowledgeBase
+  // status taken from it never names one vector set's model beside another's collection.
   // The documents uploaded through the public API, counted apart (when there are any): the
   // operator keeps them out of what its sources produce (status.uploaded).
   const docs = await d.store.documents(key, UPLOAD_PREFIX);
@@ -163,29 +163,29 @@ async function describeKnowledgeBase(d: DocumentRoutesDeps, ref: KnowledgeBaseRe
     model,
     dimensions,
     ...stats,
-    ...whereStored(d.store, gens.serving),
+    ...whereStored(d.store, sets.serving),
     ...(docs.length > 0 ? { uploaded } : {}),
-    ...(await building(d.store, gens.building)),
+    ...(await building(d.store, sets.building)),
   });
 }
 
 /**
- * Makes the generation being built serve (after its last document); with {model}, only if it is
+ * Makes the vector set being built serve (after its last document); with {model}, only if it is
  * that model's. Asked again after it happened (a lost answer), it answers switched: false.
  */
-async function switchGeneration(d: DocumentRoutesDeps, ref: KnowledgeBaseRef, model: string | undefined) {
+async function switchVectorSet(d: DocumentRoutesDeps, ref: KnowledgeBaseRef, model: string | undefined) {
   const { knowledgeId, key } = target(ref);
-  const switched = await d.ingester.switchGeneration(key, model);
+  const switched = await d.ingester.switchVectorSet(key, model);
   const serving = switched ?? (await d.store.getCollection(key));
   if (!serving || (!switched && model !== undefined && serving.model !== model)) {
     throw new SearchError("SEARCH_ERR_NOT_FOUND", {
-      detail: `no generation ${model ? `of model ${model} ` : ""}being built for ${knowledgeId}`,
+      detail: `no vector set ${model ? `of model ${model} ` : ""}being built for ${knowledgeId}`,
     });
   }
   return ok({ knowledgeId, model: serving.model, dimensions: serving.dimensions, switched: switched !== undefined });
 }
 
-/** The documents of the generation written to (of one source, with ?source=), a page at a time. */
+/** The documents of the vector set written to (of one source, with ?source=), a page at a time. */
 async function listDocuments(d: DocumentRoutesDeps, ref: KnowledgeBaseRef, q: z.infer<typeof documentListQuerySchema>) {
   const { knowledgeId, key } = target(ref);
   const page = await d.store.ingestedPage(key, q.source, q.from, q.limit);
@@ -198,7 +198,7 @@ async function listDocuments(d: DocumentRoutesDeps, ref: KnowledgeBaseRef, q: z.
   return ok({ knowledgeId, documents, ...(page.next !== undefined ? { next: page.next } : {}) });
 }
 
-/** Where a generation's vectors live and how they are indexed (the KnowledgeBase shows this in its status). */
+/** Where a vector set's vectors live and how they are indexed (the KnowledgeBase shows this in its status). */
 function whereStored(store: VectorStore, info: CollectionInfo) {
   const l = store.layout(info);
   return {
@@ -207,7 +207,7 @@ function whereStored(store: VectorStore, info: CollectionInfo) {
   };
 }
 
-/** The generation being built, with its counts so far: the KnowledgeBase status shows its progress. */
+/** The vector set being built, with its counts so far: the KnowledgeBase status shows its progress. */
 async function building(store: VectorStore, info: CollectionInfo | undefined) {
   if (!info) return {};
   const stats = (await store.stats(info.knowledgeId, "building")) ?? { documents: 0, chunks: 0 };

@@ -1,4 +1,4 @@
-// The embedded store's in-memory shape of one knowledge base generation (a usearch HNSW index,
+// The embedded store's in-memory shape of one knowledge base's vector set (a usearch HNSW index,
 // the chunk payloads and each document's keys) and how a new one is made.
 import { Index, MetricKind, ScalarKind } from "usearch";
 import {
@@ -19,12 +19,12 @@ export interface EmbeddedStoreOptions {
   expansionAdd?: number;
   expansionSearch?: number;
   flushDelayMs?: number;
-  /** How long a replaced generation still answers searches that name its model. */
+  /** How long a replaced vector set still answers searches that name its model. */
   retireGraceMs?: number;
   onError?: (err: Error) => void;
 }
 
-/** Where a generation is persisted: its folder under dataDir; retired ones are not persisted. */
+/** Where a vector set is persisted: its folder under dataDir; retired ones are not persisted. */
 export type Place = "collections" | "building" | "retired";
 
 export interface Collection {
@@ -40,7 +40,7 @@ export interface Collection {
 export interface Entry {
   serving: Collection;
   building?: Collection | undefined;
-  /** The generation replaced by the last switch, until its grace period ends. */
+  /** The vector set replaced by the last switch, until its grace period ends. */
   retired?: Collection | undefined;
   retireTimer?: NodeJS.Timeout | undefined;
 }
@@ -95,7 +95,7 @@ export function summaryOf(col: Collection, docsId: string): DocumentSummary | un
   };
 }
 
-/** VectorStore.documentPage on one generation: its documents of the prefix in docsId order, from `from` on. */
+/** VectorStore.documentPage on one vector set: its documents of the prefix in docsId order, from `from` on. */
 export function pageOf(
   col: Collection | undefined,
   prefix: string,
@@ -130,7 +130,7 @@ function firstOf(col: Collection | undefined, docsId: string): ChunkRecord | und
   return key === undefined ? undefined : col?.chunks.get(key);
 }
 
-/** Sets stamps on every chunk of a document; false when the generation does not have it. */
+/** Sets stamps on every chunk of a document; false when the vector set does not have it. */
 export function stampDoc(col: Collection, docsId: string, stamps: IngestStamps): boolean {
   const keys = col.docs.get(docsId);
   if (!keys) return false;
@@ -141,7 +141,7 @@ export function stampDoc(col: Collection, docsId: string, stamps: IngestStamps):
   return true;
 }
 
-/** The documents of a generation that go under a prune rule. */
+/** The documents of a vector set that go under a prune rule. */
 export function prunableDocs(col: Collection, rule: PruneRule): string[] {
   return [...col.docs.keys()].filter((id) => {
     const first = firstOf(col, id);

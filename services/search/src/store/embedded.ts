@@ -1,6 +1,6 @@
-// The embedded vector store: one HNSW index (usearch, cosine) per knowledge base generation,
+// The embedded vector store: one HNSW index (usearch, cosine) per vector set of a knowledge base,
 // chunk payloads in memory, persisted to <dataDir>/collections/<knowledgeId>/ (the serving
-// generation) and <dataDir>/building/<knowledgeId>/ (a generation being built after a model
+// vector set) and <dataDir>/building/<knowledgeId>/ (a vector set being built after a model
 // change), each with index.usearch, chunks.json and meta.json, by a debounced flush (write to a
 // temporary file, then rename) and on close. Without a dataDir it keeps everything in memory.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -28,8 +28,6 @@ import {
   DEFAULT_RETIRE_GRACE_MS,
   type DocumentPage,
   type DocumentSummary,
-  type GenerationName,
-  type Generations,
   type IngestStamps,
   mergeHits,
   type PruneRule,
@@ -37,6 +35,8 @@ import {
   sameModel,
   type VectorHit,
   type VectorQuery,
+  type VectorSetName,
+  type VectorSets,
   type VectorStore,
 } from "./types.ts";
 
@@ -84,7 +84,7 @@ export class EmbeddedStore implements VectorStore {
         else if (entry) entry.building = col;
         else {
           // Stopped half-way through a switch (the old folder removed, the new one not yet
-          // renamed): the built generation is the one that was being promoted.
+          // renamed): the built vector set is the one that was being promoted.
           renameSync(join(root, name), join(dataDir, "collections", name));
           this.entries.set(col.info.knowledgeId, { serving: { ...col, place: "collections" } });
         }
@@ -110,7 +110,7 @@ export class EmbeddedStore implements VectorStore {
     }
   }
 
-  /** Forgets a generation and its folder. */
+  /** Forgets a vector set and its folder. */
   private discard(col: Collection | undefined): void {
     if (!col) return;
     const dir = this.dirOf(col.place, col.info.knowledgeId);
@@ -160,13 +160,13 @@ export class EmbeddedStore implements VectorStore {
     return info ? { ...info } : undefined;
   }
 
-  async generations(key: string): Promise<Generations | undefined> {
+  async vectorSets(key: string): Promise<VectorSets | undefined> {
     const e = this.entries.get(key);
     if (!e) return undefined;
     return { serving: { ...e.serving.info }, ...(e.building ? { building: { ...e.building.info } } : {}) };
   }
 
-  async switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined> {
+  async switchVectorSet(key: string, model?: string): Promise<CollectionInfo | undefined> {
     const e = this.entries.get(key);
     const next = e?.building;
     if (!e || !next || (model !== undefined && next.info.model !== model)) return undefined;
@@ -260,7 +260,7 @@ export class EmbeddedStore implements VectorStore {
     return n;
   }
 
-  /** The generation written to: the one being built, else the serving one. */
+  /** The vector set written to: the one being built, else the serving one. */
   private writable = (key: string) => this.entries.get(key)?.building ?? this.entries.get(key)?.serving;
 
   async stampDocument(key: string, docsId: string, stamps: IngestStamps): Promise<void> {
@@ -282,31 +282,31 @@ export class EmbeddedStore implements VectorStore {
   }
 
   async documents(key: string, docsIdPrefix: string): Promise<DocumentSummary[]> {
-    const page = pageOf(this.generation(key, "serving"), docsIdPrefix, undefined, Number.MAX_SAFE_INTEGER);
+    const page = pageOf(this.vectorSet(key, "serving"), docsIdPrefix, undefined, Number.MAX_SAFE_INTEGER);
     return page.documents.map(({ at: _at, ...doc }) => doc).sort((a, b) => a.docsId.localeCompare(b.docsId));
   }
 
   async documentPage(
     key: string,
-    generation: GenerationName,
+    set: VectorSetName,
     docsIdPrefix: string,
     from: string | undefined,
     scan: number,
   ): Promise<DocumentPage> {
-    return pageOf(this.generation(key, generation), docsIdPrefix, from, scan);
+    return pageOf(this.vectorSet(key, set), docsIdPrefix, from, scan);
   }
 
-  async documentChunks(key: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]> {
-    return chunksOf(this.generation(key, generation), docsId);
+  async documentChunks(key: string, docsId: string, set: VectorSetName): Promise<ChunkRecord[]> {
+    return chunksOf(this.vectorSet(key, set), docsId);
   }
 
-  private generation(key: string, generation: GenerationName): Collection | undefined {
+  private vectorSet(key: string, set: VectorSetName): Collection | undefined {
     const e = this.entries.get(key);
-    return generation === "building" ? e?.building : e?.serving;
+    return set === "building" ? e?.building : e?.serving;
   }
 
-  async stats(key: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
-    const col = this.generation(key, generation);
+  async stats(key: string, set: VectorSetName = "serving"): Promise<CollectionStats | undefined> {
+    const col = this.vectorSet(key, set);
     return col ? { documents: col.docs.size, chunks: col.chunks.size } : undefined;
   }
 
@@ -329,7 +329,7 @@ export class EmbeddedStore implements VectorStore {
     return hits;
   }
 
-  /** The generation a query reads: the one of its model (serving, or retired in its grace period). */
+  /** The vector set a query reads: the one of its model (serving, or retired in its grace period). */
   private readable(e: Entry, model: string | undefined): Collection | undefined {
     if (model === undefined) return e.serving;
     return [e.serving, e.retired].find((c) => c?.info.model === model);
@@ -362,7 +362,7 @@ export class EmbeddedStore implements VectorStore {
     this.timer.unref();
   }
 
-  /** Writes every changed generation to disk now. */
+  /** Writes every changed vector set to disk now. */
   flush(): void {
     for (const e of this.entries.values()) {
       for (const col of [e.serving, e.building]) if (col) this.write(col);

@@ -1,4 +1,4 @@
-// Pieces of a Qdrant search: which generation a query reads, the request of one tenant's search,
+// Pieces of a Qdrant search: which vector set a query reads, the request of one tenant's search,
 // and its answer mapped to hits. Scores: Qdrant's raw cosine goes through cosineToScore like the
 // embedded store's, and minScore is inclusive: score_threshold is only a loose pre-filter
 // (Qdrant's is strict), the exact `score >= minScore` test runs in toHits.
@@ -17,7 +17,7 @@ export interface ScoredPoint {
   payload?: Record<string, unknown> | null;
 }
 
-/** The generation a query reads: the one of its model (serving, or retired in its grace period). */
+/** The vector set a query reads: the one of its model (serving, or retired in its grace period). */
 export function readable(e: RegistryEntry | undefined, model: string | undefined): CollectionInfo | undefined {
   if (!e || model === undefined) return e;
   return [e, e.retired].find((g) => g?.model === model);
@@ -43,7 +43,7 @@ export function toHits(points: ScoredPoint[], minScore: number): VectorHit[] {
     .filter((h) => h.score >= minScore);
 }
 
-/** A batch's searches by physical collection: one per (query, knowledge base) that has a readable generation. */
+/** A batch's searches by physical collection: one per (query, knowledge base) that has a readable vector set. */
 export function groupByCollection(
   qs: VectorQuery[],
   entries: Map<string, RegistryEntry | undefined>,

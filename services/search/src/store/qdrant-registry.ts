@@ -1,6 +1,6 @@
 // The Qdrant adapter's registry: one point per knowledge base in `<prefix>_registry` whose
-// payload is the knowledge base's generations. The serving generation's settings sit at the top
-// level (model, dimensions, chunking: what searches use), `building` is the generation being
+// payload is the knowledge base's vector sets. The serving vector set's settings sit at the top
+// level (model, dimensions, chunking: what searches use), `building` is the vector set being
 // filled after a model change, `retired` (with `retiredAt`) the one replaced by the last switch.
 // Switching is one point upsert, which Qdrant applies atomically: that is the alias flip.
 import { createHash } from "node:crypto";
@@ -21,7 +21,7 @@ function registryId(key: string): string {
   return pointIdOf(`emb_${createHash("sha256").update(key).digest("hex")}`);
 }
 
-/** The settings of one generation, without the registry's bookkeeping. */
+/** The settings of one vector set, without the registry's bookkeeping. */
 export function settingsOf(c: CollectionInfo): CollectionInfo {
   return { knowledgeId: c.knowledgeId, model: c.model, dimensions: c.dimensions, chunking: c.chunking };
 }
@@ -36,7 +36,7 @@ export class QdrantRegistry {
   /**
    * Writes (and forgets) of each entry so far. A read that a write overtook may hold the entry
    * from before it (a search's read still on its way during a switch): it is not cached, else
-   * every read for the next ttlMs would see the old generation.
+   * every read for the next ttlMs would see the old vector set.
    */
   private readonly writes = new Map<string, number>();
 

@@ -3,7 +3,7 @@
 // base of that model and partitioned by payload: knowledgeId is a keyword index with
 // is_tenant=true (Qdrant co-locates each tenant's points) and HNSW is built per tenant
 // (payload_m) instead of globally (m=0), since every query filters on knowledgeId. Each
-// knowledge base's generations (serving, building, retired) live as one point of
+// knowledge base's vector sets (serving, building, retired) live as one point of
 // `<prefix>_registry` (qdrant-registry.ts): a model change fills the new model's collection
 // beside the old one, and the switch is one atomic registry upsert.
 // Searches and scores: qdrant-query.ts. On a Qdrant cluster, collections are created sharded and
@@ -33,8 +33,6 @@ import {
   DEFAULT_RETIRE_GRACE_MS,
   type DocumentPage,
   type DocumentSummary,
-  type GenerationName,
-  type Generations,
   type IngestStamps,
   mergeHits,
   type PruneRule,
@@ -42,6 +40,8 @@ import {
   sameModel,
   type VectorHit,
   type VectorQuery,
+  type VectorSetName,
+  type VectorSets,
   type VectorStore,
 } from "./types.ts";
 
@@ -59,7 +59,7 @@ export interface QdrantStoreOptions {
   upsertBatch?: number;
   /** How long a knowledge base's registry entry is cached (another replica may change it). */
   infoTtlMs?: number;
-  /** How long a replaced generation still answers searches that name its model (> the caches' TTL). */
+  /** How long a replaced vector set still answers searches that name its model (> the caches' TTL). */
   retireGraceMs?: number;
   /** Shards, replicas and write consistency of new collections on a cluster (absent: from the peers). */
   collection?: ClusterLayoutConfig;
@@ -75,7 +75,7 @@ export class QdrantStore implements VectorStore {
   private readonly reg: QdrantRegistry;
   /** Collections known to exist; forgotten on a 404 (deleted behind our back) and re-created. */
   private readonly ready = new Set<string>();
-  /** Pending deletions of retired generations, by knowledge base. */
+  /** Pending deletions of retired vector sets, by knowledge base. */
   private readonly retireTimers = new Map<string, NodeJS.Timeout>();
   /** Collection creation and shard state on a Qdrant cluster. */
   readonly cluster: QdrantCluster;
@@ -155,14 +155,14 @@ export class QdrantStore implements VectorStore {
     return e ? settingsOf(e) : undefined;
   }
 
-  async generations(key: string): Promise<Generations | undefined> {
+  async vectorSets(key: string): Promise<VectorSets | undefined> {
     const e = await this.reg.get(key);
     if (!e) return undefined;
     return { serving: settingsOf(e), ...(e.building ? { building: settingsOf(e.building) } : {}) };
   }
 
-  /** Deletes a generation's points (its tenant in its model's collection). */
-  private dropGeneration(g: CollectionInfo): Promise<void> {
+  /** Deletes a vector set's points (its tenant in its model's collection). */
+  private dropVectorSet(g: CollectionInfo): Promise<void> {
     return this.deletePoints(this.collectionName(g), kbFilter(g.knowledgeId));
   }
 
@@ -178,13 +178,13 @@ export class QdrantStore implements VectorStore {
     const grace = this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
     if (e.retired && Date.now() - (e.retiredAt ?? 0) >= grace) {
       // Its deletion after the switch did not happen (the process stopped): do it now.
-      await this.dropGeneration(e.retired);
+      await this.dropVectorSet(e.retired);
       keep.retired = undefined;
       keep.retiredAt = undefined;
     }
     if (sameModel(serving, info)) {
       // Back to the serving model: a build in progress is abandoned.
-      if (e.building) await this.dropGeneration(e.building);
+      if (e.building) await this.dropVectorSet(e.building);
       await this.ensureData(info);
       await this.reg.put({ ...info, ...keep });
       return;
@@ -194,23 +194,23 @@ export class QdrantStore implements VectorStore {
       await this.reg.put({ ...serving, building: { ...info }, ...keep });
       return;
     }
-    if (e.building) await this.dropGeneration(e.building);
+    if (e.building) await this.dropVectorSet(e.building);
     if (e.retired && sameModel(e.retired, info)) {
-      // The new build goes where the retired generation still is: it must not count or keep those.
-      await this.dropGeneration(e.retired);
+      // The new build goes where the retired vector set still is: it must not count or keep those.
+      await this.dropVectorSet(e.retired);
       keep.retired = undefined;
       keep.retiredAt = undefined;
     }
     await this.ensureData(info);
-    await this.dropGeneration(info); // leftovers of a build abandoned by a crash: start clean
+    await this.dropVectorSet(info); // leftovers of a build abandoned by a crash: start clean
     await this.reg.put({ ...serving, building: { ...info }, ...keep });
   }
 
-  async switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined> {
+  async switchVectorSet(key: string, model?: string): Promise<CollectionInfo | undefined> {
     const e = await this.reg.get(key, true);
     const next = e?.building;
     if (!e || !next || (model !== undefined && next.model !== model)) return undefined;
-    if (e.retired) await this.dropGeneration(e.retired);
+    if (e.retired) await this.dropVectorSet(e.retired);
     // The switch itself: one upsert of the registry point.
     await this.reg.put({ ...settingsOf(next), retired: settingsOf(e), retiredAt: Date.now() });
     this.scheduleRetire(key, this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS);
@@ -221,21 +221,21 @@ export class QdrantStore implements VectorStore {
     clearTimeout(this.retireTimers.get(key));
     const timer = setTimeout(() => {
       this.retireTimers.delete(key);
-      // A failure leaves the entry as it is: the next ensure or switch deletes the generation.
+      // A failure leaves the entry as it is: the next ensure or switch deletes the vector set.
       this.purgeRetired(key).catch(() => {});
     }, delayMs);
     timer.unref();
     this.retireTimers.set(key, timer);
   }
 
-  /** Deletes the retired generation once its grace period is over. */
+  /** Deletes the retired vector set once its grace period is over. */
   private async purgeRetired(key: string): Promise<void> {
     const e = await this.reg.get(key, true);
     if (!e?.retired) return;
     const grace = this.opts.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
     const left = (e.retiredAt ?? 0) + grace - Date.now();
     if (left > 0) return this.scheduleRetire(key, left);
-    await this.dropGeneration(e.retired);
+    await this.dropVectorSet(e.retired);
     await this.reg.put({ ...e, retired: undefined, retiredAt: undefined });
   }
 
@@ -252,7 +252,7 @@ export class QdrantStore implements VectorStore {
     if (!e) return false;
     clearTimeout(this.retireTimers.get(key));
     this.retireTimers.delete(key);
-    for (const g of [e, e.building, e.retired]) if (g) await this.dropGeneration(g);
+    for (const g of [e, e.building, e.retired]) if (g) await this.dropVectorSet(g);
     await this.reg.remove(key);
     return true;
   }
@@ -260,9 +260,9 @@ export class QdrantStore implements VectorStore {
   async renameCollection(from: string, to: string): Promise<boolean> {
     const e = await this.reg.get(from, true);
     if (!e || (await this.reg.get(to, true))) return false;
-    const gens = [settingsOf(e), e.building, e.retired].filter((g): g is CollectionInfo => g !== undefined);
+    const sets = [settingsOf(e), e.building, e.retired].filter((g): g is CollectionInfo => g !== undefined);
     // Re-tag the points (their ids stay; a later write of a document replaces them by docsId).
-    for (const g of gens) {
+    for (const g of sets) {
       await this.onData(g, (name) =>
         this.http.call("set_payload", "POST", `collections/${name}/points/payload?wait=true`, {
           payload: { knowledgeId: to },
@@ -276,7 +276,7 @@ export class QdrantStore implements VectorStore {
     return true;
   }
 
-  /** Where document writes go: the building generation when there is one, else the serving one. */
+  /** Where document writes go: the building vector set when there is one, else the serving one. */
   private async writable(key: string): Promise<CollectionInfo> {
     const e = await this.reg.get(key);
     if (!e) throw new StoreError(`no collection for knowledge base ${key}`);
@@ -306,34 +306,34 @@ export class QdrantStore implements VectorStore {
   }
 
   async documents(key: string, prefix: string): Promise<DocumentSummary[]> {
-    return this.onGeneration(key, "serving", [], (c) => listDocuments(this.http, c, key, prefix));
+    return this.onVectorSet(key, "serving", [], (c) => listDocuments(this.http, c, key, prefix));
   }
 
-  async documentPage(id: string, g: GenerationName, prefix: string, from?: string, scan = 256): Promise<DocumentPage> {
-    return this.onGeneration(id, g, { documents: [] }, (c) => pageDocuments(this.http, c, id, prefix, from, scan));
+  async documentPage(id: string, g: VectorSetName, prefix: string, from?: string, scan = 256): Promise<DocumentPage> {
+    return this.onVectorSet(id, g, { documents: [] }, (c) => pageDocuments(this.http, c, id, prefix, from, scan));
   }
 
-  async documentChunks(key: string, docsId: string, g: GenerationName): Promise<ChunkRecord[]> {
-    return this.onGeneration(key, g, [], (c) => documentChunks(this.http, c, key, docsId));
+  async documentChunks(key: string, docsId: string, g: VectorSetName): Promise<ChunkRecord[]> {
+    return this.onVectorSet(key, g, [], (c) => documentChunks(this.http, c, key, docsId));
   }
 
   async stampDocument(id: string, docsId: string, stamps: Pick<IngestStamps, "refresh" | "fetchedAt">) {
-    await this.onGeneration(id, "writable", undefined, (c) => stampPoints(this.http, c, id, docsId, stamps));
+    await this.onVectorSet(id, "writable", undefined, (c) => stampPoints(this.http, c, id, docsId, stamps));
   }
 
   async pruneDocuments(id: string, rule: PruneRule): Promise<number> {
-    return this.onGeneration(id, "writable", 0, (c) => prunePoints(this.http, c, id, rule));
+    return this.onVectorSet(id, "writable", 0, (c) => prunePoints(this.http, c, id, rule));
   }
 
   async ingestedPage(id: string, source: string | undefined, from: string | undefined, limit: number) {
     const none: DocumentPage = { documents: [] };
-    return this.onGeneration(id, "writable", none, (c) => pageDocuments(this.http, c, id, "", from, limit, source));
+    return this.onVectorSet(id, "writable", none, (c) => pageDocuments(this.http, c, id, "", from, limit, source));
   }
 
-  /** Runs fn on one generation's collection (writable: building, else serving); `none` when there is none. */
-  private async onGeneration<T>(
+  /** Runs fn on one vector set's collection (writable: building, else serving); `none` when there is none. */
+  private async onVectorSet<T>(
     id: string,
-    g: GenerationName | "writable",
+    g: VectorSetName | "writable",
     none: T,
     fn: (c: string) => Promise<T>,
   ): Promise<T> {
@@ -342,10 +342,10 @@ export class QdrantStore implements VectorStore {
     return info ? this.onData(info, fn) : none;
   }
 
-  async stats(key: string, generation: GenerationName = "serving"): Promise<CollectionStats | undefined> {
+  async stats(key: string, set: VectorSetName = "serving"): Promise<CollectionStats | undefined> {
     const all = kbFilter(key);
     const firsts: Filter = { must: [...all.must, { key: "chunkIndex", match: { value: 0 } }] };
-    return this.onGeneration(key, generation, undefined, async (name) => {
+    return this.onVectorSet(key, set, undefined, async (name) => {
       const [chunks, documents] = await Promise.all([
         countPoints(this.http, name, all),
         countPoints(this.http, name, firsts),

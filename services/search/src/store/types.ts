@@ -67,7 +67,7 @@ export function stampsOf(r: IngestStamps): IngestStamps {
   return out;
 }
 
-/** The end of a refresh (see the documents API's prune): which documents of a generation go. */
+/** The end of a refresh (see the documents API's prune): which documents of a vector set go. */
 export interface PruneRule {
   refresh: string;
   /** The KnowledgeBase's sources now: documents of any other source go. */
@@ -100,9 +100,9 @@ export interface VectorQuery {
   /** Store keys of the knowledge bases searched (storeKey). */
   keys: string[];
   /**
-   * The model the vector was embedded with. A search planned just before a generation switch
-   * still reads the generation of that model (kept for a grace period after the switch) instead
-   * of failing on the new one's dimensions. Absent: the serving generation.
+   * The model the vector was embedded with. A search planned just before a vector set switch
+   * still reads the vector set of that model (kept for a grace period after the switch) instead
+   * of failing on the new one's dimensions. Absent: the serving vector set.
    */
   model?: string;
   vector: Float32Array;
@@ -138,7 +138,7 @@ export interface DocumentSummary extends IngestStamps {
 }
 
 /**
- * One page of a generation's documents, for walking all of them a bounded step at a time. `at` of
+ * One page of a vector set's documents, for walking all of them a bounded step at a time. `at` of
  * each document and `next` are positions (opaque: a docsId on the embedded store, a point id on
  * Qdrant); documentPage from a position starts with the document at it.
  */
@@ -149,21 +149,23 @@ export interface DocumentPage {
 }
 
 /**
- * A knowledge base's generations. `serving` answers searches; `building` (after a model or
- * dimensions change) receives every document write until switchGeneration promotes it, so
+ * A knowledge base's vector sets. A vector set is the knowledge base's vectors embedded by one
+ * model (with their chunks and settings). `serving` answers searches; `building` (after a model or
+ * dimensions change) receives every document write until switchVectorSet promotes it, so
  * searches never see a half-filled collection.
  */
-export interface Generations {
+export interface VectorSets {
   serving: CollectionInfo;
   building?: CollectionInfo;
 }
 
-export type GenerationName = "serving" | "building";
+/** Which of a knowledge base's vector sets a read goes to. */
+export type VectorSetName = "serving" | "building";
 
-/** How long a replaced generation keeps answering searches planned before the switch. */
+/** How long a replaced vector set keeps answering searches planned before the switch. */
 export const DEFAULT_RETIRE_GRACE_MS = 15_000;
 
-/** Same model and vector size: the same generation (chunking may change in place). */
+/** Same model and vector size: the same vector set (chunking may change in place). */
 export function sameModel(a: CollectionInfo, b: CollectionInfo): boolean {
   return a.model === b.model && a.dimensions === b.dimensions;
 }
@@ -175,59 +177,59 @@ export interface VectorStore {
   /**
    * Creates the collection (serving at once: there is nothing to answer from yet). Afterwards:
    * the serving model updates chunking in place and abandons a pending build; another model or
-   * size starts (or keeps) an empty building generation beside the serving one. Idempotent.
+   * size starts (or keeps) an empty building vector set beside the serving one. Idempotent.
    */
   ensureCollection(info: CollectionInfo): Promise<void>;
-  /** The serving generation's settings (what searches use). */
+  /** The serving vector set's settings (what searches use). */
   getCollection(key: string): Promise<CollectionInfo | undefined>;
-  generations(key: string): Promise<Generations | undefined>;
+  vectorSets(key: string): Promise<VectorSets | undefined>;
   /**
-   * Makes the building generation serve, in one atomic step, and retires the old one: it keeps
+   * Makes the building vector set serve, in one atomic step, and retires the old one: it keeps
    * answering searches that name its model for a grace period, then its vectors are deleted.
    * Returns the new serving settings; undefined when nothing is being built (or not `model`).
    */
-  switchGeneration(key: string, model?: string): Promise<CollectionInfo | undefined>;
-  /** Removes every generation and all their vectors; false when there was none. */
+  switchVectorSet(key: string, model?: string): Promise<CollectionInfo | undefined>;
+  /** Removes every vector set and all their vectors; false when there was none. */
   dropCollection(key: string): Promise<boolean>;
   /**
-   * Moves every generation of `from` (vectors, settings, counts) to the key `to`, which must have
+   * Moves every vector set of `from` (vectors, settings, counts) to the key `to`, which must have
    * none: the migration of data stored under a bare knowledge id. False when `from` has nothing.
    */
   renameCollection(from: string, to: string): Promise<boolean>;
   /**
    * Replaces every chunk of a document with these (none: deletes it), in the building
-   * generation when there is one, else the serving one. Idempotent.
+   * vector set when there is one, else the serving one. Idempotent.
    */
   replaceDocument(key: string, docsId: string, chunks: ChunkWithVector[]): Promise<void>;
-  /** Removes the document from every generation; number of chunks removed. */
+  /** Removes the document from every vector set; number of chunks removed. */
   deleteDocument(key: string, docsId: string): Promise<number>;
-  /** Sets stamps on every chunk of a document of the generation written to (a refresh confirming it). */
+  /** Sets stamps on every chunk of a document of the vector set written to (a refresh confirming it). */
   stampDocument(key: string, docsId: string, stamps: Pick<IngestStamps, "refresh" | "fetchedAt">): Promise<void>;
-  /** Deletes the documents of the generation written to that go under the rule; documents deleted. */
+  /** Deletes the documents of the vector set written to that go under the rule; documents deleted. */
   pruneDocuments(key: string, rule: PruneRule): Promise<number>;
   /**
-   * One page of the generation written to (building, else serving): documents of `source` (absent:
+   * One page of the vector set written to (building, else serving): documents of `source` (absent:
    * all), from position `from`, at most `limit`, with their stamps.
    */
   ingestedPage(key: string, source: string | undefined, from: string | undefined, limit: number): Promise<DocumentPage>;
-  /** The serving generation's documents whose id starts with `docsIdPrefix`, by id. */
+  /** The serving vector set's documents whose id starts with `docsIdPrefix`, by id. */
   documents(key: string, docsIdPrefix: string): Promise<DocumentSummary[]>;
   /**
-   * Walks a generation's documents: from position `from` (absent: the first), it looks at up to
-   * `scan` documents and returns those whose id starts with `docsIdPrefix`. A generation only
+   * Walks a vector set's documents: from position `from` (absent: the first), it looks at up to
+   * `scan` documents and returns those whose id starts with `docsIdPrefix`. A vector set only
    * written to by deletes (the serving one during a build) is walked completely, each once.
    */
   documentPage(
     key: string,
-    generation: GenerationName,
+    set: VectorSetName,
     docsIdPrefix: string,
     from: string | undefined,
     scan: number,
   ): Promise<DocumentPage>;
-  /** One document's chunks in a generation, by chunkIndex, without vectors; [] when it has none. */
-  documentChunks(key: string, docsId: string, generation: GenerationName): Promise<ChunkRecord[]>;
-  /** Counts of one generation (default serving); undefined when it does not exist. */
-  stats(key: string, generation?: GenerationName): Promise<CollectionStats | undefined>;
+  /** One document's chunks in a vector set, by chunkIndex, without vectors; [] when it has none. */
+  documentChunks(key: string, docsId: string, set: VectorSetName): Promise<ChunkRecord[]>;
+  /** Counts of one vector set (default serving); undefined when it does not exist. */
+  stats(key: string, set?: VectorSetName): Promise<CollectionStats | undefined>;
   /** Best hits across the listed knowledge bases, best first, at most limit. */
   query(q: VectorQuery): Promise<VectorHit[]>;
   /** Several queries in one call (Qdrant: one batch request). */

@@ -134,7 +134,12 @@ export const knowledgeBaseStatus = z.object({
     })
     .optional()
     .describe("how the collection stores vectors, derived from the embedding model"),
-  servingModel: z.string().optional().describe("embedding model of the generation that answers searches"),
+  servingModel: z
+    .string()
+    .optional()
+    .describe(
+      "embedding model of the vector set (the knowledge base's vectors embedded by one model) that answers searches",
+    ),
   building: z
     .object({
       model: z.string(),
@@ -144,10 +149,10 @@ export const knowledgeBaseStatus = z.object({
     })
     .optional()
     .describe(
-      "after a model change: the generation being built beside the serving one, which answers until it is complete",
+      "after a model change: the vector set being built beside the serving one, which answers until it is complete",
     ),
-  documents: z.int().min(0).optional().describe("documents of the serving generation"),
-  chunks: z.int().min(0).optional().describe("chunks of the serving generation"),
+  documents: z.int().min(0).optional().describe("documents of the serving vector set"),
+  chunks: z.int().min(0).optional().describe("chunks of the serving vector set"),
   uploaded: z
     .object({ documents: z.int().min(0), chunks: z.int().min(0) })
     .optional()

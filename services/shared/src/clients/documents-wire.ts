@@ -55,7 +55,7 @@ const vectorsSchema = z.object({
   hnsw: z.object({ m: z.int(), payloadM: z.int().optional(), efConstruct: z.int(), efSearch: z.int() }),
 });
 
-/** A knowledge base's counts and generations, all from one read (PUT and GET answer it). */
+/** A knowledge base's counts and vector sets, all from one read (PUT and GET answer it). */
 export const knowledgeBaseInfoSchema = z.object({
   knowledgeId: z.string(),
   documents: count,
@@ -63,11 +63,11 @@ export const knowledgeBaseInfoSchema = z.object({
   model: z.string().optional(),
   dimensions: z.int().optional(),
   chunking: z.object({ size: z.int(), overlap: z.int() }).optional(),
-  /** After a model change: the generation being built beside the serving one, and its counts so far. */
+  /** After a model change: the vector set being built beside the serving one, and its counts so far. */
   building: z.object({ model: z.string(), dimensions: z.int(), documents: count, chunks: count }).optional(),
   /** Of `documents` and `chunks`: those uploaded through the public documents API (not from sources). */
   uploaded: z.object({ documents: count, chunks: count }).optional(),
-  /** Where the serving generation's vectors live and how they are indexed. */
+  /** Where the serving vector set's vectors live and how they are indexed. */
   collection: z.string().optional(),
   vectors: vectorsSchema.optional(),
 });
@@ -103,7 +103,7 @@ export const upsertResultSchema = z.object({
 });
 export type UpsertResult = z.infer<typeof upsertResultSchema>;
 
-/** GET .../documents?source=&from=&limit=: one page of the generation written to. */
+/** GET .../documents?source=&from=&limit=: one page of the vector set written to. */
 export const documentListQuerySchema = z.object({
   source: token.optional(),
   from: z.string().min(1).max(512).optional(),
@@ -132,7 +132,7 @@ export const documentListSchema = z.object({
 export type DocumentList = z.infer<typeof documentListSchema>;
 
 /**
- * POST .../prune, at the end of a refresh, in the generation written to: deletes the documents of
+ * POST .../prune, at the end of a refresh, in the vector set written to: deletes the documents of
  * sources no longer in `sources`, the documents of the `complete` sources that `refresh` neither
  * wrote nor confirmed (pages gone from a site), and the `legacy` documents (written before
  * documents carried their source) that `refresh` did not write. Uploads are never touched.
@@ -148,7 +148,7 @@ export type PruneRequest = z.input<typeof pruneBodySchema>;
 export const pruneResultSchema = z.object({ knowledgeId: z.string(), deleted: count });
 export type PruneResult = z.infer<typeof pruneResultSchema>;
 
-/** POST .../switch: with model, only if the generation being built is that model's. */
+/** POST .../switch: with model, only if the vector set being built is that model's. */
 export const switchBodySchema = z.object({ model: z.string().min(1).max(256).optional() });
 
 export const switchResultSchema = z.object({
@@ -164,7 +164,7 @@ export const carryBodySchema = z.object({
   limit: z.int("must be an integer").min(1, "must be at least 1").max(256, "must be at most 256").default(16),
 });
 
-/** POST .../carry-uploads: one page of the uploads carried into the generation being built. */
+/** POST .../carry-uploads: one page of the uploads carried into the vector set being built. */
 export const carryPageSchema = z.object({
   knowledgeId: z.string(),
   model: z.string(),

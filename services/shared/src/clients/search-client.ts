@@ -49,7 +49,7 @@ export type { SearchQuery, SearchResult } from "./search-wire.ts";
 /** The same as SearchResult (the name the ingestion code grew up with). */
 export type SearchHit = SearchResult;
 
-/** What carryUploads did: uploads looked at, and those copied into the new generation with their chunks. */
+/** What carryUploads did: uploads looked at, and those copied into the new vector set with their chunks. */
 export type CarriedUploads = Pick<z.infer<typeof carryPageSchema>, "uploads" | "carried" | "chunks">;
 
 export interface SearchClientOptions {
@@ -178,7 +178,7 @@ export class SearchClient {
   }
 
   /**
-   * Makes the generation being built (after a model change) serve, atomically; with model, only
+   * Makes the vector set being built (after a model change) serve, atomically; with model, only
    * if it is that model's. switched: false when it already serves (asked twice). 404 otherwise.
    */
   async switchKnowledgeBase(kb: KnowledgeBaseRef, model?: string) {
@@ -187,7 +187,7 @@ export class SearchClient {
   }
 
   /**
-   * Before a switch: copies the uploads of the serving generation that the one being built lacks
+   * Before a switch: copies the uploads of the serving vector set that the one being built lacks
    * into it, their chunk texts embedded again with the new model; with model, only into that
    * model's. One call per page of uploads (each with the ingestion timeout and the retries of
    * every call: a page is idempotent), until the last. The totals of every page.
