@@ -1,25 +1,46 @@
 // The checked-in OpenAPI documents (docs/openapi/) are what the services serve, and the checked-in
 // client types are what openapi-typescript makes of them: a route schema changed without
-// `npm run openapi` fails here.
+// `npm run openapi` fails here. The internal ports' documents are kept apart from the published
+// ones: no internal route leaks into a public document, and every internal route is documented
+// with its answers.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   CLIENT_TYPE_FILES,
   clientTypes,
   DOCUMENT_FILES,
+  INTERNAL_DOCUMENT_FILES,
+  type InternalService,
   openApiDocuments,
   type Service,
   type TypedService,
 } from "./documents.ts";
 
+interface Operation {
+  responses?: Record<string, unknown>;
+}
+type Paths = Record<string, Record<string, Operation>>;
+
+/** "GET /path" of each operation that documents no successful (2xx) answer. */
+function withoutAnswers(paths: Paths): string[] {
+  return Object.entries(paths).flatMap(([path, ops]) =>
+    Object.entries(ops)
+      .filter(([, op]) => !Object.keys(op.responses ?? {}).some((status) => status.startsWith("2")))
+      .map(([method]) => `${method.toUpperCase()} ${path}`),
+  );
+}
+
 describe("published OpenAPI documents", async () => {
-  const docs = await openApiDocuments();
+  const all = await openApiDocuments();
+  const docs = all.public;
   for (const [service, file] of Object.entries(DOCUMENT_FILES) as [Service, string][]) {
     it(`${file} matches what ${service} serves (else run npm run openapi)`, () => {
       expect(readFileSync(file, "utf8")).toBe(docs[service]);
       const doc = JSON.parse(docs[service]);
       expect(doc.openapi).toBe("3.1.0");
       expect(Object.keys(doc.paths).length).toBeGreaterThan(0);
+      // The internal port's routes are documented apart, never in the published contract.
+      expect(Object.keys(doc.paths).filter((p) => p.startsWith("/internal"))).toEqual([]);
     });
   }
   const types = await clientTypes(docs);
@@ -27,6 +48,28 @@ describe("published OpenAPI documents", async () => {
     it(`${file} is what openapi-typescript generates from ${service}'s document (else run npm run openapi)`, () => {
       expect(readFileSync(file, "utf8")).toBe(types[service]);
       expect(types[service]).toContain("export interface paths");
+    });
+  }
+});
+
+describe("internal ports' OpenAPI documents", async () => {
+  const { internal } = await openApiDocuments();
+  const expected: Record<InternalService, string[]> = {
+    gateway: ["/internal/v1/usage", "/internal/v1/budget", "/internal/v1/upstreams"],
+    search: [
+      "/internal/v1/namespaces/{namespace}/knowledge-bases/{knowledgeId}",
+      "/internal/v1/namespaces/{namespace}/knowledge-bases/{knowledgeId}/documents/{docsId}",
+      "/v1/rag/search",
+    ],
+    "scraper-render": ["/scrape"],
+  };
+  for (const [service, file] of Object.entries(INTERNAL_DOCUMENT_FILES) as [InternalService, string][]) {
+    it(`${file} matches what ${service}'s internal port serves, every route with its answers`, () => {
+      expect(readFileSync(file, "utf8")).toBe(internal[service]);
+      const doc = JSON.parse(internal[service]) as { openapi: string; paths: Paths };
+      expect(doc.openapi).toBe("3.1.0");
+      expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(expected[service]));
+      expect(withoutAnswers(doc.paths), "routes documented without a successful answer").toEqual([]);
     });
   }
 });

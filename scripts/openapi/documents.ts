@@ -1,11 +1,14 @@
 // The OpenAPI documents each service serves at /openapi.json, built from the services' own apps
 // (their route schemas) with inert dependencies: no server listens, no model loads, no Redis; and
 // the TypeScript types openapi-typescript generates from them for clients (openapi-fetch).
-// `npm run openapi` writes both to docs/openapi/; documents.test.ts fails when either drifts.
+// The internal ports' documents (what other Capstan processes call there: the gateway's usage,
+// search's documents API, the scraper's rendering service) are written apart, in
+// docs/openapi/internal/, from the same apps' internal instances.
+// `npm run openapi` writes them all to docs/openapi/; documents.test.ts fails when one drifts.
 import { buildApp as buildGateway } from "@capstan/gateway";
-import { buildApp as buildScraper, type RenderClient, scraperConfig } from "@capstan/scraper";
+import { buildRenderService, buildApp as buildScraper, type RenderClient, scraperConfig } from "@capstan/scraper";
 import { buildApp as buildSearch } from "@capstan/search";
-import { createLogger, openApiDocument } from "@capstan/shared";
+import { createLogger, internalApp, openApiDocument } from "@capstan/shared";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
 import openapiTS, { astToString } from "openapi-typescript";
@@ -18,6 +21,15 @@ export const DOCUMENT_FILES = {
 } as const;
 
 export type Service = keyof typeof DOCUMENT_FILES;
+
+/** The internal ports' documents, by service (not the published contract). */
+export const INTERNAL_DOCUMENT_FILES = {
+  gateway: "docs/openapi/internal/gateway.json",
+  search: "docs/openapi/internal/search.json",
+  "scraper-render": "docs/openapi/internal/scraper-render.json",
+} as const;
+
+export type InternalService = keyof typeof INTERNAL_DOCUMENT_FILES;
 
 /**
  * Client types generated from the documents, checked in beside them: a typed client
@@ -60,12 +72,16 @@ async function documentOf(app: FastifyInstance): Promise<string> {
   }
 }
 
-/** Every service's document, as the checked-in files hold it. */
-export async function openApiDocuments(): Promise<Record<Service, string>> {
-  const gateway = await documentOf(buildGateway({}, { view: view("AccessChannel", "Agent"), logger: logger() }));
+/** Every service's public and internal documents, as the checked-in files hold them. */
+export async function openApiDocuments(): Promise<{
+  public: Record<Service, string>;
+  internal: Record<InternalService, string>;
+}> {
+  const gatewayApp = buildGateway({}, { view: view("AccessChannel", "Agent"), logger: logger() });
   // No embedder: the document does not depend on the model, and none is loaded.
-  const search = await documentOf(
-    await buildSearch({}, { view: view("SearchKey", "KnowledgeBase"), embedders: [], logger: logger() }),
+  const searchApp = await buildSearch(
+    {},
+    { view: view("SearchKey", "KnowledgeBase"), embedders: [], logger: logger() },
   );
   // No renderer: nothing is rendered, and the readiness probe must not dial one.
   const renderClient: RenderClient = {
@@ -73,6 +89,22 @@ export async function openApiDocuments(): Promise<Record<Service, string>> {
     probe: async () => false,
     close: async () => {},
   };
-  const scraper = await documentOf(buildScraper(scraperConfig(), { renderClient, logger: logger() }));
-  return { gateway, search, scraper };
+  // Built, never started: no Chromium is launched.
+  const render = buildRenderService(scraperConfig(), { logger: logger() });
+  try {
+    return {
+      public: {
+        gateway: await openApiDocument(gatewayApp),
+        search: await openApiDocument(searchApp),
+        scraper: await documentOf(buildScraper(scraperConfig(), { renderClient, logger: logger() })),
+      },
+      internal: {
+        gateway: await openApiDocument(internalApp(gatewayApp)),
+        search: await openApiDocument(internalApp(searchApp)),
+        "scraper-render": await openApiDocument(render.app),
+      },
+    };
+  } finally {
+    await Promise.all([gatewayApp.close(), searchApp.close(), render.close()]);
+  }
 }

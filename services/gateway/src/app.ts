@@ -179,6 +179,19 @@ function registerOpenApi(app: FastifyInstance): void {
   });
 }
 
+/** The internal port's document (the operator's and the console's calls), at its /openapi.json. */
+function registerInternalOpenApi(internal: FastifyInstance): void {
+  internal.register(openApi, {
+    title: "Capstan gateway, internal port",
+    description:
+      "What the operator and the console read from each gateway replica: usage, budget spend and upstream breakers. Not the published contract; errors are OpenAI error objects.",
+    version: "v1",
+    schemas: gatewaySchemas,
+    tags: [{ name: "internal", description: "Read by the operator and the console" }],
+    page: false,
+  });
+}
+
 export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: GatewayDeps): FastifyInstance {
   const config = parseGatewayConfig(configInput);
   const startedAt = Date.now();
@@ -225,6 +238,7 @@ export function buildApp(configInput: GatewayConfig | GatewayConfigInput, deps: 
     now: deps.now ?? Date.now,
     agentFor: (agent) => agents[modeOf(agent)],
   });
+  registerInternalOpenApi(internalApp(app));
   internalApp(app).register(internalRoutes, { prefix: "/internal/v1", router, view: deps.view, usage: redis.usage });
 
   // Runs after the server has closed and every request has ended (Fastify closes the server in

@@ -233,7 +233,22 @@ function registerRoutes(
     store,
   });
   // The internal listener: the documents API (ingestion) and the internal caller's search (the
-  // gateway's retrieval), the only routes that accept the internal token.
+  // gateway's retrieval), the only routes that accept the internal token, documented apart.
+  internal.register(openApi, {
+    title: "Capstan search, internal port",
+    description:
+      "The documents API the operator ingests knowledge bases through, and the search the gateway's agents call, with the internal token. Not the published contract; every answer is the {code, message, data} envelope.",
+    version: "v1",
+    schemas: searchSchemas,
+    securitySchemes: {
+      internalToken: { type: "http", scheme: "bearer", description: "The platform's internal token" },
+    },
+    tags: [
+      { name: "documents", description: "Knowledge bases and their documents (the operator's ingestion)" },
+      { name: "search", description: "Knowledge search for the gateway's agents" },
+    ],
+    page: false,
+  });
   internal.register(documentRoutes, { prefix: "/internal/v1", config, auth, ingester, store });
   internal.register(searchRoutes, { prefix: "/v1/rag", callers: "internal", config, auth, engine, metrics, limiter });
 }

@@ -37,12 +37,18 @@ export interface OpenApiOptions {
   /** Security schemes by name (e.g. a bearer key); applied to routes that name them. */
   securitySchemes?: Record<string, { type: "http"; scheme: "bearer"; description?: string }>;
   tags?: { name: string; description: string }[];
+  /**
+   * Whether to serve the browsable /docs page too (default true). An internal port's document
+   * (the routes other Capstan processes call there) is served at /openapi.json without one.
+   */
+  page?: boolean;
 }
 
 /**
  * Registers the document generator on the root context (fastify-plugin: every route registered
  * after it, in any child plugin, is collected) plus GET /openapi.json and the /docs page. Register
- * it before the service's route plugins.
+ * it before the service's route plugins. A service registers it twice: on its public app (the
+ * published contract) and on its internal app (the internal port's routes, documented apart).
  */
 export const openApi = fp<OpenApiOptions>(
   async (app, opts) => {
@@ -56,7 +62,7 @@ export const openApi = fp<OpenApiOptions>(
       transform: createJsonSchemaTransform({ schemaRegistry: opts.schemas, skipList: [] }),
       transformObject: createJsonSchemaTransformObject({ schemaRegistry: opts.schemas }),
     });
-    await app.register(fastifySwaggerUi, { routePrefix: "/docs", staticCSP: true });
+    if (opts.page !== false) await app.register(fastifySwaggerUi, { routePrefix: "/docs", staticCSP: true });
     app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   },
   { name: "capstan-openapi" },

@@ -18,6 +18,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { UpstreamRouter } from "../agents/router.ts";
 import { GatewayError } from "../errors.ts";
+import { errorResponses } from "../http/schemas.ts";
 import { withCost } from "../limiter/usage-cost.ts";
 import type { UsageReader } from "../limiter/usage-reader.ts";
 
@@ -66,14 +67,23 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
   };
 
   const typed = app.withTypeProvider<ZodTypeProvider>();
-  const upstreams = { querystring: upstreamsQuery, response: { 200: upstreamsAnswerSchema } };
+  const tags = ["internal"];
+  const upstreams = {
+    tags,
+    querystring: upstreamsQuery,
+    response: { 200: upstreamsAnswerSchema, ...errorResponses(400, 500) },
+  };
   typed.get("/upstreams", { schema: upstreams, validatorCompiler: validatorOf(upstreamsQuery) }, async (req) => {
     const { agent } = req.query;
     const all = opts.router.states();
     return { upstreams: agent !== undefined ? all.filter((s) => s.agent === agent) : all };
   });
 
-  const budget = { querystring: budgetQuery, response: { 200: budgetAnswerSchema } };
+  const budget = {
+    tags,
+    querystring: budgetQuery,
+    response: { 200: budgetAnswerSchema, ...errorResponses(400, 404, 500, 503) },
+  };
   typed.get("/budget", { schema: budget, validatorCompiler: validatorOf(budgetQuery) }, async (req) => {
     const id = req.query.channel;
     const [namespace, name] = id.split("/") as [string, string];
@@ -83,7 +93,11 @@ export const internalRoutes: FastifyPluginAsync<InternalRouteOptions> = async (a
     return { budget: spend ?? null };
   });
 
-  const usage = { querystring: usageQuery, response: { 200: usageAnswerSchema } };
+  const usage = {
+    tags,
+    querystring: usageQuery,
+    response: { 200: usageAnswerSchema, ...errorResponses(400, 500, 503) },
+  };
   typed.get("/usage", { schema: usage, validatorCompiler: validatorOf(usageQuery) }, async (req) => {
     const q = req.query;
     const channels = opts.view

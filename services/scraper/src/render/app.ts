@@ -6,8 +6,24 @@
 // port is no way around the API's authentication. GET /scrape, the probe, renders nothing.
 // Schema first: the request is validated (a bad one is 400 BAD_REQUEST naming the field) and the
 // answers serialised by the wire schemas (wire.ts) the API's client parses them with.
-import { buildBaseApp, createLogger, createRegistry, type Logger, type Registry } from "@capstan/shared";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import {
+  buildBaseApp,
+  createLogger,
+  createRegistry,
+  type Logger,
+  openApi,
+  type Registry,
+  schemaRegistry,
+} from "@capstan/shared";
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { apiKeyCheck } from "../api-key.ts";
 import type { ScraperConfig } from "../config.ts";
@@ -17,6 +33,14 @@ import { renderMetrics } from "../metrics.ts";
 import type { SsrfGuard } from "../ssrf/guard.ts";
 import { Renderer } from "./renderer.ts";
 import { type RenderProbe, renderProbeSchema, renderRequestSchema, renderResponseSchema } from "./wire.ts";
+
+type ZodApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
 
 /** A peer address on this host: 127.0.0.0/8, ::1, or either IPv4-mapped. */
 export function isLoopback(address: string | undefined): boolean {
@@ -52,7 +76,29 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
     notReady: () => (renderer.pool.connected ? undefined : "browser not connected"),
   });
   installErrorHandlers(base);
-  const app = base.withTypeProvider<ZodTypeProvider>();
+  base.register(openApi, {
+    title: "Capstan scraper, rendering service",
+    description:
+      "Renders one page in Chromium for the scraper API beside it (the only caller: with an API key configured it must send it; without one, only loopback callers). Not the published contract; errors are the scraper's {success:false,error}.",
+    version: "v1",
+    schemas: schemaRegistry(),
+    securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "The scraper's API key, when set" } },
+    page: false,
+  });
+  base.register(async (plain) => renderRoutes(plain.withTypeProvider<ZodTypeProvider>(), config, renderer));
+  return {
+    app: base,
+    renderer,
+    start: (opts) => renderer.start(opts),
+    close: async () => {
+      await base.close();
+      await renderer.close();
+    },
+  };
+}
+
+/** GET /scrape (the probe) and POST /scrape (one render), schema first. */
+function renderRoutes(app: ZodApp, config: ScraperConfig, renderer: Renderer): void {
   app.setValidatorCompiler(bodyValidator);
 
   const keyOk = apiKeyCheck(config.apiKey);
@@ -96,14 +142,4 @@ export function buildRenderService(config: ScraperConfig, deps: RenderServiceDep
       reply.raw.off("close", onClose);
     }
   });
-
-  return {
-    app: base,
-    renderer,
-    start: (opts) => renderer.start(opts),
-    close: async () => {
-      await app.close();
-      await renderer.close();
-    },
-  };
 }

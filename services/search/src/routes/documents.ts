@@ -64,9 +64,10 @@ export const documentRoutes: FastifyPluginAsync<DocumentRoutesDeps> = async (pla
   const doc = documentParamsSchema;
   // Bad params, query or body: 400 naming the field; a route whose body is all optional takes none.
   app.setValidatorCompiler(searchValidator({ emptyBody: {} }));
-  // Internal (the operator's ingestion, on the internal port): not in the published contract.
+  // Internal (the operator's ingestion, on the internal port): documented in the internal port's
+  // document, every route with the internal token.
   app.addHook("onRoute", (r) => {
-    r.schema = { ...r.schema, hide: true };
+    r.schema = { tags: ["documents"], security: [{ internalToken: [] }], ...r.schema };
   });
   // The internal token is checked when the request arrives, before its body (up to 16 MiB) is
   // read or parsed; a refused request also closes the connection, so the rest of its body is

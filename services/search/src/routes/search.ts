@@ -65,7 +65,8 @@ export const searchRoutes: FastifyPluginAsync<SearchRoutesOptions> = async (plai
   const app = plain.withTypeProvider<ZodTypeProvider>();
   const single = searchRequestSchema(d.config.search);
   const batch = batchRequestSchema(d.config.search);
-  const security = [{ searchKey: [] }];
+  // The internal port's search (the gateway's agents) takes the internal token, not a key.
+  const security: Record<string, string[]>[] = [{ [d.callers === "internal" ? "internalToken" : "searchKey"]: [] }];
 
   // Bodies refused in search's envelope, naming the field (schemas.ts).
   app.setValidatorCompiler(searchValidator());
