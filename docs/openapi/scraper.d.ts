@@ -985,6 +985,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -1032,15 +1041,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1221,6 +1221,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -1268,15 +1277,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1987,6 +1987,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -2025,15 +2034,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2757,6 +2757,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -2795,15 +2804,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3544,6 +3544,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -3582,15 +3591,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3671,6 +3671,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -3709,15 +3718,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3804,6 +3804,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScraperError"];
                 };
             };
+            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScraperError"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: request body too large */
             413: {
                 headers: {
@@ -3842,15 +3851,6 @@ export interface operations {
             };
             /** @description RENDERER_UNAVAILABLE: rendering service unavailable: {detail}; QUEUE_FULL: too many requests in flight, retry later; JOBS_UNAVAILABLE: job store unavailable: {detail} */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScraperError"];
-                };
-            };
-            /** @description TIMEOUT: timed out after {ms} ms ({what}) */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };

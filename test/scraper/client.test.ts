@@ -130,6 +130,16 @@ describe("ScraperClient", () => {
     await client.close();
   });
 
+  it("reads the scraper's 408 (the page's time ran out, as Firecrawl answers) as a timeout, and retries it", async () => {
+    const front = await flakyFront(100, 408);
+    const client = new ScraperClient({ url: front.url, max_retries: 1 }, { backoffBaseMs: 20 });
+    const err = await client.scrape(`${site.origin}/doc`).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ScraperTimeoutError);
+    expect((err as ScraperTimeoutError).status).toBe(408);
+    expect(front.attempts()).toBe(2);
+    await client.close();
+  });
+
   it("times out each attempt and retries timeouts", async () => {
     let attempts = 0;
     const server = createServer((_req, res) => {

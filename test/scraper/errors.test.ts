@@ -1,5 +1,5 @@
 // Error statuses of the scraper API against a real renderer: 400 bad input, 401 auth, 415
-// content, 502 unreachable, 504 timeouts (REQUEST_TIMEOUT/pageOptions.timeout, TASK_TIMEOUT),
+// content, 502 unreachable, 408 timeouts (REQUEST_TIMEOUT/pageOptions.timeout, TASK_TIMEOUT, as Firecrawl answers them),
 // 503 + Retry-After when the queue is full.
 import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
@@ -175,24 +175,24 @@ describe("auth", () => {
 });
 
 describe("timeouts and queue", () => {
-  it("a page that never answers → 504 after pageOptions.timeout", async () => {
+  it("a page that never answers → 408 after pageOptions.timeout", async () => {
     const s = await scraperWith({});
     const res = await post(s.url, "/scrape", { url: `${site.origin}/hang`, pageOptions: { timeout: 1500 } });
-    expect(res.status).toBe(504);
+    expect(res.status).toBe(408);
     expect(res.body).toMatchObject({ success: false, code: "TIMEOUT" });
   });
 
   it("REQUEST_TIMEOUT applies when the request sets none", async () => {
     const s = await scraperWith({ requestTimeoutMs: 1500 });
     const res = await post(s.url, "/scrape", { url: `${site.origin}/hang` });
-    expect(res.status).toBe(504);
+    expect(res.status).toBe(408);
     expect(res.body.error).toContain("page load");
   });
 
-  it("TASK_TIMEOUT bounds the whole task → 504", async () => {
+  it("TASK_TIMEOUT bounds the whole task → 408", async () => {
     const s = await scraperWith({ taskTimeoutMs: 2000, requestTimeoutMs: 60_000 });
     const res = await post(s.url, "/scrape", { url: `${site.origin}/hang` });
-    expect(res.status).toBe(504);
+    expect(res.status).toBe(408);
     expect(res.body).toMatchObject({ success: false, code: "TIMEOUT" });
     expect(res.body.error).toContain("TASK_TIMEOUT");
   });

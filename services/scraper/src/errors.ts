@@ -36,7 +36,10 @@ export const ERRORS = defineErrors({
   JOBS_UNAVAILABLE: { status: 503, message: "job store unavailable: {detail}" },
   FEATURE_DISABLED: { status: 501, message: "{feature} is not configured" },
   UPSTREAM_ERROR: { status: 502, message: "{detail}" },
-  TIMEOUT: { status: 504, message: "timed out after {ms} ms ({what})" },
+  // The time given ran out: the request's own page-load timeout (pageOptions.timeout) or the
+  // task's deadline, so 408 as Firecrawl answers a scrape timeout (SCRAPE_TIMEOUT), not a 5xx: a
+  // page too slow for the time asked is not the service failing. Retried by clients like a 5xx.
+  TIMEOUT: { status: 408, message: "timed out after {ms} ms ({what})" },
   INTERNAL: { status: 500, message: "internal error" },
 } as const satisfies Record<string, { status: number; message: string }>);
 

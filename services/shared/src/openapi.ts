@@ -80,6 +80,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: "The key may not do this (scope or client address)",
   404: "Not found",
   405: "Method not allowed on this path",
+  408: "The time given ran out (the request's own timeout, or the service's deadline for it); retry, or allow more time",
   413: "The request body is too large",
   415: "The body is not JSON",
   429: "Rate limit reached (Retry-After says when to retry)",

@@ -99,7 +99,7 @@ describe("the scraper API's plugins", () => {
     const scrape = doc.paths["/scrape"].post;
     expect(scrape.security).toEqual([{ scraperKey: [] }]);
     expect(doc.paths["/health"].get.security).toEqual([]);
-    for (const status of ["400", "401", "403", "502", "503", "504"]) {
+    for (const status of ["400", "401", "403", "408", "502", "503"]) {
       expect(scrape.responses[status].content["application/json"].schema.$ref).toBe(
         "#/components/schemas/ScraperError",
       );

@@ -94,7 +94,9 @@ function errorFor(status: number, code: string, message: string): ScraperClientE
   if (status === 400 || status === 413 || status === 415) return new ScraperBadRequestError(message, code, status);
   if (status === 401) return new ScraperAuthError(message, code, status);
   if (status === 403) return new ScraperBlockedError(message, code, status);
-  if (status === 504) return new ScraperTimeoutError(message, code, status);
+  // 408: the scraper's own answer to a timeout (as Firecrawl's); 504: an older scraper's, or a
+  // proxy's between the two.
+  if (status === 408 || status === 504) return new ScraperTimeoutError(message, code, status);
   if (status >= 500) return new ScraperUnavailableError(message, code, status);
   return new ScraperClientError(message, code, status);
 }

@@ -39,7 +39,7 @@ export const firecrawlScrapeRoutes: FastifyPluginAsync<{ service: ScrapeService 
           tags: [`firecrawl-${v.version}`],
           security: [{ scraperKey: [] }],
           body: v.body,
-          response: { 200: scrapeResponseSchema, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503, 504) },
+          response: { 200: scrapeResponseSchema, ...errorResponses(400, 401, 403, 408, 413, 415, 500, 502, 503) },
         },
       },
       async (req, reply) => {

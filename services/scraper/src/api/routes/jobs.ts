@@ -219,7 +219,7 @@ function mapRoute({ app, options, opId }: Routes): void {
         tags: [tag],
         security,
         body: dialect.mapBody,
-        response: { 200: dialect.mapResponse, ...errorResponses(400, 401, 403, 413, 415, 500, 502, 503, 504) },
+        response: { 200: dialect.mapResponse, ...errorResponses(400, 401, 403, 408, 413, 415, 500, 502, 503) },
       },
     },
     async (req, reply) => {

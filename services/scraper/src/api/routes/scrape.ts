@@ -101,7 +101,7 @@ function scrapeRoute(app: ZodApp, { service }: ScrapeRoutesOptions): void {
         body: scrapeBodySchema,
         response: {
           200: scrapeResponseSchema,
-          ...errorResponses(400, 401, 403, 413, 415, 500, 501, 502, 503, 504),
+          ...errorResponses(400, 401, 403, 408, 413, 415, 500, 501, 502, 503),
         },
       },
     },
@@ -157,7 +157,7 @@ function searchRoute(app: ZodApp, options: ScrapeRoutesOptions): void {
         tags: ["search"],
         security,
         body: searchBodySchema,
-        response: { 200: webSearchResponseSchema, ...errorResponses(400, 401, 413, 415, 500, 501, 502, 503, 504) },
+        response: { 200: webSearchResponseSchema, ...errorResponses(400, 401, 408, 413, 415, 500, 501, 502, 503) },
       },
     },
     async (req, reply) => {
