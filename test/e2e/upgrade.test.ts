@@ -1,0 +1,245 @@
+// An upgrade from the previous released version (support/previous-release.ts: its chart and
+// images, built from the commit it was released from and published to the node's registry) to
+// this tree's release, under a light load. A release of the previous version is installed in its
+// own namespace beside the platform release (scoped to capstan-demo, as releases.test.ts does, so
+// both may be installed; the CustomResourceDefinitions are the platform release's), serving its
+// own tenant namespace through the ingress. With chat and search answering, `helm upgrade` moves
+// it to this tree's chart while 5 requests a second go through the ingress; once every Deployment
+// of the release runs the new template and is Ready, no request may have failed, and the keys, the
+// knowledge base and a QPM limit made before the upgrade still hold. The release and its
+// namespaces are removed at the end, so the next file's install watches every namespace again.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { helm } from "../ground/helm.ts";
+import type { TestKube } from "../ground/kube-client.ts";
+import { net } from "../ground/node-config.ts";
+import { apply, condition, deploymentReady, e2eKube, eventually, get, list, remove } from "./support/kube.ts";
+import { DEMO_NS, ensurePlatform, keyOf } from "./support/platform.ts";
+import { PREVIOUS_RELEASE, publishPrevious } from "./support/previous-release.ts";
+import type { Release } from "./support/publish.ts";
+import { chartArgs, PULL_SECRET, pullSecret, release } from "./support/release.ts";
+import { steadyLoad } from "./support/steady-load.ts";
+
+const CR = "capstan.dev/v1alpha1";
+const UP = { release: "capstan-up", ns: "capstan-up-system", tenant: "capstan-up-demo", host: "capstan-up.test" };
+const FACT = "The lighthouse keeper winds the clock every Tuesday at noon.";
+const QUESTION = "When does the lighthouse keeper wind the clock?";
+const LIMITED_QPM = 2;
+
+let kube: TestKube;
+let home: string;
+let kc: string[];
+let previous: Release;
+
+/** A request through the ingress's plain HTTP port, by host name. */
+async function viaIngress(path: string, key: string, body: unknown) {
+  const res = await request(`${inject("e2eIngressHttp")}${path}`, {
+    method: "POST",
+    headers: { host: UP.host, authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+    headersTimeout: 60_000,
+    bodyTimeout: 60_000,
+  });
+  return { status: res.statusCode, body: await res.body.text() };
+}
+
+const chat = (key: string) =>
+  viaIngress("/api/v1/chat/completions", key, {
+    model: "lighthouse",
+    messages: [{ role: "user", content: QUESTION }],
+  });
+const search = (key: string) =>
+  viaIngress("/v1/rag/search", key, { text: QUESTION, knowledgeIds: ["kb_up_lighthouse"], minSimilarity: 0.3 });
+
+/** The release's values, the same at install and upgrade: small requests (2 CPUs), no console. */
+function values(): string[] {
+  const set = ["redis.deploy.enabled=true", `imagePullSecrets[0].name=${PULL_SECRET}`, "installCRDs=false"];
+  set.push(
+    `operator.watchNamespaces[0]=${UP.tenant}`,
+    "operator.replicas=1",
+    "gateway.replicas=2",
+    "gateway.resources.requests.cpu=50m",
+    "search.resources.requests.cpu=50m",
+    "console.enabled=false",
+    "scraping.enabled=false",
+    "ingress.enabled=true",
+    "ingress.className=traefik",
+    `ingress.hosts[0]=${UP.host}`,
+    `networkPolicy.ingressController.ipBlocks[0]=${net.hostIp}/32`,
+    `admission.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=${UP.tenant}`,
+  );
+  return set.flatMap((s) => ["--set", s]);
+}
+
+/** `helm upgrade --install` of `r`'s chart and images (the previous release's, or this tree's). */
+async function install(r: Release): Promise<void> {
+  const args = ["upgrade", "--install", UP.release, ...chartArgs(r), "-n", UP.ns, "--wait", "--timeout", "480s"];
+  const res = await helm(args.concat(kc, values()), home, 540_000);
+  expect(res.code, `${res.stderr}\n${res.stdout}`).toBe(0);
+}
+
+async function tenantResources(): Promise<void> {
+  const meta = (name: string) => ({ name, namespace: UP.tenant });
+  await apply(kube, {
+    apiVersion: CR,
+    kind: "KnowledgeBase",
+    metadata: meta("lighthouse"),
+    spec: {
+      knowledgeId: "kb_up_lighthouse",
+      embedding: { provider: "local", model: "all-MiniLM-L6-v2" },
+      sources: [{ name: "Lighthouse", text: FACT }],
+    },
+  });
+  await apply(kube, {
+    apiVersion: CR,
+    kind: "Agent",
+    metadata: meta("lighthouse"),
+    spec: { knowledge: { knowledgeIds: ["kb_up_lighthouse"], maxResults: 2, minSimilarity: 0.3 } },
+  });
+  for (const [name, qpm] of [
+    ["up-chat", 6000],
+    ["up-limited", LIMITED_QPM],
+  ] as const) {
+    await apply(kube, {
+      apiVersion: CR,
+      kind: "AccessChannel",
+      metadata: meta(name),
+      spec: { channelName: name, agentRef: { name: "lighthouse" }, qpm },
+    });
+  }
+  await apply(kube, {
+    apiVersion: CR,
+    kind: "SearchKey",
+    metadata: meta("up-search"),
+    spec: {
+      keyName: "upgrade",
+      knowledgeIds: ["kb_up_lighthouse"],
+      permissions: ["read"],
+      allowedCIDRs: ["127.0.0.1"],
+    },
+  });
+}
+
+/** Every Deployment of the release at its newest template, all replicas updated and Ready, none old left. */
+async function rolledOut(images: Record<string, string>): Promise<string[]> {
+  return eventually(
+    "every Deployment of the upgraded release rolled out",
+    async () => {
+      const deployments = await list(kube, "Deployment", "apps/v1", UP.ns);
+      const names: string[] = [];
+      for (const d of deployments) {
+        const want = (d.spec?.replicas as number | undefined) ?? 1;
+        const s = (d.status ?? {}) as Record<string, number>;
+        const current = (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 1);
+        const done = s.updatedReplicas === want && s.readyReplicas === want && s.availableReplicas === want;
+        if (!current || !done || s.replicas !== want) return undefined;
+        names.push(d.metadata.name);
+      }
+      // The operator's data plane runs this tree's images (the operator rolls them after its own upgrade).
+      for (const name of ["gateway", "search"]) {
+        const d = deployments.find((x) => x.metadata.name === `capstan-${name}`);
+        const spec = d?.spec as { template: { spec: { containers: { image: string }[] } } } | undefined;
+        if (spec?.template.spec.containers[0]?.image !== images[name]) return undefined;
+      }
+      return names;
+    },
+    600_000,
+    2_000,
+  );
+}
+
+const limitBurst = async (key: string) => [
+  (await chat(key)).status,
+  (await chat(key)).status,
+  (await chat(key)).status,
+];
+
+beforeAll(async () => {
+  kube = e2eKube();
+  home = mkdtempSync(join(tmpdir(), "capstan-e2e-upgrade-"));
+  kc = ["--kubeconfig", inject("e2eKubeconfig")];
+  previous = publishPrevious(release().registry, join(home, "previous"));
+  // A second release needs the platform release scoped to its own namespace (releases.test.ts).
+  await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: DEMO_NS } });
+  await ensurePlatform(kube, home, [`operator.watchNamespaces[0]=${DEMO_NS}`]);
+}, 900_000);
+
+afterAll(async () => {
+  if (kc) await helm(["uninstall", UP.release, "-n", UP.ns, "--wait", ...kc], home, 180_000).catch(() => {});
+  if (kube) {
+    await remove(kube, "Namespace", "v1", UP.tenant).catch(() => {});
+    await remove(kube, "Namespace", "v1", UP.ns).catch(() => {});
+  }
+  if (home) rmSync(home, { recursive: true, force: true });
+}, 300_000);
+
+describe(`upgrade from the previous release (${PREVIOUS_RELEASE.version})`, () => {
+  it("moves to this tree's chart under load with no failed request, keeping keys, knowledge and limits", async () => {
+    expect(previous.chartVersion).not.toBe(release().chartVersion);
+    for (const ns of [UP.tenant, UP.ns])
+      await apply(kube, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    await apply(kube, pullSecret(UP.ns) as never);
+    await install(previous);
+    await tenantResources();
+    await deploymentReady(kube, UP.ns, "capstan-gateway");
+    await deploymentReady(kube, UP.ns, "capstan-search");
+    await eventually("KnowledgeBase lighthouse searchable", async () => {
+      const kb = await get(kube, "KnowledgeBase", CR, "lighthouse", UP.tenant);
+      return (kb?.status?.chunks as number) > 0 && condition(kb, "Ready")?.status === "True" ? kb : undefined;
+    });
+    const chatKey = await eventually("up-chat key", () => keyOf(kube, "AccessChannel", "up-chat", UP.tenant));
+    const limitedKey = await eventually("up-limited key", () => keyOf(kube, "AccessChannel", "up-limited", UP.tenant));
+    const searchKey = await eventually("up-search key", () => keyOf(kube, "SearchKey", "up-search", UP.tenant));
+    const before = await eventually("a chat answer from the previous release", async () => {
+      const r = await chat(chatKey);
+      return r.status === 200 ? r : undefined;
+    });
+    expect(before.body).toContain("Tuesday at noon");
+    const hitsBefore = await search(searchKey);
+    expect(hitsBefore.status, hitsBefore.body).toBe(200);
+    expect(hitsBefore.body).toContain("lighthouse keeper");
+    expect(await limitBurst(limitedKey)).toEqual([200, 200, 429]);
+    const limitedAt = Date.now();
+
+    // 5 requests a second, chat and search in turn, bounded to 15 minutes by itself.
+    const load = steadyLoad(
+      [
+        { name: "chat", send: () => chat(chatKey).then((r) => r.status) },
+        { name: "search", send: () => search(searchKey).then((r) => r.status) },
+      ],
+      { everyMs: 200, maxMs: 900_000 },
+    );
+    const upgradeStarted = Date.now();
+    let result: Awaited<ReturnType<typeof load.stop>>;
+    try {
+      await install(release());
+      const deployments = await rolledOut(release().images);
+      console.log(
+        `[e2e] upgrade ${PREVIOUS_RELEASE.version} -> ${release().chartVersion} rolled out in ${Date.now() - upgradeStarted} ms: ${deployments.join(", ")}`,
+      );
+    } finally {
+      result = await load.stop();
+    }
+    console.log(
+      `[e2e] load during the upgrade: ${result.sent} sent in ${result.durationMs} ms, ` +
+        `${result.ok.chat} chat and ${result.ok.search} search answered 200, ${result.failures.length} failed`,
+    );
+    expect(result.failures, JSON.stringify(result.failures.slice(0, 20))).toEqual([]);
+    expect(result.ok.chat).toBeGreaterThan(0);
+    expect(result.ok.search).toBeGreaterThan(0);
+
+    // What was made before the upgrade still holds: the same keys, the knowledge base's answer, the limit.
+    const after = await chat(chatKey);
+    expect(after.status, after.body).toBe(200);
+    expect(after.body).toContain("Tuesday at noon");
+    const hitsAfter = await search(searchKey);
+    expect(hitsAfter.status, hitsAfter.body).toBe(200);
+    expect(hitsAfter.body).toContain("lighthouse keeper");
+    // The sliding window (one minute) of the burst before the upgrade has passed.
+    await new Promise((r) => setTimeout(r, Math.max(0, limitedAt + 61_000 - Date.now())));
+    expect(await limitBurst(limitedKey)).toEqual([200, 200, 429]);
+  });
+});
