@@ -5,15 +5,15 @@
 
 export interface LoadRequest {
   name: string;
-  /** Sends one request and resolves to its HTTP status. */
-  send: () => Promise<number>;
+  /** Sends one request and resolves to its HTTP status and body. */
+  send: () => Promise<{ status: number; body: string }>;
 }
 
 export interface LoadFailure {
   name: string;
   /** Milliseconds since the load started. */
   at: number;
-  /** The status, or the error's message. */
+  /** The status and the start of the body, or the error's message. */
   what: string;
 }
 
@@ -41,9 +41,9 @@ export function steadyLoad(requests: LoadRequest[], o: { everyMs: number; maxMs:
     const p = r
       .send()
       .then(
-        (status) => {
+        ({ status, body }) => {
           if (status === 200) ok[r.name] = (ok[r.name] ?? 0) + 1;
-          else failures.push({ name: r.name, at: Date.now() - started, what: `HTTP ${status}` });
+          else failures.push({ name: r.name, at: Date.now() - started, what: `HTTP ${status} ${body.slice(0, 160)}` });
         },
         (err: unknown) => {
           failures.push({ name: r.name, at: Date.now() - started, what: String(err) });
