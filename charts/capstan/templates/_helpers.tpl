@@ -39,6 +39,17 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{/*
+The labels of a pod template: capstan.labels without the chart's version and appVersion, so a new
+chart version restarts only the pods whose spec changes (a restart of the dev Redis or Qdrant, both
+Recreate, would take them away for the time of the restart on every upgrade).
+*/}}
+{{- define "capstan.podLabels" -}}
+app.kubernetes.io/part-of: capstan
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
 {{- define "capstan.operatorSelector" -}}
 app.kubernetes.io/name: {{ include "capstan.name" . }}-operator
 app.kubernetes.io/instance: {{ .Release.Name }}

@@ -34,6 +34,8 @@ export const PROVIDER_KEYS_SECRET = "capstan-provider-keys";
 export const INTERNAL_TOKEN_KEY = "token";
 /** The data key of the key-verifier Secret (the HMAC key of user-supplied keys). */
 export const KEY_VERIFIER_KEY = "key";
+/** A stopping search pod serves this long before SIGTERM: endpoints and the ingress catch up first. */
+const SEARCH_PRESTOP_SLEEP_SECONDS = 5;
 
 /** A provider key an Agent references, mirrored into the gateway's namespace. */
 export interface ProviderKeyRef {
@@ -100,6 +102,12 @@ interface DataPlaneWorkload {
   mounts: unknown[];
   /** Recreate when two pods must never share the data (the embedded store); else rolling. */
   strategy: "RollingUpdate" | "Recreate";
+  /**
+   * Seconds a stopping pod keeps serving before its process gets SIGTERM (a preStop sleep), for a
+   * process that stops listening at once: the Service's endpoints and the ingress controller take
+   * a few seconds to stop sending it requests, which would otherwise be refused or hang.
+   */
+  preStopSleepSeconds?: number;
 }
 
 /** A data-plane workload's Deployment and its Service. */
@@ -140,6 +148,7 @@ function deployment(c: OperatorConfig, w: DataPlaneWorkload, owner: OwnerReferen
           resources: s.resources,
           livenessProbe: probe("/healthz", "internal"),
           readinessProbe: probe("/readyz", "internal", READINESS_PERIOD_SECONDS),
+          ...(w.preStopSleepSeconds ? { lifecycle: { preStop: { sleep: { seconds: w.preStopSleepSeconds } } } } : {}),
           securityContext: CONTAINER_SECURITY,
           volumeMounts: [{ name: "tmp", mountPath: "/tmp" }, ...w.mounts],
         },
@@ -294,6 +303,9 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
       // Two pods must never open the embedded store's files at once (and a ReadWriteOnce claim
       // may not attach to a second node): the old pod stops before the new one starts.
       strategy: embedded ? "Recreate" : "RollingUpdate",
+      // Search closes its listener on SIGTERM (the gateway has its own unready delay): without
+      // the pause, requests the ingress still routes to a replica of a rolling update fail.
+      preStopSleepSeconds: SEARCH_PRESTOP_SLEEP_SECONDS,
     },
     owner,
   );

@@ -25,10 +25,19 @@ const root = fileURLToPath(new URL("../../..", import.meta.url));
 
 /**
  * Logs crane and helm in to the registry (credentials kept in `dir`, never the user's home) and
- * runs scripts/release.sh against it; returns what it published.
+ * runs scripts/release.sh against it; returns what it published. `source` publishes another
+ * checkout's chart (its scripts/release.sh and charts/capstan) with the image build in `imagesDir`
+ * (support/previous-release.ts); by default this tree's, with its last image build.
  */
-export function publishRelease(o: { registry: RegistryAccess; dir: string; crane: string; helm: string }): Release {
+export function publishRelease(o: {
+  registry: RegistryAccess;
+  dir: string;
+  crane: string;
+  helm: string;
+  source?: { root: string; imagesDir: string };
+}): Release {
   const { registry, dir } = o;
+  const imagesDir = o.source?.imagesDir ?? process.env.CAPSTAN_E2E_IMAGES;
   const env = {
     PATH: process.env.PATH ?? "",
     HOME: dir,
@@ -38,7 +47,7 @@ export function publishRelease(o: { registry: RegistryAccess; dir: string; crane
     HELM_DATA_HOME: join(dir, "helm", "data"),
     HELM_REGISTRY_CONFIG: join(dir, "helm", "registry.json"),
     CAPSTAN_CACHE: binaryCacheDir(),
-    ...(process.env.CAPSTAN_E2E_IMAGES ? { IMAGES_DIR: process.env.CAPSTAN_E2E_IMAGES } : {}),
+    ...(imagesDir ? { IMAGES_DIR: imagesDir } : {}),
   };
   mkdirSync(env.DOCKER_CONFIG, { recursive: true });
   const run = (cmd: string, args: string[], input?: string) =>
@@ -54,7 +63,7 @@ export function publishRelease(o: { registry: RegistryAccess; dir: string; crane
   );
   const out = join(dir, "release");
   execFileSync("bash", ["scripts/release.sh", registry.host, out], {
-    cwd: root,
+    cwd: o.source?.root ?? root,
     env: { ...env, CRANE: o.crane, HELM: o.helm, REGISTRY_CA: registry.caFile },
     stdio: ["ignore", "inherit", "inherit"],
     timeout: 600_000,
