@@ -7,7 +7,14 @@
 // the internal port (internalApp, listened in main.ts), never on the port users reach.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { buildBaseApp, type Logger, metricsPrefix, outboundMetrics, type Registry } from "@capstan/shared";
+import {
+  buildBaseApp,
+  collectRoutes,
+  type Logger,
+  metricsPrefix,
+  outboundMetrics,
+  type Registry,
+} from "@capstan/shared";
 import type { KubeConfig } from "@capstan/shared/kube";
 import fastifyCookie from "@fastify/cookie";
 import fastifyHelmet from "@fastify/helmet";
@@ -57,6 +64,7 @@ export async function buildApp(config: ConsoleConfig, deps: ConsoleDeps): Promis
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     internal: true,
   });
+  collectRoutes(app); // for the /api routes' OpenAPI document (docs/openapi/internal/console.json)
   const local = standaloneOf(config);
   if (!local && !deps.cluster) throw new Error("the console needs a cluster (KUBECONFIG) or standalone mode");
   const signIn = local ? localSignIn(local, local.adminTokenFile) : clusterSignIn(deps.cluster as KubeConfig);

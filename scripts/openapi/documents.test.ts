@@ -17,6 +17,8 @@ import {
 } from "./documents.ts";
 
 interface Operation {
+  parameters?: unknown[];
+  requestBody?: unknown;
   responses?: Record<string, unknown>;
 }
 type Paths = Record<string, Record<string, Operation>>;
@@ -52,8 +54,31 @@ describe("published OpenAPI documents", async () => {
   }
 });
 
+/** "GET /path" of each operation that declares no schema at all (no parameter, body or answer body). */
+function withoutSchemas(paths: Paths): string[] {
+  return Object.entries(paths).flatMap(([path, ops]) =>
+    Object.entries(ops)
+      .filter(([, op]) => !op.parameters?.length && !op.requestBody)
+      .filter(([, op]) => !Object.values(op.responses ?? {}).some((r) => (r as { content?: unknown }).content))
+      .map(([method]) => `${method.toUpperCase()} ${path}`),
+  );
+}
+
+/**
+ * The internal routes known to declare no schema (to be given one); a new one fails the test
+ * below, which prints them all.
+ */
+const KNOWN_WITHOUT_SCHEMAS = ["console: GET /"];
+
 describe("internal ports' OpenAPI documents", async () => {
   const { internal } = await openApiDocuments();
+  it("lists the internal routes without schemas (printed below)", () => {
+    const found = (Object.entries(internal) as [InternalService, string][]).flatMap(([service, text]) =>
+      withoutSchemas((JSON.parse(text) as { paths: Paths }).paths).map((op) => `${service}: ${op}`),
+    );
+    console.warn(`internal routes without schemas:\n${found.join("\n") || "(none)"}`);
+    expect(found).toEqual(KNOWN_WITHOUT_SCHEMAS);
+  });
   const expected: Record<InternalService, string[]> = {
     gateway: ["/internal/v1/usage", "/internal/v1/budget", "/internal/v1/upstreams"],
     search: [
@@ -62,6 +87,7 @@ describe("internal ports' OpenAPI documents", async () => {
       "/v1/rag/search",
     ],
     "scraper-render": ["/scrape"],
+    console: ["/api/session", "/api/namespaces/{ns}/accesschannels", "/api/namespaces/{ns}/usage"],
   };
   for (const [service, file] of Object.entries(INTERNAL_DOCUMENT_FILES) as [InternalService, string][]) {
     it(`${file} matches what ${service}'s internal port serves, every route with its answers`, () => {

@@ -5,10 +5,14 @@
 // search's documents API, the scraper's rendering service) are written apart, in
 // docs/openapi/internal/, from the same apps' internal instances.
 // `npm run openapi` writes them all to docs/openapi/; documents.test.ts fails when one drifts.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildApp as buildConsole, loadConsoleConfig } from "@capstan/console";
 import { buildApp as buildGateway } from "@capstan/gateway";
 import { buildRenderService, buildApp as buildScraper, type RenderClient, scraperConfig } from "@capstan/scraper";
 import { buildApp as buildSearch } from "@capstan/search";
-import { createLogger, internalApp, openApiDocument } from "@capstan/shared";
+import { createLogger, createRegistry, internalApp, openApiDocument, routeDocument } from "@capstan/shared";
 import { ResourceView } from "@capstan/shared/resource-view";
 import type { FastifyInstance } from "fastify";
 import openapiTS, { astToString } from "openapi-typescript";
@@ -27,6 +31,9 @@ export const INTERNAL_DOCUMENT_FILES = {
   gateway: "docs/openapi/internal/gateway.json",
   search: "docs/openapi/internal/search.json",
   "scraper-render": "docs/openapi/internal/scraper-render.json",
+  // The console's /api (its page is their only caller): documented from its route registrations
+  // (collectRoutes), not served.
+  console: "docs/openapi/internal/console.json",
 } as const;
 
 export type InternalService = keyof typeof INTERNAL_DOCUMENT_FILES;
@@ -72,6 +79,36 @@ async function documentOf(app: FastifyInstance): Promise<string> {
   }
 }
 
+/** A standalone console over an empty temporary folder (its YAML folder the API): no cluster. */
+async function consoleApp(): Promise<FastifyInstance> {
+  const dir = mkdtempSync(join(tmpdir(), "capstan-openapi-console-"));
+  writeFileSync(join(dir, "admin-token"), "openapi-admin-token-0123456789");
+  const config = loadConsoleConfig(
+    {
+      assetsDir: join(dir, "no-frontend"),
+      standaloneResourcesDir: dir,
+      standaloneStateDir: dir,
+      adminTokenFile: join(dir, "admin-token"),
+    },
+    {},
+  );
+  return buildConsole(config, { logger: logger(), registry: createRegistry({ defaultMetrics: false }) });
+}
+
+/** The console's /api document (routeDocument: the console serves none). */
+async function consoleDocument(): Promise<string> {
+  const app = await consoleApp();
+  try {
+    return await routeDocument(app, {
+      title: "Capstan console API",
+      description: "The /api routes the console's page calls (session, resources, keys, usage, try).",
+      version: "v1",
+    });
+  } finally {
+    await app.close();
+  }
+}
+
 /** Every service's public and internal documents, as the checked-in files hold them. */
 export async function openApiDocuments(): Promise<{
   public: Record<Service, string>;
@@ -102,6 +139,7 @@ export async function openApiDocuments(): Promise<{
         gateway: await openApiDocument(internalApp(gatewayApp)),
         search: await openApiDocument(internalApp(searchApp)),
         "scraper-render": await openApiDocument(render.app),
+        console: await consoleDocument(),
       },
     };
   } finally {

@@ -11,4 +11,5 @@ export * from "./linger.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./openapi.ts";
+export * from "./route-document.ts";
 export * from "./tracing.ts";
