@@ -9,10 +9,11 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { RunningGateway } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
+import { signIn, tokenWithRoles } from "../ground/console-users.ts";
 import type { TestKube } from "../ground/kube-client.ts";
 import { eventually } from "../operator/helpers.ts";
 import { type ChatPlane, startChatPlane } from "./chat-plane.ts";
-import { forceFromPage, type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
+import { forceFromPage, type RunningConsole, screenshot, startConsole } from "./helpers.ts";
 
 const ns = `console-${process.pid}-${Date.now().toString(36)}`;
 let plane: ChatPlane;

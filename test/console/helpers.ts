@@ -1,7 +1,7 @@
-// Helpers of the console's browser tests: ServiceAccounts bound to the Roles that docs/console.md
-// shows (their tokens are how users sign in), the console built and listening on loopback, and
+// Helpers of the console's browser tests (users and sign-in are in test/ground/console-users.ts):
+// the console built and listening on loopback, and
 // screenshots (written into docs/console/ when UPDATE_SCREENSHOTS=1, else into a temporary folder).
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,45 +11,8 @@ import { kubeConfigFromFile } from "@capstan/shared/kube";
 import type { FastifyInstance } from "fastify";
 import type { Page } from "playwright-core";
 import { expect } from "vitest";
-import { parse } from "yaml";
-import type { TestKube } from "../ground/kube-client.ts";
-import { create, type Obj } from "../operator/helpers.ts";
 
 const DOCS = fileURLToPath(new URL("../../docs/console/", import.meta.url));
-
-/** A ServiceAccount bound in `ns` to the Roles of docs/console/rbac/<role>.yaml; returns its token. */
-export function tokenWithRoles(admin: TestKube, ns: string, name: string, roles: string[]): Promise<string> {
-  const objects = roles.map((role) => parse(readFileSync(join(DOCS, "rbac", `${role}.yaml`), "utf8")) as Obj);
-  return tokenWithRoleObjects(admin, ns, name, objects);
-}
-
-/** A ServiceAccount bound in `ns` to these Roles (made in `ns`); returns its token. */
-export async function tokenWithRoleObjects(admin: TestKube, ns: string, name: string, roles: Obj[]): Promise<string> {
-  await create(admin, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } });
-  for (const role of roles) {
-    const roleObj = { ...role, metadata: { ...role.metadata, namespace: ns } } as Obj;
-    await admin
-      .json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { method: "POST", body: roleObj })
-      .catch((err: { status?: number }) => {
-        if (err.status !== 409) throw err;
-      });
-    await admin.json(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-      method: "POST",
-      body: {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: { name: `${name}-${roleObj.metadata.name}`, namespace: ns },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: roleObj.metadata.name },
-        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
-      },
-    });
-  }
-  const tr = await admin.json<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`, {
-    method: "POST",
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
-  return tr.status.token;
-}
 
 export interface RunningConsole {
   url: string;
@@ -108,14 +71,6 @@ export async function screenshot(page: Page, name: string, redact?: string): Pro
     }, redact);
   }
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
-}
-
-/** Signs in through the sign-in form and waits for the navigation bar. */
-export async function signIn(page: Page, url: string, token: string): Promise<void> {
-  await page.goto(url);
-  await page.getByLabel("Token").fill(token);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Pages" }).waitFor();
 }
 
 /** A request the page's own code would not send, made from inside the signed-in page (cookie and CSRF token). */

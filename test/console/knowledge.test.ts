@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Operator } from "../../operator/src/manager.ts";
 import { makePdf } from "../../services/shared/src/documents/pdf.fixture.ts";
 import { launchChromium } from "../ground/chromium.ts";
+import { signIn, tokenWithRoles } from "../ground/console-users.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import {
   CAP,
@@ -23,7 +24,7 @@ import {
   TEST_KEY_VERIFIER,
   whenCondition,
 } from "../operator/helpers.ts";
-import { type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles, trySearchFinds } from "./helpers.ts";
+import { type RunningConsole, screenshot, startConsole, trySearchFinds } from "./helpers.ts";
 
 const ns = `console-kb-${process.pid}-${Date.now().toString(36)}`;
 const TOKEN = "console-knowledge-test-internal-token-0123";

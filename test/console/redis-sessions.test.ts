@@ -5,8 +5,9 @@
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { tokenWithRoles } from "../ground/console-users.ts";
 import { ensureNamespace, harnessKubeClient } from "../ground/kube-client.ts";
-import { type RunningConsole, startConsole, tokenWithRoles } from "./helpers.ts";
+import { type RunningConsole, startConsole } from "./helpers.ts";
 
 const ns = `console-sessions-${process.pid}`;
 const COOKIE = "capstan_console_session";

@@ -8,11 +8,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { FakeOpenAI } from "../gateway/fake-openai.ts";
 import type { RunningGateway } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
+import { signIn, tokenWithRoles } from "../ground/console-users.ts";
 import type { TestKube } from "../ground/kube-client.ts";
 import { CAP, create, whenCondition } from "../operator/helpers.ts";
 import { type Scraper, type Site, startScraper, startSite } from "../scraper/helpers.ts";
 import { type ChatPlane, startChatPlane } from "./chat-plane.ts";
-import { type RunningConsole, screenshot, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
+import { type RunningConsole, screenshot, startConsole } from "./helpers.ts";
 
 const ns = `console-try-${process.pid}-${Date.now().toString(36)}`;
 const SCRAPER_KEY = "scraper-test-key-0123456789";

@@ -12,9 +12,10 @@ import type { Operator } from "../../operator/src/manager.ts";
 import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
 import { client, type RunningGateway, startGateway, uniqueNamespace } from "../gateway/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
+import { signIn, tokenWithRoles } from "../ground/console-users.ts";
 import { ensureNamespace, harnessKubeClient, installCrds, type TestKube } from "../ground/kube-client.ts";
 import { CAP, create, eventually, get, startOperatorFor, whenCondition } from "../operator/helpers.ts";
-import { type RunningConsole, signIn, startConsole, tokenWithRoles } from "./helpers.ts";
+import { type RunningConsole, startConsole } from "./helpers.ts";
 
 const ns = uniqueNamespace("kept");
 let admin: TestKube;

@@ -20,12 +20,13 @@ import { replicaPolicy, UsageRecorder } from "../../console/src/usage.ts";
 import { kubeConfigAs } from "../../console/src/user-api.ts";
 import { type FakeOpenAI, startFakeOpenAI } from "../gateway/fake-openai.ts";
 import { launchChromium } from "../ground/chromium.ts";
+import { signIn, tokenWithRoleObjects, tokenWithRoles } from "../ground/console-users.ts";
 import { freePort } from "../ground/ports.ts";
 import { type ManagedProcess, startProcess, waitFor } from "../ground/process.ts";
 import { type RunningPrometheus, startPrometheus } from "../monitoring/prometheus.ts";
 import { ChartRun, MINIMAL, one } from "../operator/chart-kit.ts";
 import { create, type Obj } from "../operator/helpers.ts";
-import { type RunningConsole, signIn, startConsole, tokenWithRoleObjects, tokenWithRoles } from "./helpers.ts";
+import { type RunningConsole, startConsole } from "./helpers.ts";
 
 const MAIN = fileURLToPath(new URL("../../services/gateway/src/main.ts", import.meta.url));
 const run = new ChartRun("usage");

@@ -14,8 +14,9 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signIn, trySearchFinds } from "../console/helpers.ts";
+import { trySearchFinds } from "../console/helpers.ts";
 import { launchChromium } from "../ground/chromium.ts";
+import { signIn } from "../ground/console-users.ts";
 import { freePort } from "../ground/ports.ts";
 
 let child: ChildProcess;

@@ -18,6 +18,8 @@ export const SYSTEM_NS = "capstan-system";
 export const DEMO_NS = "capstan-demo";
 /** The host name the ingress answers to; the tests resolve it to the ingress's loopback address. */
 export const INGRESS_HOST = "capstan.test";
+/** The console's host of its own (console.hosts), on the same ingress and certificate. */
+export const CONSOLE_HOST = "console.capstan.test";
 export const TLS_SECRET = "capstan-ingress-tls";
 
 export interface Tls {
@@ -25,7 +27,7 @@ export interface Tls {
   dir: string;
 }
 
-/** A CA and a serving certificate for INGRESS_HOST, made with openssl in a temporary directory. */
+/** A CA and a serving certificate for INGRESS_HOST and CONSOLE_HOST, made with openssl in a temporary directory. */
 export function makeTls(dir: string): Tls {
   mkdirSync(dir, { recursive: true });
   const run = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
@@ -47,7 +49,10 @@ export function makeTls(dir: string): Tls {
     "-subj",
     `/CN=${INGRESS_HOST}`,
   ]);
-  writeFileSync(join(dir, "tls.ext"), `subjectAltName=DNS:${INGRESS_HOST}\nextendedKeyUsage=serverAuth\n`);
+  writeFileSync(
+    join(dir, "tls.ext"),
+    `subjectAltName=DNS:${INGRESS_HOST},DNS:${CONSOLE_HOST}\nextendedKeyUsage=serverAuth\n`,
+  );
   run(
     ["x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial"].concat([
       "-out",
@@ -92,6 +97,9 @@ export function installValues(extra: string[] = []): string[] {
     `ingress.hosts[0]=${INGRESS_HOST}`,
     `ingress.tls[0].secretName=${TLS_SECRET}`,
     `ingress.tls[0].hosts[0]=${INGRESS_HOST}`,
+    // The console on a host of its own, as docs/install.md shows (test/e2e/console-browser.test.ts).
+    `console.hosts[0]=${CONSOLE_HOST}`,
+    `ingress.tls[0].hosts[1]=${CONSOLE_HOST}`,
     // Traefik runs on the node and reaches pods from the bridge's host address, and only from
     // there: naming that address admits it to search's public port (no pod may call that port)
     // and makes search believe its X-Forwarded-For, so search sees the real client's address (the
