@@ -150,16 +150,21 @@ describe("a KnowledgeBase ingest as one trace", () => {
     });
     await whenCondition(admin, "KnowledgeBase", ns, "runbooks", "Ingested", "True");
 
-    // The reconcile that scraped: the trace holding the scraper's `scrape` span (spans arrive
-    // from two processes, so wait until the page fetch is there too).
+    // The reconcile that scraped: the trace holding the scraper's `scrape` span. Spans arrive
+    // from two processes, each exporting in its own batches, so wait until the page fetch (the
+    // scraper's last span) and the operator's call to the scraper (which ends after the scrape,
+    // in a later batch of the operator's than its reconcile) are both there.
     let trace: Trace | undefined;
     await waitFor(
-      "a reconcile KnowledgeBase trace down to the page fetch",
+      "a reconcile KnowledgeBase trace down to the page fetch, with the operator's call to the scraper",
       async () => {
         for (const t of await receiver.traces("capstan-operator", "reconcile KnowledgeBase")) {
           const full = await receiver.trace(t.traceID);
           const fetched = full?.spans.some((s) => clientTo(s, `${site.origin}/runbook`));
-          if (full?.spans.some((s) => s.operationName === "scrape") && fetched) {
+          const called = full?.spans.some(
+            (s) => serviceOf(full, s) === "capstan-operator" && /\/scrape$/.test(String(tag(s, "url.full"))),
+          );
+          if (full?.spans.some((s) => s.operationName === "scrape") && fetched && called) {
             trace = full;
             return true;
           }
