@@ -1,5 +1,13 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { loadOperatorConfig, platformScraperVia } from "./config.ts";
+import { loadOperatorConfig, platformScraperVia, VERSION } from "./config.ts";
+
+describe("the release version", () => {
+  it("is the chart's appVersion: the operator's default image tags are the chart's", () => {
+    const chart = readFileSync(new URL("../../charts/capstan/Chart.yaml", import.meta.url), "utf8");
+    expect(chart).toMatch(new RegExp(`^appVersion: "${VERSION.replaceAll(".", "\\.")}"$`, "m"));
+  });
+});
 
 const config = (overrides: Record<string, unknown>) =>
   loadOperatorConfig({}, { namespace: "capstan-system", leaderElection: { enabled: false }, ...overrides });

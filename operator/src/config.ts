@@ -7,7 +7,8 @@ import { scrapingSettingsSchema } from "@capstan/shared/clients/scraper-client";
 import { egressAllowList } from "@capstan/shared/egress";
 import { z } from "zod";
 
-export const VERSION = "0.1.0";
+/** The release: the default image tag, the chart's appVersion (config.test.ts checks they match). */
+export const VERSION = "0.2.0";
 const REGISTRY = "ghcr.io/capstan-dev";
 
 const quantity = z.union([z.string().regex(/^[0-9.]+[a-zA-Z]*$/), z.number()]).transform(String);
