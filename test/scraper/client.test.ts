@@ -9,6 +9,7 @@ import {
   ScraperBlockedError,
   ScraperClient,
   ScraperDisabledError,
+  ScraperMalformedAnswerError,
   ScraperTimeoutError,
   ScraperUnavailableError,
   scrapingSettingsSchema,
@@ -23,8 +24,15 @@ let scraper: Scraper;
 const servers: Server[] = [];
 const held: ServerResponse[] = [];
 
-/** A loopback front that answers `failures` 503s (or `status`), then forwards to the scraper. */
-async function flakyFront(failures: number, status = 503): Promise<{ url: string; attempts: () => number }> {
+/**
+ * A loopback front that answers `failures` 503s (or `status`), then forwards to the scraper; with
+ * `tamper`, the scraper's 2xx answers are changed on their way back (a malformed answer).
+ */
+async function flakyFront(
+  failures: number,
+  status = 503,
+  tamper?: (answer: Record<string, unknown>) => void,
+): Promise<{ url: string; attempts: () => number }> {
   let attempts = 0;
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     attempts++;
@@ -42,7 +50,11 @@ async function flakyFront(failures: number, status = 503): Promise<{ url: string
       body: req.method === "POST" ? Buffer.concat(chunks) : undefined,
     });
     res.writeHead(upstream.status, { "content-type": "application/json" });
-    res.end(await upstream.text());
+    const text = await upstream.text();
+    if (!tamper || !upstream.ok) return void res.end(text);
+    const answer = JSON.parse(text) as Record<string, unknown>;
+    tamper(answer);
+    res.end(JSON.stringify(answer));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   servers.push(server);
@@ -162,6 +174,32 @@ describe("ScraperClient", () => {
     await expect(client.scrape(`${site.origin}/doc`)).rejects.toThrow(
       `cannot reach the scraper at ${url}: ECONNREFUSED`,
     );
+    await client.close();
+  });
+
+  it("rejects a malformed answer naming its first bad field, without retrying", async () => {
+    const front = await flakyFront(0, 503, (answer) => {
+      const data = answer.data as { metadata?: Record<string, unknown> } | undefined;
+      if (data?.metadata) delete data.metadata.title; // POST /scrape's page without its title
+      if (Array.isArray(answer.data) && answer.data[0]) answer.data[0].success = "yes"; // a bulk entry
+      if ("creditsUsed" in answer) answer.creditsUsed = "many"; // GET /crawl/{id}
+    });
+    const client = new ScraperClient({ url: front.url, api_key: KEY, max_retries: 3 }, { backoffBaseMs: 20 });
+    const err = await client.scrape(`${site.origin}/doc`).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ScraperMalformedAnswerError);
+    expect((err as ScraperMalformedAnswerError).code).toBe("MALFORMED_ANSWER");
+    expect((err as Error).message).toMatch(
+      /^the scraper's answer to POST \/scrape is malformed: data\.metadata\.title: /,
+    );
+    expect(front.attempts()).toBe(1);
+    await expect(client.scrapeBulk([`${site.origin}/doc`])).rejects.toThrow(
+      /POST \/scrape\/bulk is malformed: data\.0\.success/,
+    );
+    expect(front.attempts()).toBe(2);
+    // The crawl's answers too: its start is well formed, its status is not.
+    const { id } = await client.startCrawl({ url: `${site.origin}/doc`, limit: 1 });
+    await expect(client.crawlStatus(id)).rejects.toThrow(/GET \/crawl\/[-0-9a-f]+ is malformed: creditsUsed: /);
+    expect(front.attempts()).toBe(4);
     await client.close();
   });
 

@@ -139,7 +139,7 @@ async function tryScrape(
   try {
     const page = await client.scrape(body.url, { pageOptions: { onlyMainContent: body.onlyMainContent } });
     return {
-      markdown: page.markdown,
+      markdown: page.markdown ?? "",
       title: page.metadata.title,
       statusCode: page.metadata.statusCode,
       ms: Date.now() - started,

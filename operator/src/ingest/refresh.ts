@@ -15,6 +15,7 @@
 // under the same id (an operator restarted half-way, search restarted) ends the same: what was
 // written is confirmed without embedding, and the prune keys on the id.
 import type { KnowledgeBase } from "@capstan/shared/api";
+import type { CrawlRequest } from "@capstan/shared/clients/scraper-client";
 import type { CrawledPage } from "@capstan/shared/clients/scraper-crawl";
 import { SearchApiError, type UpsertResult } from "@capstan/shared/clients/search-client";
 import { OperatorError } from "../errors.ts";
@@ -171,7 +172,7 @@ async function crawlDocuments(
   onPages: (n: number) => void,
 ): Promise<{ incomplete?: OperatorError }> {
   const { url: start, limit, maxDepth, includePaths, excludePaths } = source.crawl;
-  const request = {
+  const request: CrawlRequest = {
     url: start,
     limit,
     ...(maxDepth !== undefined ? { maxDepth } : {}),

@@ -69,7 +69,7 @@ export class ClientScrape implements Scrape {
   ): Promise<ScrapedText> {
     try {
       const page = await this.client(t).scrape(pageUrl, { pageOptions: { ...options, screenshot: false } });
-      return { markdown: page.markdown, ...(page.metadata?.title ? { title: page.metadata.title } : {}) };
+      return { markdown: page.markdown ?? "", ...(page.metadata?.title ? { title: page.metadata.title } : {}) };
     } catch (err) {
       throw new OperatorError("SCRAPE_FAILED", { url: pageUrl, via: t.via, detail: detailOf(err) });
     }

@@ -3,6 +3,7 @@
 // the wire, so the API rebuilds the same error on its side. Templates use the shared {name}
 // syntax (renderMessage); call sites pass the values in order of appearance.
 import { defineErrors, renderMessage } from "@capstan/shared";
+import type { ScraperErrorCode } from "@capstan/shared/clients/scraper-wire";
 
 export const ERRORS = defineErrors({
   BAD_REQUEST: { status: 400, message: "invalid request: {detail}" },
@@ -41,7 +42,8 @@ export const ERRORS = defineErrors({
   // page too slow for the time asked is not the service failing. Retried by clients like a 5xx.
   TIMEOUT: { status: 408, message: "timed out after {ms} ms ({what})" },
   INTERNAL: { status: 500, message: "internal error" },
-} as const satisfies Record<string, { status: number; message: string }>);
+  // Every code of the wire's SCRAPER_ERROR_CODES (what clients are told to expect), and no other.
+} as const satisfies Record<ScraperErrorCode, { status: number; message: string }>);
 
 export type ErrorCode = keyof typeof ERRORS;
 

@@ -6,20 +6,12 @@
 // `rawHtml`, the rendered document as it is; `links`, every http(s) link of the page; `screenshot`
 // (`screenshot@fullPage` for the whole page), a PNG as a data: URL.
 
+import type { Format } from "@capstan/shared/clients/scraper-wire";
 import { cleanHtml } from "@capstan/shared/documents/html";
 import type { CheerioAPI } from "cheerio";
-import { z } from "zod";
 
-export const FORMATS = ["markdown", "html", "rawHtml", "links", "screenshot", "screenshot@fullPage"] as const;
-export type Format = (typeof FORMATS)[number];
-
-export const formatsSchema = z
-  .array(z.enum(FORMATS))
-  .min(1, "at least one format")
-  .max(FORMATS.length)
-  .describe(
-    "Firecrawl v1 formats: the fields the answer carries. Absent: the reference's answer (markdown, html = the rendered page, screenshot = base64 or null)",
-  );
+// The formats' names and schema are the scraper's wire with its client, defined once.
+export { FORMATS, type Format, formatsSchema } from "@capstan/shared/clients/scraper-wire";
 
 /** Most links one page contributes (a page of a million anchors must not fill the job store). */
 const MAX_LINKS = 5_000;

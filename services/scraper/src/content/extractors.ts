@@ -1,24 +1,15 @@
 // Extractors: {name: selector} → values from the rendered page. A selector is a CSS selector
 // (text of the first match, or null), "selector@attr" (an attribute of the first match), or an
 // object {selector, attribute?, all?} (all: every match, as a list).
+
+import type { extractorSpecSchema } from "@capstan/shared/clients/scraper-wire";
 import type { CheerioAPI } from "cheerio";
 import { load } from "cheerio";
-import { z } from "zod";
+import type { z } from "zod";
 import { ScraperError } from "../errors.ts";
 
-export const MAX_EXTRACTORS = 50;
-
-export const extractorSpecSchema = z.union([
-  z.string().min(1).max(1000),
-  z.strictObject({
-    selector: z.string().min(1).max(1000),
-    attribute: z.string().min(1).max(100).optional(),
-    all: z.boolean().default(false),
-  }),
-]);
-export const extractorsSchema = z
-  .record(z.string().min(1).max(100), extractorSpecSchema)
-  .refine((m) => Object.keys(m).length <= MAX_EXTRACTORS, `at most ${MAX_EXTRACTORS} extractors`);
+// The extractors' schema is the scraper's wire with its client (request bodies), defined once.
+export { extractorSpecSchema, extractorsSchema, MAX_EXTRACTORS } from "@capstan/shared/clients/scraper-wire";
 
 export type ExtractorSpec = z.output<typeof extractorSpecSchema>;
 export type ExtractedValue = string | null | string[];

@@ -1,36 +1,12 @@
 // Page metadata from the document head: title, description, language, keywords, robots,
 // canonical URL, favicon, Open Graph and Twitter card fields (Firecrawl's names).
+
+import { pageMetadataSchema } from "@capstan/shared/clients/scraper-wire";
 import type { CheerioAPI } from "cheerio";
-import { z } from "zod";
+import type { z } from "zod";
 
-const optionalText = z.string().optional();
-
-/** The metadata of a scraped page; the API's answers are serialised (and documented) through it. */
-export const pageMetadataSchema = z.object({
-  title: z.string(),
-  description: z.string(),
-  language: z.string().nullable(),
-  keywords: optionalText,
-  robots: optionalText,
-  canonical: optionalText,
-  favicon: optionalText,
-  ogTitle: optionalText,
-  ogDescription: optionalText,
-  ogUrl: optionalText,
-  ogImage: optionalText,
-  ogType: optionalText,
-  ogSiteName: optionalText,
-  ogLocale: optionalText,
-  twitterCard: optionalText,
-  twitterTitle: optionalText,
-  twitterDescription: optionalText,
-  twitterImage: optionalText,
-  sourceURL: z.string().describe("The URL asked for"),
-  url: z.string().describe("The URL rendered, after redirects"),
-  statusCode: z.int().describe("The target's HTTP status"),
-  contentType: z.string().nullable(),
-  error: optionalText.describe("The target's error text when statusCode >= 400"),
-});
+// The metadata's schema is the scraper's wire with its client, defined once.
+export { pageMetadataSchema };
 export type PageMetadata = z.output<typeof pageMetadataSchema>;
 
 const OPEN_GRAPH: Record<string, keyof PageMetadata> = {

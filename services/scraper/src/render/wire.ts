@@ -6,9 +6,10 @@
 // Schema first, defined once: the rendering service's routes (app.ts) validate the request and
 // serialise their answers with these schemas, and its client (api/render-client.ts) parses every
 // answer with them.
+import { MAX_WAIT_MS } from "@capstan/shared/clients/scraper-wire";
 import { z } from "zod";
 
-export const MAX_WAIT_MS = 60_000;
+export { MAX_WAIT_MS };
 
 export const renderRequestSchema = z.strictObject({
   url: z.string().min(1).max(8192),

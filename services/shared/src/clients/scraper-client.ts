@@ -4,12 +4,28 @@
 // api_key (Bearer, no default). Calls go through the shared resilience policy (timeout per
 // attempt, bounded full-jitter retries, Retry-After honoured, metrics); retries happen only on
 // timeouts, 5xx answers and refused/reset connections (a scraper restarting); 4xx answers are
-// final. Errors are typed by status family.
+// final. Errors are typed by status family. Every 2xx answer is parsed with its route's schema
+// from scraper-wire.ts (the ones the scraper's routes serialise with); one that does not match is a
+// ScraperMalformedAnswerError (MALFORMED_ANSWER) naming its first bad field, and is not retried.
 import { Agent, type Dispatcher, fetch } from "undici";
 import { z } from "zod";
 import type { OutboundMetrics } from "../metrics.ts";
 import { type Failure, OutboundPolicy } from "../resilience/policy.ts";
 import { isRetryableNetworkCode, isRetryableStatus } from "../resilience/retryable.ts";
+import {
+  type bulkBodySchema,
+  type bulkEntrySchema,
+  bulkResponseSchema,
+  type crawlBodySchema,
+  type extractorSpecSchema,
+  jobCancelledSchema,
+  jobStartedSchema,
+  jobStatusSchema,
+  type pageOptionsObject,
+  type scrapeBodySchema,
+  type scrapeDataSchema,
+  scrapeResponseSchema,
+} from "./scraper-wire.ts";
 
 export const scrapingSettingsSchema = z.object({
   enabled: z.boolean().default(true),
@@ -21,55 +37,25 @@ export const scrapingSettingsSchema = z.object({
 export type ScrapingSettings = z.output<typeof scrapingSettingsSchema>;
 export type ScrapingSettingsInput = z.input<typeof scrapingSettingsSchema>;
 
-export interface ScrapePageOptions {
-  waitFor?: number;
-  screenshot?: boolean;
-  fullPageScreenshot?: boolean;
-  onlyMainContent?: boolean;
-  includeHtml?: boolean;
-  headers?: Record<string, string>;
-  timeout?: number;
-  blockMedia?: boolean;
-}
+// What the client sends and reads is the scraper's wire (scraper-wire.ts), the schemas its routes
+// validate and serialise with: the types below are theirs, and every answer is parsed with them.
 
-export type ExtractorSpec = string | { selector: string; attribute?: string; all?: boolean };
-
-export interface ScrapedPage {
-  markdown: string;
-  html: string | null;
-  screenshot: string | null;
-  metadata: { title: string; description: string; sourceURL: string; url: string; statusCode: number } & Record<
-    string,
-    unknown
-  >;
-  extracted?: Record<string, string | string[] | null>;
-  llm_extraction?: unknown;
-}
-
+/** POST /scrape's and /scrape/bulk's pageOptions, as sent (the scraper fills the defaults). */
+export type ScrapePageOptions = z.input<typeof pageOptionsObject>;
+export type ExtractorSpec = z.input<typeof extractorSpecSchema>;
+/** One scraped page: POST /scrape's `data`, a bulk entry's, a crawl result. */
+export type ScrapedPage = z.output<typeof scrapeDataSchema>;
 /** A crawl job's request (the scraper's POST /crawl, Firecrawl v1 names). */
-export interface CrawlRequest {
-  url: string;
-  limit?: number;
-  maxDepth?: number;
-  includePaths?: string[];
-  excludePaths?: string[];
-  scrapeOptions?: { waitFor?: number; onlyMainContent?: boolean; formats?: string[] };
-}
-
+export type CrawlRequest = z.input<typeof crawlBodySchema>;
 /** One answer of GET /crawl/{id}: progress and the results from `skip` on. */
-export interface CrawlStatus {
-  status: "scraping" | "completed" | "failed" | "cancelled";
-  total: number;
-  completed: number;
-  failed: number;
-  next: string | null;
-  warning?: string;
-  data: ScrapedPage[];
-}
+export type CrawlStatus = z.output<typeof jobStatusSchema>;
+/** One URL of POST /scrape/bulk: its page, or its own error. */
+export type BulkResult = z.output<typeof bulkEntrySchema>;
+type ScrapeBody = z.input<typeof scrapeBodySchema>;
+type BulkBody = z.input<typeof bulkBodySchema>;
 
-export type BulkResult =
-  | { url: string; success: true; data: ScrapedPage }
-  | { url: string; success: false; error: string; code: string; status: number };
+/** GET /health: the client needs its status (the scraper's own schema lists the rest). */
+const healthAnswerSchema = z.object({ status: z.string() }).loose();
 
 export class ScraperClientError extends Error {
   readonly status: number | undefined;
@@ -89,6 +75,20 @@ export class ScraperAuthError extends ScraperClientError {}
 export class ScraperBlockedError extends ScraperClientError {}
 export class ScraperTimeoutError extends ScraperClientError {}
 export class ScraperUnavailableError extends ScraperClientError {}
+/**
+ * A 2xx answer that is not the scraper's wire (a field missing or of the wrong type: a scraper of
+ * another version, or something else at its URL). Code MALFORMED_ANSWER; never retried, the same
+ * question would get the same answer.
+ */
+export class ScraperMalformedAnswerError extends ScraperClientError {}
+
+/** The first bad field of an answer, as "data.metadata.title: <what is wrong>". */
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return "not the expected shape";
+  const path = issue.path.map(String).join(".");
+  return `${path || "(the answer)"}: ${issue.message}`;
+}
 
 function errorFor(status: number, code: string, message: string): ScraperClientError {
   if (status === 400 || status === 413 || status === 415) return new ScraperBadRequestError(message, code, status);
@@ -104,6 +104,8 @@ function errorFor(status: number, code: string, message: string): ScraperClientE
 /** How the resilience policy sees a failed attempt. */
 function classify(err: unknown): Failure {
   if (!(err instanceof ScraperClientError)) return { retry: false, outcome: "error" };
+  // A malformed answer is final: asked again, the scraper would answer the same.
+  if (err instanceof ScraperMalformedAnswerError) return { retry: false, outcome: "malformed_answer" };
   const retry =
     err instanceof ScraperTimeoutError ||
     (err.status !== undefined ? isRetryableStatus(err.status) : isRetryableNetworkCode(err.code));
@@ -149,64 +151,84 @@ export class ScraperClient {
     url: string,
     options: { pageOptions?: ScrapePageOptions; extractors?: Record<string, ExtractorSpec>; signal?: AbortSignal } = {},
   ): Promise<ScrapedPage> {
-    const body = {
+    const body: ScrapeBody = {
       url,
       pageOptions: options.pageOptions ?? {},
       ...(options.extractors ? { extractors: options.extractors } : {}),
     };
-    return this.call<{ data: ScrapedPage }>("/scrape", body, options.signal).then((r) => r.data);
+    return this.call("/scrape", scrapeResponseSchema, body, options.signal).then((r) => r.data);
   }
 
   scrapeBulk(
     urls: string[],
     options: { pageOptions?: ScrapePageOptions; extractors?: Record<string, ExtractorSpec>; signal?: AbortSignal } = {},
   ): Promise<BulkResult[]> {
-    const body = {
+    const body: BulkBody = {
       urls,
       pageOptions: options.pageOptions ?? {},
       ...(options.extractors ? { extractors: options.extractors } : {}),
     };
-    return this.call<{ data: BulkResult[] }>("/scrape/bulk", body, options.signal).then((r) => r.data);
+    return this.call("/scrape/bulk", bulkResponseSchema, body, options.signal).then((r) => r.data);
   }
 
   /** Starts a crawl job (POST /crawl); its id is what crawlStatus and cancelCrawl take. */
   startCrawl(request: CrawlRequest, signal?: AbortSignal): Promise<{ id: string }> {
-    return this.call<{ id: string }>("/crawl", request, signal);
+    return this.call("/crawl", jobStartedSchema, request, signal);
   }
 
   /** A crawl's progress and its results from `skip` on (GET /crawl/{id}?skip=). */
   crawlStatus(id: string, skip = 0, signal?: AbortSignal): Promise<CrawlStatus> {
-    return this.call<CrawlStatus>(`/crawl/${encodeURIComponent(id)}?skip=${skip}`, undefined, signal);
+    return this.call(`/crawl/${encodeURIComponent(id)}?skip=${skip}`, jobStatusSchema, undefined, signal);
   }
 
   /** Cancels a crawl (DELETE /crawl/{id}); its results so far stay readable. */
   async cancelCrawl(id: string, signal?: AbortSignal): Promise<void> {
-    await this.call(`/crawl/${encodeURIComponent(id)}`, undefined, signal, "DELETE");
+    await this.call(`/crawl/${encodeURIComponent(id)}`, jobCancelledSchema, undefined, signal, "DELETE");
   }
 
   async health(signal?: AbortSignal): Promise<{ status: string } & Record<string, unknown>> {
-    return this.call("/health", undefined, signal);
+    return this.call("/health", healthAnswerSchema, undefined, signal);
   }
 
   async close(): Promise<void> {
     if (!this.opts.dispatcher) await this.dispatcher.close();
   }
 
-  private async call<T>(path: string, body: unknown, signal?: AbortSignal, method?: "DELETE"): Promise<T> {
+  /** One call through the policy; its answer is parsed with `answer` (the route's wire schema). */
+  private async call<S extends z.ZodType>(
+    path: string,
+    answer: S,
+    body: unknown,
+    signal?: AbortSignal,
+    method?: "DELETE",
+  ): Promise<z.output<S>> {
     if (!this.settings.enabled) throw new ScraperDisabledError("the scraping component is disabled", "DISABLED");
     const target = new URL(path, this.settings.url).href;
     const verb = method ?? (body === undefined ? "GET" : "POST");
-    return this.policy.execute((ctx) => this.attempt<T>(target, verb, body, ctx.signal, signal), { signal });
+    const parsed = await this.policy.execute((ctx) => this.attempt(target, verb, body, ctx.signal, signal), {
+      signal,
+    });
+    return this.read(answer, parsed, `${verb} ${new URL(target).pathname}`);
   }
 
-  /** One exchange; `signal` ends it on the caller's abort or the policy's timeout. */
-  private async attempt<T>(
+  /** A 2xx answer checked against its route's schema: a malformed one is a MALFORMED_ANSWER naming its first bad field. */
+  private read<S extends z.ZodType>(answer: S, parsed: unknown, route: string): z.output<S> {
+    const checked = answer.safeParse(parsed);
+    if (checked.success) return checked.data;
+    throw new ScraperMalformedAnswerError(
+      `the scraper's answer to ${route} is malformed: ${firstIssue(checked.error)}`,
+      "MALFORMED_ANSWER",
+    );
+  }
+
+  /** One exchange; `signal` ends it on the caller's abort or the policy's timeout. Its 2xx answer's JSON, unchecked. */
+  private async attempt(
     target: string,
     method: string,
     body: unknown,
     signal: AbortSignal,
     caller?: AbortSignal,
-  ): Promise<T> {
+  ): Promise<unknown> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.settings.api_key) headers.authorization = `Bearer ${this.settings.api_key}`;
@@ -235,7 +257,7 @@ export class ScraperClient {
     } catch {
       parsed = undefined;
     }
-    if (res.ok && parsed) return parsed as T;
+    if (res.ok && parsed) return parsed;
     const code = typeof parsed?.code === "string" ? parsed.code : `HTTP_${res.status}`;
     const message = typeof parsed?.error === "string" ? parsed.error : `scraper answered HTTP ${res.status}`;
     const err = errorFor(res.ok ? 502 : res.status, code, message);
