@@ -168,6 +168,15 @@ describe("search's embedded store", () => {
     expect(spec(c).strategy).toEqual({ type: "Recreate" });
   });
 
+  it("refuses at once when stopping (no preStop pause: a write routed to it would be lost); on Qdrant it pauses 5 s", () => {
+    type Container = { lifecycle?: { preStop?: { sleep?: { seconds: number } } } };
+    const container = (c: ReturnType<typeof loadOperatorConfig>) =>
+      (spec(c).template.spec as unknown as { containers: Container[] }).containers[0];
+    expect(container(loadOperatorConfig({}, {}))?.lifecycle).toBeUndefined();
+    const onQdrant = loadOperatorConfig({}, { qdrant: { url: "http://qdrant:6333" } });
+    expect(container(onQdrant)?.lifecycle?.preStop?.sleep?.seconds).toBe(5);
+  });
+
   it("is refused with more than one replica, and allowed with Qdrant", () => {
     expect(searchRefusal(loadOperatorConfig({}, { search: { replicas: 1 } }))).toBeUndefined();
     expect(searchRefusal(loadOperatorConfig({}, { search: { replicas: 2 } }))).toMatch(/search\.replicas is 2/);

@@ -304,8 +304,12 @@ export function searchObjects(c: OperatorConfig, owner?: OwnerReference): KubeOb
       // may not attach to a second node): the old pod stops before the new one starts.
       strategy: embedded ? "Recreate" : "RollingUpdate",
       // Search closes its listener on SIGTERM (the gateway has its own unready delay): without
-      // the pause, requests the ingress still routes to a replica of a rolling update fail.
-      preStopSleepSeconds: SEARCH_PRESTOP_SLEEP_SECONDS,
+      // the pause, requests the ingress still routes to a replica of a rolling update fail. Only
+      // on a shared store: a stopping pod of the embedded store must refuse at once, or a write
+      // still routed to it (the operator's ingestion) lands in a store that is going away instead
+      // of being retried on the new pod (seen in the e2e suite: a knowledge base reported Ready
+      // with its chunks lost when the chart moved search onto Qdrant).
+      ...(embedded ? {} : { preStopSleepSeconds: SEARCH_PRESTOP_SLEEP_SECONDS }),
     },
     owner,
   );
