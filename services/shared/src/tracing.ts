@@ -66,7 +66,7 @@ export async function startTracing(serviceName: string, env: NodeJS.ProcessEnv =
     const { startExporting } = await import("./trace-sdk.ts");
     started = startExporting(serviceName, env);
   } else if (w3cOnly(env)) {
-    started = propagateW3C();
+    started = propagateW3C(env);
   } else {
     const { startPropagating } = await import("./trace-sdk.ts");
     started = startPropagating();
@@ -102,11 +102,11 @@ const W3C_PROPAGATORS: Record<string, () => TextMapPropagator> = {
  * propagators. With no tracer provider, the API's no-op tracer hands the caller's span context
  * through unchanged.
  */
-function propagateW3C(): Started {
+function propagateW3C(env: NodeJS.ProcessEnv): Started {
   const manager = new AsyncLocalStorageContextManager();
   manager.enable();
   context.setGlobalContextManager(manager);
-  const names = propagatorNames(process.env).filter((name) => name in W3C_PROPAGATORS);
+  const names = propagatorNames(env).filter((name) => name in W3C_PROPAGATORS);
   propagation.setGlobalPropagator(
     new CompositePropagator({ propagators: names.map((name) => (W3C_PROPAGATORS[name] as () => TextMapPropagator)()) }),
   );
