@@ -65,12 +65,15 @@ export class RedisLimiter {
     return this.redis.status === "ready";
   }
 
-  /** True before the first connection was made (start-up), when waiting briefly beats falling back. */
+  /**
+   * True before the first connection was made (start-up), when waiting briefly beats falling back.
+   * Whatever the client's state meanwhile: a Redis Cluster client also passes through
+   * "reconnecting" while the cluster it found is not serving every slot yet, and a replica that
+   * reported ready then would decide its first requests locally, beside the shared count (the
+   * caller bounds the wait: the gateway's CAPSTAN_LIMITER_READY_WAIT_MS).
+   */
   get starting(): boolean {
-    return (
-      !this.everReady &&
-      (this.redis.status === "connecting" || this.redis.status === "wait" || this.redis.status === "connect")
-    );
+    return !this.everReady && this.redis.status !== "end";
   }
 
   /** Resolves true when the connection is up within timeoutMs. */
