@@ -66,7 +66,7 @@ export class QpmLimiter {
   /** Readiness: a replica with Redis configured waits (up to graceMs after start) for its first connection. */
   notReady(startedAt: number, graceMs: number, now: number): string | undefined {
     const redis = this.opts.redis;
-    if (!redis?.limiter.starting || now - startedAt > graceMs) return undefined;
+    if (!redis?.limiter.neverConnected || now - startedAt > graceMs) return undefined;
     return "waiting for the first Redis connection";
   }
 

@@ -65,14 +65,22 @@ export class RedisLimiter {
     return this.redis.status === "ready";
   }
 
-  /**
-   * True before the first connection was made (start-up), when waiting briefly beats falling back.
-   * Whatever the client's state meanwhile: a Redis Cluster client also passes through
-   * "reconnecting" while the cluster it found is not serving every slot yet, and a replica that
-   * reported ready then would decide its first requests locally, beside the shared count (the
-   * caller bounds the wait: the gateway's CAPSTAN_LIMITER_READY_WAIT_MS).
-   */
+  /** True before the first connection was made (start-up), when waiting briefly beats falling back. */
   get starting(): boolean {
+    return (
+      !this.everReady &&
+      (this.redis.status === "connecting" || this.redis.status === "wait" || this.redis.status === "connect")
+    );
+  }
+
+  /**
+   * True until the first connection was made, whatever the client's state meanwhile: what a
+   * replica's readiness waits for (bounded by the caller: the gateway's
+   * CAPSTAN_LIMITER_READY_WAIT_MS). A Redis Cluster client also passes through "reconnecting"
+   * while the cluster it found is not serving every slot yet; a replica that reported ready then
+   * decided its first requests locally, beside the shared count.
+   */
+  get neverConnected(): boolean {
     return !this.everReady && this.redis.status !== "end";
   }
 
