@@ -8,11 +8,11 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, BrowserContext } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { type Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { launchChromiumReaching, spkiSha256 } from "../ground/chromium.ts";
-import { signIn, tokenWithRoles } from "../ground/console-users.ts";
+import { recordProblems, signIn, tokenWithRoles } from "../ground/console-users.ts";
 import type { TestKube } from "../ground/kube-client.ts";
 import { e2eKube, eventually, get, remove } from "./support/kube.ts";
 import { CONSOLE_HOST, DEMO_NS, ensurePlatform, ingressBase, ingressDispatcher } from "./support/platform.ts";
@@ -73,6 +73,21 @@ afterAll(async () => {
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
+/** In the examples' namespace: a new channel of the example agent, with its first key shown. */
+async function createChannelOnPage(page: Page): Promise<void> {
+  await page.getByLabel("Namespace").fill(DEMO_NS);
+  await page.getByRole("button", { name: "Switch" }).click();
+  await page.getByRole("link", { name: /Website chat/ }).waitFor();
+  await page.getByRole("button", { name: "New channel" }).click();
+  await page.getByLabel("Resource name").fill(CHANNEL);
+  await page.getByLabel("Channel name").fill("Browser e2e");
+  await page.getByLabel("Agent").selectOption("support-assistant");
+  await page.getByRole("button", { name: "Create channel" }).click();
+  await page.getByRole("heading", { name: "Browser e2e" }).waitFor();
+  await page.getByRole("button", { name: "Add key" }).click();
+  await page.getByTestId("key-value").waitFor({ timeout: 120_000 });
+}
+
 describe("the console through the ingress in a browser", () => {
   it("refuses a token the API server does not accept, on the page", async () => {
     const page = await context.newPage();
@@ -86,19 +101,12 @@ describe("the console through the ingress in a browser", () => {
 
   it("a channel owner creates a channel, copies its key, and the key chats through the ingress", async () => {
     const page = await context.newPage();
+    const problems = recordProblems(page);
     await signIn(page, consoleUrl, token);
-    await page.getByLabel("Namespace").fill(DEMO_NS);
-    await page.getByRole("button", { name: "Switch" }).click();
-    await page.getByRole("link", { name: /Website chat/ }).waitFor();
-    await page.getByRole("button", { name: "New channel" }).click();
-    await page.getByLabel("Resource name").fill(CHANNEL);
-    await page.getByLabel("Channel name").fill("Browser e2e");
-    await page.getByLabel("Agent").selectOption("support-assistant");
-    await page.getByRole("button", { name: "Create channel" }).click();
-    await page.getByRole("heading", { name: "Browser e2e" }).waitFor();
-    await page.getByRole("button", { name: "Add key" }).click();
+    await createChannelOnPage(page).catch(async (err) => {
+      throw await problems.explain(err);
+    });
     const shown = page.getByTestId("key-value");
-    await shown.waitFor({ timeout: 120_000 });
     await page.getByRole("button", { name: "Copy the key" }).click();
     await expect.poll(() => page.getByRole("button", { name: "Copy the key" }).textContent()).toBe("Copied");
     const key = await page.evaluate(() => navigator.clipboard.readText());

@@ -64,3 +64,31 @@ export async function signIn(page: Page, url: string, token: string): Promise<vo
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("navigation", { name: "Pages" }).waitFor();
 }
+
+/**
+ * Records what went wrong on `page` as a user would not see it at once: the console API's failed
+ * answers (method, path, status), requests that got no answer, and the page's console errors.
+ * `explain(err)` adds them, with the alerts on the page, to a failed step's error.
+ */
+export function recordProblems(page: Page): { explain: (err: unknown) => Promise<Error> } {
+  const seen: string[] = [];
+  page.on("response", (res) => {
+    if (res.status() >= 400) seen.push(`${res.request().method()} ${new URL(res.url()).pathname} → ${res.status()}`);
+  });
+  page.on("requestfailed", (req) => {
+    seen.push(`${req.method()} ${new URL(req.url()).pathname} → no answer (${req.failure()?.errorText})`);
+  });
+  page.on("console", (msg) => {
+    if (msg.type() === "error") seen.push(`console error: ${msg.text()}`);
+  });
+  return {
+    explain: async (err) => {
+      const alerts = await page
+        .getByRole("alert")
+        .allTextContents()
+        .catch(() => []);
+      const lines = [...seen, ...alerts.map((a) => `alert on the page: ${a}`)];
+      return new Error(`${(err as Error).message}\nwhat the page met:\n${lines.join("\n") || "(nothing)"}`);
+    },
+  };
+}

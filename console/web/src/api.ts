@@ -3,6 +3,7 @@
 // as ApiError carrying the words the API server or the console gave. Every answer is parsed with
 // its route's own schema from the console's wire module (console/src/wire.ts), the one the route
 // serialises it with, and the page takes its types from there too: no shape is declared twice.
+import { ExponentialBackoff, handleWhen, retry } from "cockatiel";
 import type { z } from "zod";
 
 export type {
@@ -106,7 +107,18 @@ function parseAnswer<S extends z.ZodType>(answer: S, json: unknown, status: numb
   );
 }
 
-export const get = <S extends z.ZodType>(path: string, answer: S) => call("GET", path, answer);
+/**
+ * A read that meets the console between pods (a rollout, a replica stopping behind the ingress:
+ * no answer, 502, 503 or 504) is sent again, up to 3 more times over about 2 s with jittered waits;
+ * other errors are the answer. Changes are never resent: the user sees the error and decides.
+ */
+const transient = (e: unknown) => e instanceof ApiError && [0, 502, 503, 504].includes(e.status);
+const reads = retry(handleWhen(transient), {
+  maxAttempts: 3,
+  backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 1_000 }),
+});
+
+export const get = <S extends z.ZodType>(path: string, answer: S) => reads.execute(() => call("GET", path, answer));
 export const post = <S extends z.ZodType>(path: string, answer: S, body: unknown = {}) =>
   call("POST", path, answer, body);
 export const patch = <S extends z.ZodType>(path: string, answer: S, body: unknown) => call("PATCH", path, answer, body);
