@@ -203,6 +203,19 @@ describe("ScraperClient", () => {
     await client.close();
   });
 
+  it("reads a bulk entry's error code it does not know (a newer scraper's) and keeps the other pages", async () => {
+    const front = await flakyFront(0, 503, (answer) => {
+      for (const entry of answer.data as { success: boolean; code?: string }[])
+        if (!entry.success) entry.code = "A_CODE_FROM_A_NEWER_SCRAPER";
+    });
+    const client = new ScraperClient({ url: front.url, api_key: KEY }, { backoffBaseMs: 20 });
+    const [ok, failed] = await client.scrapeBulk([`${site.origin}/doc`, "http://127.0.0.1:9/not-allowed"]);
+    expect(ok).toMatchObject({ success: true, data: { metadata: { title: "Doc" } } });
+    expect(failed).toMatchObject({ success: false, code: "A_CODE_FROM_A_NEWER_SCRAPER" });
+    expect(front.attempts()).toBe(1);
+    await client.close();
+  });
+
   it("does nothing when disabled", async () => {
     const client = new ScraperClient({ enabled: false, url: "http://127.0.0.1:9" });
     await expect(client.scrape(`${site.origin}/doc`)).rejects.toBeInstanceOf(ScraperDisabledError);

@@ -14,7 +14,7 @@ import { type Failure, OutboundPolicy } from "../resilience/policy.ts";
 import { isRetryableNetworkCode, isRetryableStatus } from "../resilience/retryable.ts";
 import {
   type bulkBodySchema,
-  type bulkEntrySchema,
+  bulkEntrySchema,
   bulkResponseSchema,
   type crawlBodySchema,
   type extractorSpecSchema,
@@ -49,8 +49,22 @@ export type ScrapedPage = z.output<typeof scrapeDataSchema>;
 export type CrawlRequest = z.input<typeof crawlBodySchema>;
 /** One answer of GET /crawl/{id}: progress and the results from `skip` on. */
 export type CrawlStatus = z.output<typeof jobStatusSchema>;
+/**
+ * POST /scrape/bulk's answer as the client reads it: a failed entry's `code` may be one this
+ * client does not know (a newer scraper's), so it is read as any string there. One entry is not
+ * worth refusing the whole answer and its pages over. Everything else is the route's schema; a
+ * job's status stays strict, since guessing whether an unknown status means "done" loses pages.
+ */
+const bulkAnswerSchema = bulkResponseSchema.extend({
+  data: z.array(
+    z.discriminatedUnion("success", [
+      bulkEntrySchema.options[0],
+      bulkEntrySchema.options[1].extend({ code: z.string().describe("A code of SCRAPER_ERROR_CODES, or a newer one") }),
+    ]),
+  ),
+});
 /** One URL of POST /scrape/bulk: its page, or its own error. */
-export type BulkResult = z.output<typeof bulkEntrySchema>;
+export type BulkResult = z.output<typeof bulkAnswerSchema>["data"][number];
 type ScrapeBody = z.input<typeof scrapeBodySchema>;
 type BulkBody = z.input<typeof bulkBodySchema>;
 
@@ -168,7 +182,7 @@ export class ScraperClient {
       pageOptions: options.pageOptions ?? {},
       ...(options.extractors ? { extractors: options.extractors } : {}),
     };
-    return this.call("/scrape/bulk", bulkResponseSchema, body, options.signal).then((r) => r.data);
+    return this.call("/scrape/bulk", bulkAnswerSchema, body, options.signal).then((r) => r.data);
   }
 
   /** Starts a crawl job (POST /crawl); its id is what crawlStatus and cancelCrawl take. */
