@@ -2,7 +2,10 @@
 // requests are still served; a stream that ends within the drain window completes with [DONE];
 // a 40 s stream longer than the window ends with an OpenAI error event, which the official SDK
 // raises (never a truncated answer returned as complete); the process exits 0 within the grace.
+// A keep-alive connection opened before SIGTERM still carries a request until the listener
+// closes (an ingress reusing it then gets an answer, not a closed socket).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -47,7 +50,56 @@ status: { keyHash: "${hashKey(key)}" }
   return [agent("long", "slow:1000"), agent("short", "slow:200"), channel("long", "long")].join("---\n");
 }
 
-describe("SIGTERM during streams", () => {
+/** The gateway process on loopback ports, serving `dir`'s resources; returns once it is ready. */
+async function startGateway(unreadyDelayMs: number) {
+  const [port, internalPort] = [await freePort(), await freePort()];
+  // Readiness answers on the internal port (the public one has no /readyz).
+  const internalUrl = `http://127.0.0.1:${internalPort}`;
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && k !== "REDIS_URL" && k !== "KUBECONFIG"),
+  );
+  proc = startProcess("gateway", process.execPath, [MAIN], {
+    ...clean,
+    PORT: String(port),
+    CAPSTAN_INTERNAL_PORT: String(internalPort),
+    HOST: "127.0.0.1",
+    OTEL_SDK_DISABLED: "true",
+    CAPSTAN_RESOURCES_DIR: dir,
+    // The fake provider listens on loopback, which the egress policy refuses unless listed.
+    CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
+    CAPSTAN_TERMINATION_GRACE_SECONDS: "12",
+    CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS: String(unreadyDelayMs),
+  });
+  const running = proc;
+  await waitFor("gateway ready", async () => (await fetch(`${internalUrl}/readyz`)).status === 200, {
+    timeoutMs: 60_000,
+    proc: running,
+  });
+  return { running, port, url: `http://127.0.0.1:${port}`, internalUrl };
+}
+
+/** One HTTP/1.1 request on `socket` (kept alive); its answer's head, or why none came. */
+function exchange(socket: Socket, path: string): Promise<string> {
+  return new Promise((resolve) => {
+    let text = "";
+    const done = (result: string) => {
+      socket.off("data", onData).off("close", onClose).off("error", onClose);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString("latin1");
+      const end = text.indexOf("\r\n\r\n");
+      const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? 0);
+      if (end >= 0 && text.length >= end + 4 + length) done(text.slice(0, end));
+    };
+    const onClose = () => done(`no answer: the connection closed (${text.length} bytes read)`);
+    if (socket.readyState !== "open") return done(`no answer: the connection was closed (${socket.readyState})`);
+    socket.on("data", onData).once("close", onClose).once("error", onClose);
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: gateway\r\n\r\n`);
+  });
+}
+
+describe("SIGTERM", () => {
   it("fails readiness first, completes a stream that fits the drain window and ends a longer one with an error event", async () => {
     const longKey = generateKey("chat");
     const shortKey = generateKey("chat");
@@ -61,31 +113,8 @@ spec: { channelName: short, agentRef: { name: short }, qpm: 1000 }
 status: { keyHash: "${hashKey(shortKey)}" }
 `,
     );
-    const [port, internalPort] = [await freePort(), await freePort()];
-    const url = `http://127.0.0.1:${port}`;
-    // Readiness answers on the internal port (the public one has no /readyz).
-    const internalUrl = `http://127.0.0.1:${internalPort}`;
-    const clean = Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => !k.startsWith("CAPSTAN_") && k !== "REDIS_URL" && k !== "KUBECONFIG"),
-    );
-    proc = startProcess("gateway", process.execPath, [MAIN], {
-      ...clean,
-      PORT: String(port),
-      CAPSTAN_INTERNAL_PORT: String(internalPort),
-      HOST: "127.0.0.1",
-      OTEL_SDK_DISABLED: "true",
-      CAPSTAN_RESOURCES_DIR: dir,
-      // The fake provider listens on loopback, which the egress policy refuses unless listed.
-      CAPSTAN_EGRESS_ALLOWED_HOSTS: "127.0.0.1",
-      // Grace 12 s: readiness off at once, listener closed after 1 s, streams cut at 12 - 4 = 8 s.
-      CAPSTAN_TERMINATION_GRACE_SECONDS: "12",
-      CAPSTAN_SHUTDOWN_UNREADY_DELAY_MS: "1000",
-    });
-    const running = proc;
-    await waitFor("gateway ready", async () => (await fetch(`${internalUrl}/readyz`)).status === 200, {
-      timeoutMs: 60_000,
-      proc: running,
-    });
+    // Grace 12 s: readiness off at once, listener closed after 1 s, streams cut at 12 - 4 = 8 s.
+    const { running, url, internalUrl } = await startGateway(1000);
 
     // 40 words at one a second: a 40 s stream.
     const words = Array.from({ length: 39 }, (_, i) => `w${i}`).join(" ");
@@ -142,5 +171,31 @@ status: { keyHash: "${hashKey(shortKey)}" }
     if (running.child.exitCode !== 0) console.log(running.output());
     expect(running.child.exitCode).toBe(0);
     expect(running.output()).toMatch(/drain window over/);
+  });
+
+  it("keeps a keep-alive connection made before SIGTERM usable until the listener closes, each answer closing its own", async () => {
+    writeFileSync(join(dir, "long.yaml"), resources(generateKey("chat")));
+    // The listener closes 3 s after SIGTERM: until then the ingress may still send here.
+    const { running, port, internalUrl } = await startGateway(3000);
+    const socket = connect(port, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    expect(await exchange(socket, "/nothing-here")).toMatch(/^HTTP\/1\.1 404[\s\S]*connection: keep-alive/i);
+
+    running.child.kill("SIGTERM");
+    await waitFor("readiness off", async () => (await fetch(`${internalUrl}/readyz`)).status === 503, {
+      timeoutMs: 5_000,
+      proc: running,
+    });
+    // Well past the moments a sweep of idle connections would have closed this one.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const during = await exchange(socket, "/nothing-here");
+    expect(during).toMatch(/^HTTP\/1\.1 404/);
+    expect(during).toMatch(/connection: close/i);
+    socket.destroy();
+    await new Promise<void>((resolve) => {
+      if (running.child.exitCode !== null) resolve();
+      else running.child.once("exit", () => resolve());
+    });
+    expect(running.child.exitCode).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 // The gateway's graceful stop, fitted into the pod's terminationGracePeriodSeconds (T):
 //   0 s             SIGTERM: /readyz answers 503 "shutting down"; requests are still served, since
-//                   endpoints and ingresses take a few seconds to stop sending new ones here;
+//                   endpoints and ingresses take a few seconds to stop sending new ones here
+//                   (idle keep-alive connections are kept; each answer closes its own);
 //   unreadyDelay    the listener closes (new connections go to the other replicas; idle
 //                   keep-alive connections are closed); open requests and streams go on;
 //   T - reserve     the drain window ends: a stream still open gets an OpenAI error event
@@ -44,15 +45,19 @@ export async function drainAndClose(app: FastifyInstance, times: DrainTimes, log
     }
     drain.cut();
   }, times.drainMs);
-  // Connections that become idle once their answer is sent (keep-alive) would hold the close
-  // until their keep-alive timeout: close them as they become idle.
-  const idleTimer = setInterval(() => app.server.closeIdleConnections(), 250);
+  // Idle keep-alive connections stay open while the ingress may still send here: closing one
+  // as the proxy reuses it loses that request (a 502 from the proxy, which resends no POST).
+  // Answers in this window carry Connection: close, so the proxy drops each after its answer.
+  // Once the listener closes, connections that become idle would hold the close until their
+  // keep-alive timeout: they are closed as they become idle from then on.
+  let idleTimer: NodeJS.Timeout | undefined;
   try {
     await sleep(Math.min(times.unreadyDelayMs, times.drainMs));
+    idleTimer = setInterval(() => app.server.closeIdleConnections(), 250);
     await app.close();
   } finally {
     clearTimeout(cutTimer);
-    clearInterval(idleTimer);
+    if (idleTimer) clearInterval(idleTimer);
   }
   logger.info({ ms: Date.now() - started }, "gateway stopped");
 }
