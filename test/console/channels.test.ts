@@ -106,6 +106,31 @@ describe("access channels in the console", () => {
     await page.close();
   });
 
+  it("drops a late answer for a namespace the user has left: the page keeps the current one's permissions", async () => {
+    const page = await browser.newPage();
+    // The owner may do nothing in `elsewhere`; its permissions answer comes 1.5 s late (a slow or retried read).
+    const elsewhere = `${ns}-elsewhere`;
+    await page.route(`**/api/namespaces/${elsewhere}/permissions`, async (route) => {
+      await new Promise((r) => setTimeout(r, 1_500));
+      await route.continue();
+    });
+    await signIn(page, consoleApp.url, tokens.owner as string);
+    await page.getByRole("button", { name: "New channel" }).waitFor();
+    const late = page.waitForResponse((r) => r.url().includes(`/namespaces/${elsewhere}/permissions`));
+    for (const target of [elsewhere, ns]) {
+      await page.getByLabel("Namespace").fill(target);
+      await page.getByRole("button", { name: "Switch" }).click();
+    }
+    await page.getByRole("heading", { name: `Access channels in ${ns}` }).waitFor();
+    await page.getByRole("button", { name: "New channel" }).waitFor();
+    expect((await late).status()).toBe(200);
+    // Whatever the late answer would change is rendered within moments of it.
+    await page.waitForTimeout(500);
+    expect(await page.getByRole("heading", { name: `Access channels in ${ns}` }).count()).toBe(1);
+    expect(await page.getByRole("button", { name: "New channel" }).count()).toBe(1);
+    await page.close();
+  });
+
   it("rotating the key issues a new one; the old one is refused", async () => {
     const page = await browser.newPage();
     await signIn(page, consoleApp.url, tokens.owner as string);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { launchChromiumReaching, spkiSha256 } from "../ground/chromium.ts";
 import { recordProblems, signIn, tokenWithRoles } from "../ground/console-users.ts";
 import type { TestKube } from "../ground/kube-client.ts";
-import { e2eKube, eventually, get, remove } from "./support/kube.ts";
+import { e2eKube, eventually, get, list, remove } from "./support/kube.ts";
 import { CONSOLE_HOST, DEMO_NS, ensurePlatform, ingressBase, ingressDispatcher } from "./support/platform.ts";
 
 const CR = "capstan.dev/v1alpha1";
@@ -29,6 +29,33 @@ let browser: Browser;
 let context: BrowserContext;
 let consoleUrl: string;
 let token: string;
+
+/**
+ * Waits until no pod on the node is starting or stopping, then 3 s more. Chromium fails every
+ * request in flight with ERR_NETWORK_CHANGED when the host's interfaces change (a pod's veth and
+ * its IPv6 address coming or going; the previous file's namespaces are still being deleted when
+ * this one starts). A user's browser, off the node, does not meet those; it may meet its own
+ * network's changes, so the page resends reads; a write that meets one fails, as it would for the user.
+ */
+async function nodeNetworkSettled(admin: TestKube): Promise<void> {
+  let busy: string[] = [];
+  const settled = await eventually(
+    "no pod on the node starting or stopping",
+    async () => {
+      const pods = await list(admin, "Pod", "v1");
+      busy = pods
+        .filter(
+          (p) => p.metadata.deletionTimestamp || (p.status as { phase?: string } | undefined)?.phase === "Pending",
+        )
+        .map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
+      return busy.length === 0 ? true : undefined;
+    },
+    120_000,
+  ).catch(() => false);
+  // Not a failure of this test: it goes on, and says what was still moving.
+  if (!settled) console.warn(`[e2e] console-browser: pods still starting or stopping after 2 min: ${busy.join(", ")}`);
+  await new Promise((r) => setTimeout(r, 3_000));
+}
 
 /** One chat through the ingress with `key`, as an application would send it. */
 async function chat(key: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -51,6 +78,7 @@ beforeAll(async () => {
   dispatcher = ingressDispatcher(tls.ca);
   const ingress = new URL(inject("e2eIngressHttps"));
   consoleUrl = `https://${CONSOLE_HOST}:${ingress.port || 443}/`;
+  await nodeNetworkSettled(kube);
   const spki = spkiSha256(readFileSync(join(tls.dir, "tls.crt"), "utf8"));
   browser = await launchChromiumReaching(CONSOLE_HOST, ingress.hostname, spki);
   // The Copy button writes the clipboard; reading it back is what pasting does.

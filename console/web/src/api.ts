@@ -119,6 +119,27 @@ const reads = retry(handleWhen(transient), {
 });
 
 export const get = <S extends z.ZodType>(path: string, answer: S) => reads.execute(() => call("GET", path, answer));
+/**
+ * A read made by an effect: `onAnswer`/`onError` run only while the effect is current. Return
+ * what this returns from the effect: its cleanup (a change of namespace or page) drops a late
+ * answer for the old one instead of showing it as the new one's (a retried read can land late).
+ */
+export function getWhileCurrent<S extends z.ZodType>(
+  path: string,
+  answer: S,
+  onAnswer: (value: z.output<S>) => void,
+  onError: (err: ApiError) => void,
+): () => void {
+  let current = true;
+  get(path, answer).then(
+    (value) => current && onAnswer(value),
+    (err: ApiError) => current && onError(err),
+  );
+  return () => {
+    current = false;
+  };
+}
+
 export const post = <S extends z.ZodType>(path: string, answer: S, body: unknown = {}) =>
   call("POST", path, answer, body);
 export const patch = <S extends z.ZodType>(path: string, answer: S, body: unknown) => call("PATCH", path, answer, body);

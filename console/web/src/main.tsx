@@ -4,9 +4,9 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { permissionsSchema, sessionInfoSchema, signedOutSchema } from "../../src/wire.ts";
 import {
-  type ApiError,
   del,
   get,
+  getWhileCurrent,
   nsPath,
   type Permissions,
   type SessionInfo,
@@ -76,7 +76,7 @@ function App() {
     if (!session || !ns) return;
     sessionStorage.setItem("capstan.ns", ns);
     setCan(undefined);
-    get(nsPath(ns, "permissions"), permissionsSchema).then(setCan, (e: ApiError) => setError(e.message));
+    return getWhileCurrent(nsPath(ns, "permissions"), permissionsSchema, setCan, (e) => setError(e.message));
   }, [session, ns]);
 
   if (session === undefined) return <p>Loading…</p>;

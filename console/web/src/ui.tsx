@@ -6,7 +6,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { z } from "zod";
 import { type CreateRequest, itemsOf } from "../../src/wire.ts";
-import { type ApiError, get, post, type Ready } from "./api.ts";
+import { type ApiError, getWhileCurrent, post, type Ready } from "./api.ts";
 
 export function ErrorText({ error }: { error: string | undefined }) {
   if (!error) return null;
@@ -137,17 +137,20 @@ export function useItems<S extends z.ZodType>(
 ): { items: z.output<S>[] | undefined; error: string | undefined; reload: () => void } {
   const [items, setItems] = useState<z.output<S>[]>();
   const [error, setError] = useState<string>();
-  const reload = () => {
+  const load = () => {
     setError(undefined);
-    get(path, itemsOf(item)).then(
+    return getWhileCurrent(
+      path,
+      itemsOf(item),
       (r) => setItems(r.items),
-      (e: ApiError) => setError(e.message),
+      (e) => setError(e.message),
     );
   };
   useEffect(() => {
     setItems(undefined);
-    reload();
+    return load();
   }, [path]);
+  const reload = () => void load();
   return { items, error, reload };
 }
 
@@ -158,10 +161,9 @@ export function useItem<S extends z.ZodType>(
 ): { item: z.output<S> | undefined; error: string | undefined; reload: () => void } {
   const [item, setItem] = useState<z.output<S>>();
   const [error, setError] = useState<string>();
-  const reload = () => {
-    get(path, schema).then(setItem, (e: ApiError) => setError(e.message));
-  };
-  useEffect(reload, [path]);
+  const load = () => getWhileCurrent(path, schema, setItem, (e) => setError(e.message));
+  useEffect(load, [path]);
+  const reload = () => void load();
   return { item, error, reload };
 }
 

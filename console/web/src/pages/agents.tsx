@@ -2,7 +2,7 @@
 // "try a chat" on each agent and "try a scrape" on each scraper (try.tsx).
 import { useEffect, useState } from "preact/hooks";
 import { itemsOf, resourceRowSchema } from "../../../src/wire.ts";
-import { type ApiError, get, nsPath, type ResourceRow } from "../api.ts";
+import { getWhileCurrent, nsPath, type ResourceRow } from "../api.ts";
 import { ErrorText, ReadyBadge } from "../ui.tsx";
 import { TryChat, TryScrape } from "./try.tsx";
 
@@ -14,12 +14,16 @@ function settings(spec: Record<string, unknown>): string {
 function Table({ ns, plural, title }: { ns: string; plural: string; title: string }) {
   const [items, setItems] = useState<ResourceRow[]>();
   const [error, setError] = useState<string>();
-  useEffect(() => {
-    get(nsPath(ns, plural), itemsOf(resourceRowSchema)).then(
-      (r) => setItems(r.items),
-      (e: ApiError) => setError(e.message),
-    );
-  }, [ns, plural]);
+  useEffect(
+    () =>
+      getWhileCurrent(
+        nsPath(ns, plural),
+        itemsOf(resourceRowSchema),
+        (r) => setItems(r.items),
+        (e) => setError(e.message),
+      ),
+    [ns, plural],
+  );
   return (
     <section aria-labelledby={`${plural}-title`}>
       <h2 id={`${plural}-title`}>{title}</h2>

@@ -3,7 +3,7 @@
 import { accessChannelSpec } from "@capstan/shared/api";
 import { useEffect, useState } from "preact/hooks";
 import { channelRowSchema, itemsOf, resourceRowSchema } from "../../../src/wire.ts";
-import { type ApiError, get, nsPath, type Permissions } from "../api.ts";
+import { getWhileCurrent, nsPath, type Permissions } from "../api.ts";
 import { createChecked, DataTable, ErrorText, Field, FilterBar, ReadyBadge, useItems, utcIso, when } from "../ui.tsx";
 
 /** What the New channel form holds (the expiry as a datetime-local input gives it, read as UTC). */
@@ -30,15 +30,19 @@ function specOf(form: ChannelForm) {
 /** The Agents of `ns` to pick from; the first becomes the form's agent until one is picked. */
 function useAgents(ns: string, setForm: (f: (old: ChannelForm) => ChannelForm) => void, onError: (m: string) => void) {
   const [agents, setAgents] = useState<{ name: string }[]>([]);
-  useEffect(() => {
-    get(nsPath(ns, "agents"), itemsOf(resourceRowSchema)).then(
-      (r) => {
-        setAgents(r.items);
-        setForm((f) => ({ ...f, agent: f.agent || r.items[0]?.name || "" }));
-      },
-      (e: ApiError) => onError(e.message),
-    );
-  }, [ns]);
+  useEffect(
+    () =>
+      getWhileCurrent(
+        nsPath(ns, "agents"),
+        itemsOf(resourceRowSchema),
+        (r) => {
+          setAgents(r.items);
+          setForm((f) => ({ ...f, agent: f.agent || r.items[0]?.name || "" }));
+        },
+        (e) => onError(e.message),
+      ),
+    [ns],
+  );
   return agents;
 }
 

@@ -3,11 +3,11 @@
 // current counts, uploads through its documents API included), sources, uploaded documents,
 // document upload (Markdown, text, HTML, PDF: the file's own bytes, converted to Markdown by the
 // console) and a "try a search" box on the real search API.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import type { z } from "zod";
-import { itemsOf, knowledgeRowSchema, searchHitsSchema, type TrySearchRequest } from "../../../src/wire.ts";
-import { type ApiError, get, type KnowledgeRow, nsPath, type Permissions, post, upload } from "../api.ts";
-import { DataTable, ErrorText, Field, FilterBar, ReadyBadge, useItem } from "../ui.tsx";
+import { knowledgeRowSchema, searchHitsSchema, type TrySearchRequest } from "../../../src/wire.ts";
+import { type ApiError, type KnowledgeRow, nsPath, type Permissions, post, upload } from "../api.ts";
+import { DataTable, ErrorText, Field, FilterBar, ReadyBadge, useItem, useItems } from "../ui.tsx";
 import { CreateKnowledgeBase } from "./knowledge-new.tsx";
 
 /** The content type each accepted file extension is sent with. */
@@ -183,16 +183,9 @@ export function KnowledgePage({ ns, name, can }: { ns: string; name: string; can
 }
 
 export function KnowledgeList({ ns, can }: { ns: string; can: Permissions }) {
-  const [items, setItems] = useState<KnowledgeRow[]>();
+  const { items, error } = useItems(nsPath(ns, "knowledgebases"), knowledgeRowSchema);
   const [filter, setFilter] = useState("");
   const [creating, setCreating] = useState(false);
-  const [error, setError] = useState<string>();
-  useEffect(() => {
-    get(nsPath(ns, "knowledgebases"), itemsOf(knowledgeRowSchema)).then(
-      (r) => setItems(r.items),
-      (e: ApiError) => setError(e.message),
-    );
-  }, [ns]);
   const rows = (items ?? []).filter((k) => `${k.name} ${k.knowledgeId}`.includes(filter.toLowerCase()));
   return (
     <section aria-labelledby="kbs-title">

@@ -14,7 +14,7 @@ import {
 import {
   type ApiError,
   del,
-  get,
+  getWhileCurrent,
   nsPath,
   type Permissions,
   post,
@@ -74,12 +74,16 @@ function longWindow(f: SearchKeyForm): boolean {
 /** The knowledge bases of `ns` the user may see, for the scope; a failure goes to `onError`. */
 function useKnowledgeBases(ns: string, onError: (message: string) => void) {
   const [kbs, setKbs] = useState<{ knowledgeId: string; name: string }[]>([]);
-  useEffect(() => {
-    get(nsPath(ns, "knowledgebases"), itemsOf(knowledgeRowSchema)).then(
-      (r) => setKbs(r.items),
-      (e: ApiError) => onError(e.message),
-    );
-  }, [ns]);
+  useEffect(
+    () =>
+      getWhileCurrent(
+        nsPath(ns, "knowledgebases"),
+        itemsOf(knowledgeRowSchema),
+        (r) => setKbs(r.items),
+        (e) => onError(e.message),
+      ),
+    [ns],
+  );
   return kbs;
 }
 

@@ -11,7 +11,7 @@ import {
   type ScrapeRequest,
   scrapeAnswerSchema,
 } from "../../../src/wire.ts";
-import { type ApiError, type Channel, get, nsPath, post } from "../api.ts";
+import { type ApiError, type Channel, getWhileCurrent, nsPath, post } from "../api.ts";
 import { ErrorText, Field } from "../ui.tsx";
 
 /** A form's one call: its result, whether it runs, and its error in words. */
@@ -40,16 +40,20 @@ export function TryChat({ ns, agent }: { ns: string; agent: string }) {
   const [channel, setChannel] = useState("");
   const [message, setMessage] = useState("");
   const { result: answer, busy, error, setError, run } = useCall<z.output<typeof chatAnswerSchema>>();
-  useEffect(() => {
-    get(nsPath(ns, "accesschannels"), itemsOf(channelRowSchema)).then(
-      (r) => {
-        const mine = r.items.filter((c) => c.agent === agent);
-        setChannels(mine);
-        setChannel(mine[0]?.name ?? "");
-      },
-      (e: ApiError) => setError(e.message),
-    );
-  }, [ns, agent]);
+  useEffect(
+    () =>
+      getWhileCurrent(
+        nsPath(ns, "accesschannels"),
+        itemsOf(channelRowSchema),
+        (r) => {
+          const mine = r.items.filter((c) => c.agent === agent);
+          setChannels(mine);
+          setChannel(mine[0]?.name ?? "");
+        },
+        (e) => setError(e.message),
+      ),
+    [ns, agent],
+  );
   const id = `chat-${agent}`;
   return (
     <form

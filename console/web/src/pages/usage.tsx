@@ -7,7 +7,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { UsageRow } from "@capstan/shared/api";
 import { type ChannelPoint, hourlyUsageSchema, usageSchema } from "../../../src/wire.ts";
-import { type ApiError, get, nsPath, type Usage } from "../api.ts";
+import { getWhileCurrent, nsPath, type Usage } from "../api.ts";
 import { DataTable, ErrorText } from "../ui.tsx";
 
 type HourlyRow = UsageRow;
@@ -33,12 +33,16 @@ function totals(rows: HourlyRow[]): HourlyRow[] {
 function KeptUsage({ ns }: { ns: string }) {
   const [rows, setRows] = useState<HourlyRow[]>();
   const [error, setError] = useState<string>();
-  useEffect(() => {
-    get(nsPath(ns, "usage/hourly?hours=24"), hourlyUsageSchema).then(
-      (r) => setRows(totals(r.rows)),
-      (e: ApiError) => setError(e.message),
-    );
-  }, [ns]);
+  useEffect(
+    () =>
+      getWhileCurrent(
+        nsPath(ns, "usage/hourly?hours=24"),
+        hourlyUsageSchema,
+        (r) => setRows(totals(r.rows)),
+        (e) => setError(e.message),
+      ),
+    [ns],
+  );
   return (
     <>
       {/* Not an alert: the charts above work without it (no Redis, or only Prometheus configured). */}
@@ -101,10 +105,8 @@ function Chart({
 export function UsagePage({ ns }: { ns: string }) {
   const [usage, setUsage] = useState<Usage>();
   const [error, setError] = useState<string>();
-  const load = () => get(nsPath(ns, "usage"), usageSchema).then(setUsage, (e: ApiError) => setError(e.message));
-  useEffect(() => {
-    void load();
-  }, [ns]);
+  const load = () => getWhileCurrent(nsPath(ns, "usage"), usageSchema, setUsage, (e) => setError(e.message));
+  useEffect(load, [ns]);
   const points = usage?.points ?? [];
   const times = points.map((p) => p.at / 1000);
   const per = (k: keyof ChannelPoint) =>
@@ -125,7 +127,7 @@ export function UsagePage({ ns }: { ns: string }) {
       <h1 id="usage-title">Usage in {ns}</h1>
       <p>
         From the gateway's metrics, read by the console; each point is the increase since the one before.{" "}
-        <button type="button" onClick={load}>
+        <button type="button" onClick={() => void load()}>
           Refresh
         </button>
       </p>
