@@ -149,7 +149,8 @@ async function tenantResources(): Promise<void> {
 
 /**
  * Every Deployment of the release at its newest template, all replicas updated and Ready, none old
- * left; the gateway's and search's templates with this tree's images and `marker` (when given).
+ * left and no pod still stopping; the gateway's and search's templates with this tree's images and
+ * `marker` (when given).
  */
 async function rolledOut(images: Record<string, string>, marker = ""): Promise<string[]> {
   return eventually(
@@ -165,6 +166,10 @@ async function rolledOut(images: Record<string, string>, marker = ""): Promise<s
         if (!current || !done || s.replicas !== want) return undefined;
         names.push(d.metadata.name);
       }
+      // The old pods have stopped too: the load goes on through their drain, where a request is
+      // most likely lost (a Deployment counts a terminating pod out before it has stopped).
+      const pods = await list(kube, "Pod", "v1", UP.ns);
+      if (pods.some((p) => p.metadata.deletionTimestamp)) return undefined;
       // The operator's data plane runs this tree's images (the operator rolls them after its own upgrade).
       for (const name of ["gateway", "search"]) {
         const d = deployments.find((x) => x.metadata.name === `capstan-${name}`);
