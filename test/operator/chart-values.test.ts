@@ -295,6 +295,18 @@ describe("pod settings and OpenTelemetry flow from values to every workload", ()
     expect(env.filter((e) => e.name.startsWith("K8S_"))).toEqual(k8sEnv(console.metadata.name, "console"));
   });
 
+  it("the console's pods keep serving 5 s after they are told to stop, inside their grace period", async () => {
+    const objects = await render(set);
+    const console = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-console"));
+    if (!console) throw new Error("no console Deployment rendered");
+    const spec = pod(console) as unknown as {
+      terminationGracePeriodSeconds: number;
+      containers: { lifecycle?: { preStop?: { sleep?: { seconds: number } } } }[];
+    };
+    expect(spec.containers[0]?.lifecycle?.preStop?.sleep?.seconds).toBe(5);
+    expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(5);
+  });
+
   it("the data-plane images are plain env values of the operator container, and the operator uses them", async () => {
     const objects = await render([
       ...MINIMAL,
