@@ -119,6 +119,7 @@ const reads = retry(handleWhen(transient), {
 });
 
 export const get = <S extends z.ZodType>(path: string, answer: S) => reads.execute(() => call("GET", path, answer));
+
 /**
  * A read made by an effect: `onAnswer`/`onError` run only while the effect is current. Return
  * what this returns from the effect: its cleanup (a change of namespace or page) drops a late
