@@ -8,7 +8,7 @@ import { egressAllowList } from "@capstan/shared/egress";
 import { z } from "zod";
 
 /** The release: the default image tag, the chart's appVersion (config.test.ts checks they match). */
-export const VERSION = "0.2.0";
+export const VERSION = "0.3.0";
 const REGISTRY = "ghcr.io/capstan-dev";
 
 const quantity = z.union([z.string().regex(/^[0-9.]+[a-zA-Z]*$/), z.number()]).transform(String);

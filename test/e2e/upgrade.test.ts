@@ -211,6 +211,14 @@ async function underLoad(what: string, action: () => Promise<string[]>): Promise
   return result;
 }
 
+/** The names of the release's gateway and search pods. */
+async function dataPlanePods(): Promise<string[]> {
+  const pods = await list(kube, "Pod", "v1", UP.ns);
+  return pods
+    .map((p) => p.metadata.name)
+    .filter((name) => name.startsWith("capstan-gateway-") || name.startsWith("capstan-search-"));
+}
+
 const limitBurst = async (key: string) => [
   (await chat(key)).status,
   (await chat(key)).status,
@@ -291,10 +299,23 @@ describe("upgrades under load", () => {
         expect(await limitBurst(keys.limited)).toEqual([200, 200, 429]);
         const limitedAt = Date.now();
 
+        // The previous release's own pods must stop under the load: how they drain is what an
+        // upgrade from it risks (0.1.0's search lost requests there). Its gateway and search images
+        // may be byte-identical to this tree's (the builds are reproducible, and 0.2.0 -> 0.3.0
+        // changed neither), so the upgrade also changes both pod templates, as a release with new
+        // images would, and every one of those pods is replaced.
+        const oldPods = await dataPlanePods();
+        expect(oldPods.length).toBeGreaterThanOrEqual(4);
+        const marker = `upgrade-${Date.now()}`;
         const result = await underLoad(`upgrade ${PREVIOUS_RELEASE.version} -> ${release().chartVersion}`, async () => {
-          await install(release());
-          return rolledOut(release().images);
+          await install(release(), [
+            `gateway.podAnnotations.capstan-e2e=${marker}`,
+            `search.podAnnotations.capstan-e2e=${marker}`,
+          ]);
+          return rolledOut(release().images, marker);
         });
+        const stayed = (await dataPlanePods()).filter((name) => oldPods.includes(name));
+        expect(stayed, "pods of the previous release still running after the upgrade").toEqual([]);
         // Soft: what was made before the upgrade is checked whatever the load saw.
         expect.soft(result.failures, JSON.stringify(result.failures.slice(0, 20))).toEqual([]);
         expect(result.ok.chat).toBeGreaterThan(0);

@@ -203,7 +203,7 @@ describe("examples/", () => {
       allowPrivilegeEscalation: false,
       capabilities: { drop: ["ALL"] },
     });
-    expect(g.template.spec.containers[0]?.image).toBe("ghcr.io/capstan-dev/gateway:0.2.0");
+    expect(g.template.spec.containers[0]?.image).toBe("ghcr.io/capstan-dev/gateway:0.3.0");
     expect(g.template.spec.containers[0]?.ports[0]?.containerPort).toBe(8080);
     const genv = Object.fromEntries(
       (g.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]),

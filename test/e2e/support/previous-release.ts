@@ -23,11 +23,8 @@ import { publishRelease, type Release } from "./publish.ts";
  * then skips, saying so, unless CAPSTAN_E2E_UPGRADE=1 asks to run it anyway.
  */
 export const PREVIOUS_RELEASE: { sha: string; version: string; gap?: string } = {
-  sha: "d426cd6d449c8f48ecbbb26ccd0895862f88cb37",
-  version: "0.1.0",
-  // Measured: 1 of 69-80 requests failed (search 504) in each upgrade from it, while its search
-  // pods stop. Fixed in 0.2.0 (search pauses 5 s before SIGTERM); move the pin to 0.2.0's commit.
-  gap: "0.1.0's search pods close their listener at SIGTERM with no pause, so the ingress still routes a request or two to a stopped replica (the preStop pause came in 0.2.0)",
+  sha: "2a9fb9dbcf867ff7cf743647ad006ba9d6e98449",
+  version: "0.2.0",
 };
 
 const script = fileURLToPath(new URL("./previous-release.sh", import.meta.url));
