@@ -2,6 +2,7 @@
 // (src/main.ts, as deployed) on free loopback ports, resources written as YAML, and a precise
 // closed-loop latency probe (autocannon's histogram has 1 ms resolution; added latency needs µs)
 // that counts only real completions, and the checks every gateway benchmark makes of its work.
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -102,6 +103,11 @@ export async function startGatewayProcess(
     ...env,
   });
   procs.push(proc);
+  // BENCH_GATEWAY_CPUS (a taskset list, "1"): the gateway on CPUs of its own, apart from the load
+  // generator, the fake provider and Redis (run the bench itself under `taskset -c 0`), so what
+  // the gateway costs is not mixed with what its neighbours' scheduling costs it.
+  if (process.env.BENCH_GATEWAY_CPUS)
+    execFileSync("taskset", ["-a", "-cp", process.env.BENCH_GATEWAY_CPUS, String(proc.child.pid)], { stdio: "ignore" });
   const url = `http://127.0.0.1:${port}`;
   const internalUrl = `http://127.0.0.1:${internalPort}`;
   internalUrls.set(url, internalUrl);

@@ -9,7 +9,10 @@
 //   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
 //        BENCH_CONNECTIONS (default 32), BENCH_WARMUP (requests per process first, default 20,000), BENCH_CONFIGS (comma-separated names below, default
 //        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-off,
-//        before-none, before-otlp-1pct and before-otlp-100pct, its gateway with the same settings)
+//        before-none, before-otlp-1pct and before-otlp-100pct, its gateway with the same settings),
+//        BENCH_GATEWAY_CPUS (the gateways on those CPUs only, harness.ts; run the bench itself
+//        under `taskset -c 0` so that the load generator, the fake provider and Redis keep off them:
+//        the gateway is then the only bottleneck and its throughput follows its CPU per request)
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
