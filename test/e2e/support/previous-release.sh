@@ -32,8 +32,16 @@ if done_dir; then
   exit 0
 fi
 
-if ! git -C "$repo" cat-file -e "$sha^{commit}" 2>/dev/null; then
-  log "commit $sha is not in $repo (a shallow clone? fetch the history: git fetch --unshallow)"
+have_commit() { git -C "$repo" cat-file -e "$sha^{commit}" 2>/dev/null; }
+if ! have_commit; then
+  # A shallow or single-branch clone (CI's, often): fetch the commit from where the clone came
+  # from, once, with a time limit.
+  log "commit $sha is not in $repo; fetching it from origin"
+  timeout 300 git -C "$repo" fetch --quiet origin "$sha" 2>/dev/null ||
+    timeout 300 git -C "$repo" fetch --quiet --unshallow origin 2>/dev/null || true
+fi
+if ! have_commit; then
+  log "commit $sha is not in $repo and could not be fetched from origin (fetch the history: git fetch --unshallow)"
   exit 1
 fi
 start=$SECONDS
