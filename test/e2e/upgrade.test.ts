@@ -255,6 +255,15 @@ async function setUp(r: Release): Promise<void> {
   keys.chat = await eventually("up-chat key", () => keyOf(kube, "AccessChannel", "up-chat", UP.tenant));
   keys.limited = await eventually("up-limited key", () => keyOf(kube, "AccessChannel", "up-limited", UP.tenant));
   keys.search = await eventually("up-search key", () => keyOf(kube, "SearchKey", "up-search", UP.tenant));
+  // Serving through the ingress, both paths: Traefik adds a path's route only once its Service has
+  // ready endpoints, and applies what it watched a moment after the Deployment is Ready (a search
+  // sent in between met Traefik's own 404).
+  await eventually("chat answered through the ingress", async () =>
+    (await chat(keys.chat)).status === 200 ? true : undefined,
+  );
+  await eventually("search answered through the ingress", async () =>
+    (await search(keys.search)).status === 200 ? true : undefined,
+  );
 }
 
 describe("upgrades under load", () => {
@@ -288,10 +297,8 @@ describe("upgrades under load", () => {
       async () => {
         expect(previous.chartVersion).not.toBe(release().chartVersion);
         await setUp(previous);
-        const before = await eventually("a chat answer from the previous release", async () => {
-          const r = await chat(keys.chat);
-          return r.status === 200 ? r : undefined;
-        });
+        const before = await chat(keys.chat);
+        expect(before.status, before.body).toBe(200);
         expect(before.body).toContain("Tuesday at noon");
         const hitsBefore = await search(keys.search);
         expect(hitsBefore.status, hitsBefore.body).toBe(200);
