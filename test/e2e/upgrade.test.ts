@@ -219,6 +219,16 @@ async function dataPlanePods(): Promise<string[]> {
     .filter((name) => name.startsWith("capstan-gateway-") || name.startsWith("capstan-search-"));
 }
 
+/** Chat answers from the knowledge base and search finds it, through the ingress with the release's keys. */
+async function expectKnowledgeAnswers(): Promise<void> {
+  const answer = await chat(keys.chat);
+  expect(answer.status, answer.body).toBe(200);
+  expect(answer.body).toContain("Tuesday at noon");
+  const hits = await search(keys.search);
+  expect(hits.status, hits.body).toBe(200);
+  expect(hits.body).toContain("lighthouse keeper");
+}
+
 const limitBurst = async (key: string) => [
   (await chat(key)).status,
   (await chat(key)).status,
@@ -297,12 +307,7 @@ describe("upgrades under load", () => {
       async () => {
         expect(previous.chartVersion).not.toBe(release().chartVersion);
         await setUp(previous);
-        const before = await chat(keys.chat);
-        expect(before.status, before.body).toBe(200);
-        expect(before.body).toContain("Tuesday at noon");
-        const hitsBefore = await search(keys.search);
-        expect(hitsBefore.status, hitsBefore.body).toBe(200);
-        expect(hitsBefore.body).toContain("lighthouse keeper");
+        await expectKnowledgeAnswers();
         expect(await limitBurst(keys.limited)).toEqual([200, 200, 429]);
         const limitedAt = Date.now();
 
@@ -329,12 +334,7 @@ describe("upgrades under load", () => {
         expect(result.ok.search).toBeGreaterThan(0);
 
         // What was made before the upgrade still holds: the same keys, the knowledge base's answer, the limit.
-        const after = await chat(keys.chat);
-        expect(after.status, after.body).toBe(200);
-        expect(after.body).toContain("Tuesday at noon");
-        const hitsAfter = await search(keys.search);
-        expect(hitsAfter.status, hitsAfter.body).toBe(200);
-        expect(hitsAfter.body).toContain("lighthouse keeper");
+        await expectKnowledgeAnswers();
         // The sliding window (one minute) of the burst before the upgrade has passed.
         await new Promise((r) => setTimeout(r, Math.max(0, limitedAt + 61_000 - Date.now())));
         expect(await limitBurst(keys.limited)).toEqual([200, 200, 429]);
