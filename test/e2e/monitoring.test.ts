@@ -105,7 +105,9 @@ async function post(path: string, key: string, body: unknown): Promise<number> {
       dispatcher,
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
+      // Longer than search's slowest answer: with its Qdrant gone it waits out three 10 s attempts
+      // (and their backoff) before its 503, which a 30 s limit here cut off (counted as 0).
+      signal: AbortSignal.timeout(60_000),
     });
     await res.arrayBuffer();
     return res.status;
@@ -309,7 +311,10 @@ describe("monitoring through the chart's own objects", () => {
       await failing.stop();
       await scale(kube, SYSTEM_NS, "capstan-qdrant", 1);
     }
-    expect(failing.results.map((r) => r.value)).toContain(503);
+    expect(
+      failing.results.map((r) => r.value),
+      failing.results.map((r) => `${r.value} in ${r.ms} ms`).join(", "),
+    ).toContain(503);
     const repair = Date.now();
     await deploymentReady(kube, SYSTEM_NS, "capstan-qdrant");
     // The alert reads the share of answers that failed over 5 minutes: searches that succeed
