@@ -42,6 +42,8 @@ interface Config {
   root?: string;
   /** The gateway's OTEL_* environment (the sink's URL is filled in for `SINK`). */
   env: Record<string, string>;
+  /** V8 and node flags of this configuration's gateway (added to BENCH_GATEWAY_NODE_FLAGS). */
+  nodeFlags?: string;
   /** Requests carry a caller's sampled `traceparent` (an ingress or a traced client in front). */
   traceparent?: boolean;
   what: string;
@@ -64,6 +66,14 @@ const CONFIGS: Record<string, Config> = {
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0" },
     what: "OTLP exporter, no new trace sampled (what being ready to trace costs)",
   },
+  "otlp-0.1pct": {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0.001" },
+    what: "OTLP exporter, 0.1 % of new traces sampled",
+  },
+  "otlp-10pct": {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0.1" },
+    what: "OTLP exporter, 10 % of new traces sampled",
+  },
   "otlp-100pct": {
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER: "parentbased_always_on" },
     what: "OTLP exporter, every request sampled",
@@ -81,6 +91,25 @@ CONFIGS["otlp-0pct-bare"] = {
   env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_TRACES_SAMPLER_ARG: "0", OTEL_NODE_ENABLED_INSTRUMENTATIONS: "-" },
   what: "as otlp-0pct, no instrumentation (the SDK, the door and the server-span hook only)",
 };
+CONFIGS["otlp-1pct-bare"] = {
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_NODE_ENABLED_INSTRUMENTATIONS: "-" },
+  what: "as otlp-1pct, no instrumentation (the sampled requests' server and gateway spans only)",
+};
+CONFIGS["otlp-1pct-json"] = {
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
+  what: "as otlp-1pct, spans exported as OTLP/JSON instead of protobuf",
+};
+// V8's tiers: `<config>-nomaglev` without the mid-tier compiler, `<config>-noturbofan` without
+// the top one (is a configuration's cost the JIT's, code running in a lower tier?).
+for (const [suffix, flags] of [
+  ["nomaglev", "--no-maglev"],
+  ["noturbofan", "--max-opt=2"],
+]) {
+  for (const base of ["off", "otlp-0pct", "otlp-1pct"]) {
+    const c = CONFIGS[base] as Config;
+    CONFIGS[`${base}-${suffix}`] = { ...c, nodeFlags: flags, what: `${c.what}, node ${flags}` };
+  }
+}
 // Per-instrumentation cost: `<config>-no-<instrumentation>` is <config> with that one left out.
 for (const base of ["none", "none-traceparent", "otlp-0pct", "otlp-1pct", "otlp-100pct"]) {
   for (const name of ["http", "undici", "ioredis"]) {
@@ -138,6 +167,7 @@ try {
     const url = await startGatewayProcess(
       { CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url, OTEL_SDK_DISABLED: "", ...otel },
       config.root,
+      [process.env.BENCH_GATEWAY_NODE_FLAGS ?? "", config.nodeFlags ?? ""].join(" "),
     );
     gateways.push({ name, url, pid: procs.at(-1)?.child.pid as number, runs: [] });
   }
