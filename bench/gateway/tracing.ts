@@ -9,10 +9,14 @@
 //   env: BENCH_DURATION (s per autocannon run, default 10), BENCH_ROUNDS (default 6),
 //        BENCH_CONNECTIONS (default 32), BENCH_WARMUP (requests per process first, default 20,000), BENCH_CONFIGS (comma-separated names below, default
 //        off,none,none-traceparent,otlp-1pct), BENCH_BEFORE (another checkout: adds before-off,
-//        before-none, before-otlp-1pct and before-otlp-100pct, its gateway with the same settings),
+//        before-none, before-otlp-0pct, before-otlp-1pct and before-otlp-100pct, its gateway with the same settings),
 //        BENCH_GATEWAY_CPUS (the gateways on those CPUs only, harness.ts; run the bench itself
 //        under `taskset -c 0` so that the load generator, the fake provider and Redis keep off them:
-//        the gateway is then the only bottleneck and its throughput follows its CPU per request)
+//        the gateway is then the only bottleneck and its throughput follows its CPU per request),
+//        BENCH_SIMULTANEOUS=1 (every configuration loaded at once in each round, sharing those
+//        CPUs: the machine's speed changes between turns no longer separate them; a name
+//        `<config>#2` adds another process of the same configuration, to see how far two
+//        processes of one build differ)
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
@@ -36,6 +40,7 @@ const duration = Number(process.env.BENCH_DURATION ?? sized(10, 1));
 const rounds = Number(process.env.BENCH_ROUNDS ?? sized(6, 1));
 const warmup = Number(process.env.BENCH_WARMUP ?? sized(20_000, 50));
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const SIMULTANEOUS = process.env.BENCH_SIMULTANEOUS === "1";
 
 interface Config {
   /** Another checkout whose gateway runs instead of this tree's (BENCH_BEFORE: the code before a change). */
@@ -80,9 +85,9 @@ const CONFIGS: Record<string, Config> = {
   },
 };
 // The same settings on another checkout (e.g. BENCH_BEFORE=/path/to/main with its node_modules):
-// before-off, before-none, before-otlp-1pct, before-otlp-100pct.
+// before-off, before-none, before-otlp-0pct, before-otlp-1pct, before-otlp-100pct.
 if (process.env.BENCH_BEFORE) {
-  for (const name of ["off", "none", "otlp-1pct", "otlp-100pct"]) {
+  for (const name of ["off", "none", "otlp-0pct", "otlp-1pct", "otlp-100pct"]) {
     const { env, what } = CONFIGS[name] as Config;
     CONFIGS[`before-${name}`] = { env, root: process.env.BENCH_BEFORE, what: `${process.env.BENCH_BEFORE}: ${what}` };
   }
@@ -129,7 +134,12 @@ const chosen = (
   .split(",")
   .map((s) => s.trim());
 for (const name of chosen)
-  if (!CONFIGS[name]) throw new Error(`unknown config ${name}; known: ${Object.keys(CONFIGS)}`);
+  if (!configOf(name)) throw new Error(`unknown config ${name}; known: ${Object.keys(CONFIGS)}`);
+
+/** A configuration by name; `<name>#<n>` is another process of the same configuration. */
+function configOf(name: string): Config | undefined {
+  return CONFIGS[name.split("#")[0] as string];
+}
 
 /** The OTLP receiver: answers every export with 200 (an empty ExportTraceServiceResponse). */
 const sinkStats = { requests: 0, bytes: 0 };
@@ -162,7 +172,7 @@ try {
   const { dir, key } = writeResources({ providerURL: upstream, qpm: 1_000_000 });
   const gateways: { name: string; url: string; pid: number; runs: Run[] }[] = [];
   for (const name of chosen) {
-    const config = CONFIGS[name] as Config;
+    const config = configOf(name) as Config;
     const otel = Object.fromEntries(Object.entries(config.env).map(([k, v]) => [k, v === SINK ? sinkUrl : v]));
     const url = await startGatewayProcess(
       { CAPSTAN_RESOURCES_DIR: dir, REDIS_URL: redis.url, OTEL_SDK_DISABLED: "", ...otel },
@@ -174,7 +184,7 @@ try {
   const headersOf = (name: string): Record<string, string> => ({
     "content-type": "application/json",
     authorization: `Bearer ${key}`,
-    ...(CONFIGS[name]?.traceparent ? { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" } : {}),
+    ...(configOf(name)?.traceparent ? { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" } : {}),
   });
   // Warm every process (JIT, connection pools, Redis' script cache). 20,000 requests, so that a
   // 1 % sampler's span path has run ~200 times and is compiled like a long-lived process's: after
@@ -189,46 +199,52 @@ try {
   }
   const started = new Date();
   const load0 = (await import("node:os")).loadavg()[0] as number;
+  /** One autocannon run against one gateway, its CPU read from /proc around it. */
+  const measure = async (g: (typeof gateways)[number], round: number) => {
+    const cpu0 = cpuMs(g.pid);
+    const threads0 = threadCpuMs(g.pid);
+    const calls0 = await upstreamCalls(g.url);
+    const r = await autocannon({
+      url: `${g.url}/api/v1/chat/completions`,
+      method: "POST",
+      headers: headersOf(g.name),
+      body: CHAT_BODY,
+      connections,
+      duration,
+    });
+    const cpu = cpuMs(g.pid) - cpu0;
+    const threads1 = threadCpuMs(g.pid);
+    // The work: only 2xx answers, each a provider call the gateway made for it.
+    expectCount(`${g.name} round ${round + 1}: answers that were not 2xx`, r.non2xx + r.errors, 0);
+    expectAtLeast(`${g.name} round ${round + 1}: answers`, r["2xx"], 1);
+    expectWork(
+      (await upstreamCalls(g.url)) - calls0 >= r["2xx"],
+      `${g.name} round ${round + 1}: a provider call for each of its ${r["2xx"]} answers`,
+    );
+    g.runs.push({
+      round,
+      requests: r.requests.total,
+      seconds: r.duration,
+      rps: r.requests.average,
+      cpuPerRequest: cpu / Math.max(1, r.requests.total),
+      otherThreadsPerRequest: (threads1.other - threads0.other) / Math.max(1, r.requests.total),
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      non2xx: r.non2xx + r.errors,
+    });
+    const cpuPerRequest = (g.runs.at(-1) as Run).cpuPerRequest;
+    console.error(
+      `[round ${round + 1}] ${g.name}: ${r.requests.average.toFixed(0)} req/s, ${cpuPerRequest.toFixed(3)} ms CPU/req`,
+    );
+  };
   for (let round = 0; round < rounds; round++) {
     // A B C, B C A, C A B, ...: no configuration always runs right after the same other one.
     const order = gateways.map((_, i) => gateways[(i + round) % gateways.length] as (typeof gateways)[number]);
-    for (const g of order) {
-      const cpu0 = cpuMs(g.pid);
-      const threads0 = threadCpuMs(g.pid);
-      const calls0 = await upstreamCalls(g.url);
-      const r = await autocannon({
-        url: `${g.url}/api/v1/chat/completions`,
-        method: "POST",
-        headers: headersOf(g.name),
-        body: CHAT_BODY,
-        connections,
-        duration,
-      });
-      const cpu = cpuMs(g.pid) - cpu0;
-      const threads1 = threadCpuMs(g.pid);
-      // The work: only 2xx answers, each a provider call the gateway made for it.
-      expectCount(`${g.name} round ${round + 1}: answers that were not 2xx`, r.non2xx + r.errors, 0);
-      expectAtLeast(`${g.name} round ${round + 1}: answers`, r["2xx"], 1);
-      expectWork(
-        (await upstreamCalls(g.url)) - calls0 >= r["2xx"],
-        `${g.name} round ${round + 1}: a provider call for each of its ${r["2xx"]} answers`,
-      );
-      g.runs.push({
-        round,
-        requests: r.requests.total,
-        seconds: r.duration,
-        rps: r.requests.average,
-        cpuPerRequest: cpu / Math.max(1, r.requests.total),
-        otherThreadsPerRequest: (threads1.other - threads0.other) / Math.max(1, r.requests.total),
-        p50: r.latency.p50,
-        p99: r.latency.p99,
-        non2xx: r.non2xx + r.errors,
-      });
-      const cpuPerRequest = (g.runs.at(-1) as Run).cpuPerRequest;
-      console.error(
-        `[round ${round + 1}] ${g.name}: ${r.requests.average.toFixed(0)} req/s, ${cpuPerRequest.toFixed(3)} ms CPU/req`,
-      );
-    }
+    // BENCH_SIMULTANEOUS: every configuration loaded at once, so each round measures them all in
+    // the same seconds (sharing the gateways' CPU) and a change in the machine's speed between
+    // one configuration's turn and the next no longer shows as a difference between them.
+    if (SIMULTANEOUS) await Promise.all(order.map((g) => measure(g, round)));
+    else for (const g of order) await measure(g, round);
   }
   const load1 = (await import("node:os")).loadavg()[0] as number;
   const base = gateways.find((g) => g.name === "off");
@@ -271,7 +287,7 @@ try {
       `  ${g.name.padEnd(18)} ${range(rps)} req/s, overall ${overall(g.runs).toFixed(0)}${vs}  CPU ${cpu.toFixed(3)} ms/req (${offMain.toFixed(3)} off the main thread)` +
         `  p50 ${range(g.runs.map((r) => r.p50))} ms  p99 ${range(g.runs.map((r) => r.p99))} ms  errors ${sum(g.runs.map((r) => r.non2xx))}`,
     );
-    lines.push(`  ${"".padEnd(18)} ${CONFIGS[g.name]?.what}`);
+    lines.push(`  ${"".padEnd(18)} ${configOf(g.name)?.what}`);
   }
   lines.push(`  OTLP sink: ${sinkStats.requests} export requests, ${(sinkStats.bytes / 1024).toFixed(0)} KiB`);
   console.log(lines.join("\n"));

@@ -11,8 +11,13 @@
 //   door's decision for that span instead of rolling the dice again;
 // - not sampled: no span is made; the request runs with tracing suppressed (spans started
 //   meanwhile are no-ops) and only its trace context is passed on: the caller's `traceparent`
-//   (unsampled), or for a request with none a fresh unsampled one, so the services it calls keep
-//   the "not sampled" decision instead of starting traces of their own (trace-propagation.ts).
+//   (unsampled), or for a request with none a fresh unsampled one on each call, so the services
+//   it calls keep the "not sampled" decision instead of starting traces of their own
+//   (trace-propagation.ts).
+//
+// A request with no trace header (most of them) is a new trace: it is decided by one random
+// number against the sampler's ratio for new traces, and left out it shares one context with all
+// such requests (UNSAMPLED_ROOT), so it costs no id, no context and no header parsing.
 import {
   type Attributes,
   type Context,
@@ -34,7 +39,7 @@ import {
   type SamplingResult,
   TraceIdRatioBasedSampler,
 } from "@opentelemetry/sdk-trace-base";
-import { unsampledContext } from "./trace-propagation.ts";
+import { UNSAMPLED_ROOT, unsampledContext } from "./trace-propagation.ts";
 
 /** The share of new traces sampled when an exporter is set and OTEL_TRACES_SAMPLER is not. */
 export const DEFAULT_SAMPLE_RATIO = 0.01;
@@ -44,8 +49,7 @@ export const DEFAULT_SAMPLE_RATIO = 0.01;
  * parent-based with a ratio of DEFAULT_SAMPLE_RATIO when unset or unknown.
  */
 export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
-  const arg = Number(env.OTEL_TRACES_SAMPLER_ARG);
-  const ratio = env.OTEL_TRACES_SAMPLER_ARG && arg >= 0 && arg <= 1 ? arg : DEFAULT_SAMPLE_RATIO;
+  const ratio = ratioFromEnv(env);
   switch (env.OTEL_TRACES_SAMPLER) {
     case "always_on":
       return new AlwaysOnSampler();
@@ -62,7 +66,34 @@ export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
   }
 }
 
+/** OTEL_TRACES_SAMPLER_ARG when it is a ratio, else DEFAULT_SAMPLE_RATIO. */
+function ratioFromEnv(env: NodeJS.ProcessEnv): number {
+  const arg = Number(env.OTEL_TRACES_SAMPLER_ARG);
+  return env.OTEL_TRACES_SAMPLER_ARG && arg >= 0 && arg <= 1 ? arg : DEFAULT_SAMPLE_RATIO;
+}
+
+/**
+ * The share of new traces (requests with no caller's trace context) that samplerFromEnv(env)
+ * samples: every sampler it makes decides a trace with no parent by a ratio, 0 and 1 included.
+ */
+export function newTraceRatioFromEnv(env: NodeJS.ProcessEnv): number {
+  switch (env.OTEL_TRACES_SAMPLER) {
+    case "always_on":
+    case "parentbased_always_on":
+      return 1;
+    case "always_off":
+    case "parentbased_always_off":
+      return 0;
+    default:
+      return ratioFromEnv(env);
+  }
+}
+
 const ids = new RandomIdGenerator();
+
+/** The decisions for a request with no trace header: made once, shared by every such request. */
+const NEW_SAMPLED = { sampled: true, parent: ROOT_CONTEXT } as const;
+const NEW_UNSAMPLED = { sampled: false, context: UNSAMPLED_ROOT } as const;
 
 /** A sampling decision taken before any span exists, and the SDK sampler that keeps it. */
 export interface Door {
@@ -76,9 +107,22 @@ export interface Door {
   sampler: Sampler;
 }
 
-export function door(configured: Sampler): Door {
+export function door(configured: Sampler, newTraceRatio?: number): Door {
+  let fields: string[] | undefined;
+  /** Whether the request carries any header of the global propagator (traceparent, baggage...). */
+  const carriesContext = (headers: Record<string, unknown>) => {
+    fields ??= propagation.fields().map((f) => f.toLowerCase());
+    for (const field of fields) if (headers[field] !== undefined) return true;
+    return false;
+  };
   return {
     decide(headers) {
+      // Most requests come with no trace context: a new trace, sampled at newTraceRatio (the
+      // configured sampler's decision for a trace with no parent) with nothing else to compute.
+      // Known when samplerFromEnv made the sampler; any other sampler is asked below.
+      if (newTraceRatio !== undefined && !carriesContext(headers)) {
+        return Math.random() < newTraceRatio ? NEW_SAMPLED : NEW_UNSAMPLED;
+      }
       const parent = propagation.extract(ROOT_CONTEXT, headers);
       const caller = trace.getSpanContext(parent);
       // A root's trace id is not known yet (the SDK makes it); a random one serves for a ratio,

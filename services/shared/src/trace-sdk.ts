@@ -15,7 +15,7 @@ import { defaultResource, resourceFromAttributes } from "@opentelemetry/resource
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { injectIntoUndici, joinCallers } from "./trace-propagation.ts";
 import { baseResourceAttributes } from "./trace-resource.ts";
-import { door, samplerFromEnv } from "./trace-sampling.ts";
+import { door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
 import { traceFastifyRequests } from "./trace-server.ts";
 
 /** A started SDK and the undo of what was subscribed beside it. */
@@ -83,7 +83,7 @@ export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrume
  * loaded at once.
  */
 export function startExporting(serviceName: string, env: NodeJS.ProcessEnv): StartedSdk {
-  const sampling = door(samplerFromEnv(env));
+  const sampling = door(samplerFromEnv(env), newTraceRatioFromEnv(env));
   const resource = defaultResource().merge(resourceFromAttributes(baseResourceAttributes(serviceName, env)));
   const sdk = new NodeSDK({ resource, instrumentations: instrumentations(env), sampler: sampling.sampler });
   sdk.start();
@@ -131,5 +131,5 @@ function loadPatched(): void {
   syncBuiltinESMExports();
 }
 
-export { DEFAULT_SAMPLE_RATIO, door, samplerFromEnv } from "./trace-sampling.ts";
+export { DEFAULT_SAMPLE_RATIO, door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
 export { traceFastifyRequests } from "./trace-server.ts";
