@@ -104,16 +104,11 @@ CONFIGS["otlp-1pct-json"] = {
   env: { OTEL_EXPORTER_OTLP_ENDPOINT: SINK, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
   what: "as otlp-1pct, spans exported as OTLP/JSON instead of protobuf",
 };
-// V8's tiers: `<config>-nomaglev` without the mid-tier compiler, `<config>-noturbofan` without
-// the top one (is a configuration's cost the JIT's, code running in a lower tier?).
-for (const [suffix, flags] of [
-  ["nomaglev", "--no-maglev"],
-  ["noturbofan", "--max-opt=2"],
-]) {
-  for (const base of ["off", "otlp-0pct", "otlp-1pct"]) {
-    const c = CONFIGS[base] as Config;
-    CONFIGS[`${base}-${suffix}`] = { ...c, nodeFlags: flags, what: `${c.what}, node ${flags}` };
-  }
+// V8's tiers: `<config>-nomaglev` without the mid-tier compiler (is a configuration's cost the
+// JIT's, code running in a lower tier?).
+for (const base of ["off", "otlp-0pct", "otlp-1pct"]) {
+  const c = CONFIGS[base] as Config;
+  CONFIGS[`${base}-nomaglev`] = { ...c, nodeFlags: "--no-maglev", what: `${c.what}, node --no-maglev` };
 }
 // Per-instrumentation cost: `<config>-no-<instrumentation>` is <config> with that one left out.
 for (const base of ["none", "none-traceparent", "otlp-0pct", "otlp-1pct", "otlp-100pct"]) {

@@ -10,7 +10,6 @@
 //
 // This module needs only the OpenTelemetry API and core: a process that exports nothing loads no
 // SDK (tracing.ts).
-import { randomFillSync } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import {
   type Context,
@@ -19,7 +18,6 @@ import {
   propagation,
   ROOT_CONTEXT,
   type SpanContext,
-  TraceFlags,
   trace,
 } from "@opentelemetry/api";
 import { suppressTracing } from "@opentelemetry/core";
@@ -31,52 +29,33 @@ const PASS_ON = createContextKey("capstan.trace.pass-on");
 /**
  * What PASS_ON holds: the caller's context (unsuppressed, with its baggage) and the span context
  * to pass on, then the headers they inject, made on the request's first outgoing call. With no
- * caller (`fresh`), each outgoing call passes on a new unsampled trace context instead.
+ * caller, `fresh` makes a new unsampled span context for each outgoing call instead.
  */
 interface PassOn {
   caller: Context;
   spanContext?: SpanContext;
   headers?: Record<string, string>;
-  fresh?: true;
+  fresh?: () => SpanContext;
 }
 
 /** Most requests carry no trace header: their context derives from this one, made once. */
 const SUPPRESSED_ROOT = suppressTracing(ROOT_CONTEXT);
 
 /**
- * The context of every unsampled request that came with no trace header, one object for all of
- * them: a request left out by a 1 % sampler builds no context, no ids and no headers of its own
- * at the door. Its outgoing calls each pass on a fresh unsampled `traceparent` (freshHeaders), so
- * the services it calls still keep the "not sampled" decision; they just do not share one trace
- * id, which nothing records anyway.
+ * The context of every unsampled request that came with no trace header, made once and shared
+ * by all of them: a request left out by a 1 % sampler builds no context, no ids and no headers of
+ * its own at the door. Each of its outgoing calls passes on a new unsampled span context from
+ * `fresh`, so the services it calls still keep the "not sampled" decision; they just do not share
+ * one trace id, which nothing records anyway.
  */
-export const UNSAMPLED_ROOT = SUPPRESSED_ROOT.setValue(PASS_ON, {
-  caller: ROOT_CONTEXT,
-  fresh: true,
-} satisfies PassOn);
-
-/** Random bytes for trace and span ids, drawn from a pool refilled 4 KiB at a time. */
-const pool = Buffer.alloc(4096);
-let poolUsed = pool.length;
-
-/** A random id of `bytes` bytes as lowercase hex, never all zeros (W3C's invalid id). */
-export function randomHexId(bytes: number): string {
-  for (;;) {
-    if (poolUsed + bytes > pool.length) {
-      randomFillSync(pool);
-      poolUsed = 0;
-    }
-    const id = pool.toString("hex", poolUsed, poolUsed + bytes);
-    poolUsed += bytes;
-    if (!/^0+$/.test(id)) return id;
-  }
+export function sharedUnsampledContext(fresh: () => SpanContext): Context {
+  return SUPPRESSED_ROOT.setValue(PASS_ON, { caller: ROOT_CONTEXT, fresh } satisfies PassOn);
 }
 
-/** The headers of a new unsampled trace context, for one outgoing call (by the global propagator). */
-function freshHeaders(): Record<string, string> {
+/** The headers the propagators write for a span context in a caller's context. */
+function headersFor(caller: Context, spanContext: SpanContext): Record<string, string> {
   const headers: Record<string, string> = {};
-  const spanContext = { traceId: randomHexId(16), spanId: randomHexId(8), traceFlags: TraceFlags.NONE };
-  propagation.inject(trace.setSpanContext(ROOT_CONTEXT, spanContext), headers);
+  propagation.inject(trace.setSpanContext(caller, spanContext), headers);
   return headers;
 }
 
@@ -131,17 +110,11 @@ export function injectIntoUndici(): () => void {
     } else {
       const passOn = active.getValue(PASS_ON) as PassOn | undefined;
       if (!passOn) return;
-      if (passOn.fresh) headers = freshHeaders();
-      else {
-        // The propagators write nothing for a context whose tracing is suppressed, so the headers
-        // are made from the caller's context (its baggage) with the span context to pass on;
-        // once per request, however many calls it makes.
-        if (!passOn.headers) {
-          passOn.headers = {};
-          propagation.inject(trace.setSpanContext(passOn.caller, passOn.spanContext as SpanContext), passOn.headers);
-        }
-        headers = passOn.headers;
-      }
+      // The propagators write nothing for a context whose tracing is suppressed, so the headers
+      // are made from the caller's context (its baggage) with the span context to pass on: a
+      // caller's once per request, however many calls it makes; a new one for each call without.
+      if (passOn.fresh) headers = headersFor(ROOT_CONTEXT, passOn.fresh());
+      else headers = passOn.headers ??= headersFor(passOn.caller, passOn.spanContext as SpanContext);
     }
     const { request } = message as { request: { addHeader(name: string, value: string): void } };
     for (const name in headers) request.addHeader(name, headers[name] as string);

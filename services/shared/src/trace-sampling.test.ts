@@ -3,8 +3,7 @@
 import { propagation, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomHexId, UNSAMPLED_ROOT } from "./trace-propagation.ts";
-import { door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
+import { door, newTraceRatioFromEnv, samplerFromEnv, UNSAMPLED_ROOT } from "./trace-sampling.ts";
 
 const SAMPLED = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const UNSAMPLED = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
@@ -78,17 +77,5 @@ describe("newTraceRatioFromEnv", () => {
     [{ OTEL_TRACES_SAMPLER: "parentbased_always_off", OTEL_TRACES_SAMPLER_ARG: "0.5" }, 0],
   ])("%o → %d", (env, ratio) => {
     expect(newTraceRatioFromEnv(env as NodeJS.ProcessEnv)).toBe(ratio);
-  });
-});
-
-describe("randomHexId", () => {
-  it("makes lowercase hex ids of the asked length, all different, across pool refills", () => {
-    const seen = new Set<string>();
-    for (let i = 0; i < 2_000; i++) {
-      const id = randomHexId(i % 2 ? 16 : 8);
-      expect(id).toMatch(i % 2 ? /^[0-9a-f]{32}$/ : /^[0-9a-f]{16}$/);
-      seen.add(id);
-    }
-    expect(seen.size).toBe(2_000);
   });
 });

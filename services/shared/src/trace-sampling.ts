@@ -39,7 +39,7 @@ import {
   type SamplingResult,
   TraceIdRatioBasedSampler,
 } from "@opentelemetry/sdk-trace-base";
-import { UNSAMPLED_ROOT, unsampledContext } from "./trace-propagation.ts";
+import { sharedUnsampledContext, unsampledContext } from "./trace-propagation.ts";
 
 /** The share of new traces sampled when an exporter is set and OTEL_TRACES_SAMPLER is not. */
 export const DEFAULT_SAMPLE_RATIO = 0.01;
@@ -90,6 +90,9 @@ export function newTraceRatioFromEnv(env: NodeJS.ProcessEnv): number {
 }
 
 const ids = new RandomIdGenerator();
+
+/** The context of every unsampled request with no trace header (each call passes on new ids). */
+export const UNSAMPLED_ROOT = sharedUnsampledContext(() => freshUnsampled(ids.generateTraceId()));
 
 /** The decisions for a request with no trace header: made once, shared by every such request. */
 const NEW_SAMPLED = { sampled: true, parent: ROOT_CONTEXT } as const;
