@@ -69,6 +69,19 @@ export function unsampledContext(parent: Context, passOn: SpanContext): Context 
   return base.setValue(PASS_ON, { caller: parent, spanContext: passOn } satisfies PassOn);
 }
 
+/** The header fields of W3C's trace context and baggage propagators (OTEL_PROPAGATORS's default). */
+const W3C_FIELDS = new Set(["traceparent", "tracestate", "baggage"]);
+
+/** Whether the propagators' fields are W3C's (the global one is read once, when first needed). */
+function w3cFieldsOnly(fields: string[]): boolean {
+  return fields.includes("traceparent") && fields.every((f) => W3C_FIELDS.has(f.toLowerCase()));
+}
+
+/** The W3C `traceparent` of an unsampled span context (version 00, flags 00). */
+function unsampledTraceparent(spanContext: SpanContext): string {
+  return `00-${spanContext.traceId}-${spanContext.spanId}-00`;
+}
+
 /** Calls fn with every Fastify instance created from now on; returns the undo. */
 export function onEveryFastify(fn: (fastify: FastifyInstance) => void): () => void {
   const onInstance = (message: unknown) => fn((message as { fastify: FastifyInstance }).fastify);
@@ -99,10 +112,12 @@ export function joinCallers(): () => void {
  * Returns the undo.
  */
 export function injectIntoUndici(): () => void {
+  let writesTraceparentOnly: boolean | undefined;
   const onUndiciRequest = (message: unknown) => {
     const active = context.active();
     const span = trace.getSpan(active);
     if (span?.isRecording()) return;
+    const { request } = message as { request: { addHeader(name: string, value: string): void } };
     let headers: Record<string, string>;
     if (span !== undefined && trace.isSpanContextValid(span.spanContext())) {
       headers = {};
@@ -113,10 +128,18 @@ export function injectIntoUndici(): () => void {
       // The propagators write nothing for a context whose tracing is suppressed, so the headers
       // are made from the caller's context (its baggage) with the span context to pass on: a
       // caller's once per request, however many calls it makes; a new one for each call without.
-      if (passOn.fresh) headers = headersFor(ROOT_CONTEXT, passOn.fresh());
-      else headers = passOn.headers ??= headersFor(passOn.caller, passOn.spanContext as SpanContext);
+      if (passOn.fresh) {
+        const fresh = passOn.fresh();
+        // A new unsampled trace has no tracestate and no baggage: W3C's propagators would write
+        // its traceparent and nothing else, so it is written directly (no context, no carrier).
+        writesTraceparentOnly ??= w3cFieldsOnly(propagation.fields());
+        if (writesTraceparentOnly) {
+          request.addHeader("traceparent", unsampledTraceparent(fresh));
+          return;
+        }
+        headers = headersFor(ROOT_CONTEXT, fresh);
+      } else headers = passOn.headers ??= headersFor(passOn.caller, passOn.spanContext as SpanContext);
     }
-    const { request } = message as { request: { addHeader(name: string, value: string): void } };
     for (const name in headers) request.addHeader(name, headers[name] as string);
   };
   subscribe("undici:request:create", onUndiciRequest);

@@ -2,6 +2,9 @@
 // module on demand: its packages, the exporters NodeSDK brings with it, and the instrumentations
 // are several MiB of heap that a process exporting nothing never pays for).
 //
+// Spans leave the process over OTLP/HTTP with undici (trace-export.ts) unless the environment asks
+// for another exporter.
+//
 // One server span per request (trace-server.ts, sampled at the door: trace-sampling.ts), one
 // client span per outgoing call inside a recorded trace (the undici, node:http and ioredis
 // instrumentations), and the services' own spans per step of work.
@@ -13,6 +16,7 @@ import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import { NodeSDK } from "@opentelemetry/sdk-node";
+import { otlpHttpProtocol, UndiciOtlpTraceExporter } from "./trace-export.ts";
 import { injectIntoUndici, joinCallers } from "./trace-propagation.ts";
 import { baseResourceAttributes } from "./trace-resource.ts";
 import { door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
@@ -85,7 +89,16 @@ export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrume
 export function startExporting(serviceName: string, env: NodeJS.ProcessEnv): StartedSdk {
   const sampling = door(samplerFromEnv(env), newTraceRatioFromEnv(env));
   const resource = defaultResource().merge(resourceFromAttributes(baseResourceAttributes(serviceName, env)));
-  const sdk = new NodeSDK({ resource, instrumentations: instrumentations(env), sampler: sampling.sampler });
+  // OTLP over HTTP goes through undici (trace-export.ts); any other exporter is the SDK's, built
+  // from the same variables.
+  const protocol = otlpHttpProtocol(env);
+  const traceExporter = protocol ? new UndiciOtlpTraceExporter(protocol) : undefined;
+  const sdk = new NodeSDK({
+    resource,
+    instrumentations: instrumentations(env),
+    sampler: sampling.sampler,
+    traceExporter,
+  });
   sdk.start();
   const undoServer = traceFastifyRequests(sampling, serverTracer);
   const undoInject = injectIntoUndici();
@@ -131,5 +144,6 @@ function loadPatched(): void {
   syncBuiltinESMExports();
 }
 
+export { otlpHttpProtocol, UndiciOtlpTraceExporter } from "./trace-export.ts";
 export { DEFAULT_SAMPLE_RATIO, door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
 export { traceFastifyRequests } from "./trace-server.ts";

@@ -22,6 +22,7 @@ interface OtlpSpan {
 /** The test's side of the fixture: the downstream server the route calls, and an OTLP/JSON sink. */
 const traceparents: (string | undefined)[] = [];
 const baggages: (string | undefined)[] = [];
+const b3s: (string | undefined)[] = [];
 const spans: OtlpSpan[] = [];
 let downstream: Server;
 let sink: Server;
@@ -31,6 +32,7 @@ beforeAll(async () => {
   downstream = createServer((req, res) => {
     traceparents.push(req.headers.traceparent as string | undefined);
     baggages.push(req.headers.baggage as string | undefined);
+    b3s.push(req.headers.b3 as string | undefined);
     res.end("ok");
   });
   sink = createServer((req, res) => {
@@ -56,6 +58,7 @@ afterAll(() => {
 async function runFixture(otel: Record<string, string>, calls: (string | Record<string, string> | null)[]) {
   traceparents.length = 0;
   baggages.length = 0;
+  b3s.length = 0;
   spans.length = 0;
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OTEL_")));
   const { stdout } = await promisify(execFile)(
@@ -134,5 +137,15 @@ describe("a process started like the services", () => {
     expect(baggages.filter((b) => b !== undefined)).toHaveLength(1);
     expect(traceparents[4]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(traceparents[4]?.split("-")[1]).not.toBe(traceparents[2]?.split("-")[1]);
+  }, 120_000);
+
+  it("exporting with B3 propagation: a request with no trace header passes a fresh unsampled b3 on, no traceparent", async () => {
+    await runFixture(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: urlOf(sink), OTEL_PROPAGATORS: "b3", OTEL_TRACES_SAMPLER_ARG: "0" },
+      [null, null],
+    );
+    expect(traceparents).toEqual([undefined, undefined]);
+    for (const b3 of b3s) expect(b3).toMatch(/^[0-9a-f]{32}-[0-9a-f]{16}-0$/);
+    expect(b3s[0]?.split("-")[0]).not.toBe(b3s[1]?.split("-")[0]);
   }, 120_000);
 });
