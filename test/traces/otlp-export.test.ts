@@ -5,15 +5,14 @@
 // connections retried within the export timeout, honouring Retry-After; any other status failing
 // at once); a collector that never answers fails the batch within the timeout instead of hanging;
 // and the export's own HTTP call is never traced, even when a batch is flushed from inside a
-// recorded span with the undici instrumentation on.
+// recorded span with undici's client spans on (trace-client.ts).
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
-import { instrumentations, otlpHttpProtocol, UndiciOtlpTraceExporter } from "@capstan/shared/tracing/sdk";
+import { otlpHttpProtocol, traceUndiciRequests, UndiciOtlpTraceExporter } from "@capstan/shared/tracing/sdk";
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { type ExportResult, ExportResultCode } from "@opentelemetry/core";
-import { registerInstrumentations } from "@opentelemetry/instrumentation";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   AlwaysOnSampler,
@@ -130,10 +129,7 @@ describe("export to a real collector", () => {
       spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 50 })],
     });
     trace.setGlobalTracerProvider(provider);
-    const unregister = registerInstrumentations({
-      tracerProvider: provider,
-      instrumentations: instrumentations({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: "undici" }),
-    });
+    const unregister = traceUndiciRequests(() => provider.getTracer("otlp-export-test"));
     try {
       const tracer = provider.getTracer("otlp-export-test");
       const outer = tracer.startSpan("outer");

@@ -6,16 +6,17 @@
 // for another exporter.
 //
 // One server span per request (trace-server.ts, sampled at the door: trace-sampling.ts), one
-// client span per outgoing call inside a recorded trace (the undici, node:http and ioredis
-// instrumentations), and the services' own spans per step of work.
+// client span per outgoing call inside a recorded trace (undici and fetch: trace-client.ts;
+// node:http and ioredis: OpenTelemetry's instrumentations), and the services' own spans per step
+// of work.
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { type Tracer, trace } from "@opentelemetry/api";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
-import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import { NodeSDK } from "@opentelemetry/sdk-node";
+import { traceUndiciRequests } from "./trace-client.ts";
 import { otlpHttpProtocol, UndiciOtlpTraceExporter } from "./trace-export.ts";
 import { injectIntoUndici, joinCallers } from "./trace-propagation.ts";
 import { baseResourceAttributes } from "./trace-resource.ts";
@@ -28,12 +29,16 @@ export interface StartedSdk {
   undo(): void;
 }
 
-let cachedServerTracer: Tracer | undefined;
-/** The tracer of the server spans, looked up once the SDK has registered its provider. */
-const serverTracer = () => {
-  cachedServerTracer ??= trace.getTracer("@capstan/shared/trace-server");
-  return cachedServerTracer;
-};
+/** A tracer looked up on first use, once the SDK has registered its provider. */
+function lazyTracer(name: string): () => Tracer {
+  let cached: Tracer | undefined;
+  return () => {
+    cached ??= trace.getTracer(name);
+    return cached;
+  };
+}
+const serverTracer = lazyTracer("@capstan/shared/trace-server");
+const clientTracer = lazyTracer("@capstan/shared/trace-client");
 
 /** True when the code running now is inside a span that is recorded (a sampled trace). */
 function recording(): boolean {
@@ -41,11 +46,26 @@ function recording(): boolean {
 }
 
 /**
- * The instrumentations a process registers when it exports traces, by name (`http`, `undici`,
- * `ioredis`), less those OTEL_NODE_DISABLED_INSTRUMENTATIONS names (or only those
- * OTEL_NODE_ENABLED_INSTRUMENTATIONS names; comma-separated, the variables of OpenTelemetry's
- * auto-instrumentations package). Exported so tests can register the same ones against an
- * in-memory tracer provider.
+ * Whether the instrumentation of this name (`http`, `undici`, `ioredis`) is on: all are, less
+ * those OTEL_NODE_DISABLED_INSTRUMENTATIONS names (or only those OTEL_NODE_ENABLED_INSTRUMENTATIONS
+ * names; comma-separated, the variables of OpenTelemetry's auto-instrumentations package).
+ */
+export function instrumentationOn(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const names = (v: string | undefined) =>
+    new Set(
+      (v ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
+  return (enabled.size === 0 || enabled.has(name)) && !names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS).has(name);
+}
+
+/**
+ * The OpenTelemetry instrumentations a process registers when it exports traces (`http`,
+ * `ioredis`; `undici` is trace-client.ts's, registered by startExporting), as instrumentationOn
+ * says. Exported so tests can register the same ones against an in-memory tracer provider.
  */
 export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrumentation[] {
   // Factories: an instrumentation patches its module as soon as it is constructed, so the ones
@@ -60,22 +80,12 @@ export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrume
         ignoreOutgoingRequestHook: () => !recording(),
         requireParentforOutgoingSpans: true,
       }),
-    undici: () => new UndiciInstrumentation({ requireParentforSpans: true, ignoreRequestHook: () => !recording() }),
     // Its default statement serializer keeps only the arguments of commands known to be safe
     // (key names of GET/INCR/EVAL...), never values or AUTH passwords.
     ioredis: () => new IORedisInstrumentation({ requireParentSpan: true }),
   };
-  const names = (v: string | undefined) =>
-    new Set(
-      (v ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-    );
-  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
-  const disabled = names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS);
   return Object.entries(all)
-    .filter(([name]) => (enabled.size === 0 || enabled.has(name)) && !disabled.has(name))
+    .filter(([name]) => instrumentationOn(name, env))
     .map(([, make]) => make());
 }
 
@@ -101,12 +111,14 @@ export function startExporting(serviceName: string, env: NodeJS.ProcessEnv): Sta
   });
   sdk.start();
   const undoServer = traceFastifyRequests(sampling, serverTracer);
+  const undoClient = instrumentationOn("undici", env) ? traceUndiciRequests(clientTracer) : () => {};
   const undoInject = injectIntoUndici();
   loadPatched();
   return {
     sdk,
     undo: () => {
       undoServer();
+      undoClient();
       undoInject();
     },
   };
@@ -144,6 +156,7 @@ function loadPatched(): void {
   syncBuiltinESMExports();
 }
 
+export { traceUndiciRequests } from "./trace-client.ts";
 export { otlpHttpProtocol, UndiciOtlpTraceExporter } from "./trace-export.ts";
 export { DEFAULT_SAMPLE_RATIO, door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
 export { traceFastifyRequests } from "./trace-server.ts";
