@@ -92,7 +92,7 @@ export function traceUndiciRequests(tracer: () => Tracer): () => void {
   };
 
   const onError = (message: unknown) => {
-    const { request, error } = message as { request: UndiciRequest; error: Error & { code?: unknown } };
+    const { request, error } = message as { request: UndiciRequest; error: Error & { code?: string | number } };
     const span = spans.get(request);
     if (span === undefined) return;
     spans.delete(request);

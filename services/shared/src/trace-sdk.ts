@@ -6,19 +6,19 @@
 // for another exporter.
 //
 // One server span per request (trace-server.ts, sampled at the door: trace-sampling.ts), one
-// client span per outgoing call inside a recorded trace (undici and fetch: trace-client.ts;
-// node:http and ioredis: OpenTelemetry's instrumentations), and the services' own spans per step
-// of work.
+// client span per outgoing call inside a recorded trace (undici and fetch: trace-client.ts; Redis:
+// trace-redis.ts; node:http: OpenTelemetry's instrumentation), and the services' own spans per
+// step of work.
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { type Tracer, trace } from "@opentelemetry/api";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
-import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { traceUndiciRequests } from "./trace-client.ts";
 import { otlpHttpProtocol, UndiciOtlpTraceExporter } from "./trace-export.ts";
 import { injectIntoUndici, joinCallers } from "./trace-propagation.ts";
+import { traceRedisCommands } from "./trace-redis.ts";
 import { baseResourceAttributes } from "./trace-resource.ts";
 import { door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
 import { traceFastifyRequests } from "./trace-server.ts";
@@ -39,6 +39,7 @@ function lazyTracer(name: string): () => Tracer {
 }
 const serverTracer = lazyTracer("@capstan/shared/trace-server");
 const clientTracer = lazyTracer("@capstan/shared/trace-client");
+const redisTracer = lazyTracer("@capstan/shared/trace-redis");
 
 /** True when the code running now is inside a span that is recorded (a sampled trace). */
 function recording(): boolean {
@@ -63,9 +64,10 @@ export function instrumentationOn(name: string, env: NodeJS.ProcessEnv = process
 }
 
 /**
- * The OpenTelemetry instrumentations a process registers when it exports traces (`http`,
- * `ioredis`; `undici` is trace-client.ts's, registered by startExporting), as instrumentationOn
- * says. Exported so tests can register the same ones against an in-memory tracer provider.
+ * The OpenTelemetry instrumentations a process registers when it exports traces (`http`; `undici`
+ * and `ioredis` are trace-client.ts's and trace-redis.ts's, registered by startExporting), as
+ * instrumentationOn says. Exported so tests can register the same ones against an in-memory
+ * tracer provider.
  */
 export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrumentation[] {
   // Factories: an instrumentation patches its module as soon as it is constructed, so the ones
@@ -80,9 +82,6 @@ export function instrumentations(env: NodeJS.ProcessEnv = process.env): Instrume
         ignoreOutgoingRequestHook: () => !recording(),
         requireParentforOutgoingSpans: true,
       }),
-    // Its default statement serializer keeps only the arguments of commands known to be safe
-    // (key names of GET/INCR/EVAL...), never values or AUTH passwords.
-    ioredis: () => new IORedisInstrumentation({ requireParentSpan: true }),
   };
   return Object.entries(all)
     .filter(([name]) => instrumentationOn(name, env))
@@ -112,6 +111,7 @@ export function startExporting(serviceName: string, env: NodeJS.ProcessEnv): Sta
   sdk.start();
   const undoServer = traceFastifyRequests(sampling, serverTracer);
   const undoClient = instrumentationOn("undici", env) ? traceUndiciRequests(clientTracer) : () => {};
+  const undoRedis = instrumentationOn("ioredis", env) ? traceRedisCommands(redisTracer) : () => {};
   const undoInject = injectIntoUndici();
   loadPatched();
   return {
@@ -119,6 +119,7 @@ export function startExporting(serviceName: string, env: NodeJS.ProcessEnv): Sta
     undo: () => {
       undoServer();
       undoClient();
+      undoRedis();
       undoInject();
     },
   };
@@ -144,19 +145,20 @@ export function startPropagating(): StartedSdk {
 }
 
 /**
- * The instrumentations patch a module when it goes through require(); an ESM `import` of a
- * CommonJS package (ioredis) or of a builtin does not. So the patched modules are required here,
- * once, right after the SDK starts: a later `import` of ioredis gets the same, already patched
- * exports object, and ESM named bindings of builtins (`import { request } from "node:http"`)
- * are refreshed from the patched exports by syncBuiltinESMExports().
+ * The http instrumentation patches node:http when it goes through require(); an ESM `import` of a
+ * builtin does not. So it is required here, once, right after the SDK starts, and the ESM named
+ * bindings (`import { request } from "node:http"`) are refreshed from the patched exports by
+ * syncBuiltinESMExports(). (trace-redis.ts patches ioredis's Redis prototype itself, which every
+ * `import` of ioredis shares.)
  */
 function loadPatched(): void {
   const require = createRequire(import.meta.url);
-  for (const id of ["node:http", "node:https", "ioredis"]) require(id);
+  for (const id of ["node:http", "node:https"]) require(id);
   syncBuiltinESMExports();
 }
 
 export { traceUndiciRequests } from "./trace-client.ts";
 export { otlpHttpProtocol, UndiciOtlpTraceExporter } from "./trace-export.ts";
+export { traceRedisCommands } from "./trace-redis.ts";
 export { DEFAULT_SAMPLE_RATIO, door, newTraceRatioFromEnv, samplerFromEnv } from "./trace-sampling.ts";
 export { traceFastifyRequests } from "./trace-server.ts";

@@ -39,14 +39,15 @@ for (const [i, call] of (
   seen.push(await res.json());
 }
 const wrapped = (fn: unknown) => Boolean((fn as { __wrapped?: boolean }).__wrapped);
+// Read while tracing runs: shutting it down takes the Redis patch back.
+const patched = { ioredis: wrapped(Redis.prototype.sendCommand), http: wrapped(request) };
 await app.close();
 const { shutdownTracing } = await import("./tracing.ts");
 await shutdownTracing();
 process.stdout.write(
   `${JSON.stringify({
     seen,
-    ioredis: wrapped(Redis.prototype.sendCommand),
-    http: wrapped(request),
+    ...patched,
     sdk: loaded.some((url) => url.includes("/@opentelemetry/sdk-")),
   })}\n`,
 );
