@@ -9,6 +9,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
+import { createRegistry } from "@capstan/shared";
 import { otlpHttpProtocol, traceUndiciRequests, UndiciOtlpTraceExporter } from "@capstan/shared/tracing/sdk";
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -58,6 +59,17 @@ function spansOf(service: string, names: string[]): ReadableSpan[] {
   const tracer = provider.getTracer("otlp-export-test");
   for (const name of names) tracer.startSpan(name, { attributes: { "capstan.test": name } }).end();
   return memory.getFinishedSpans();
+}
+
+/** The trace export series of a new registry, `name{labels}` → value. */
+async function exportMetrics(): Promise<Map<string, number>> {
+  const text = await createRegistry().metrics();
+  const series = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const m = /^(capstan_trace_export_\S+) (\S+)$/.exec(line);
+    if (m) series.set(m[1] as string, Number(m[2]));
+  }
+  return series;
 }
 
 /** fn's first defined answer, polled every 100 ms for at most ms. */
@@ -183,9 +195,24 @@ describe("the collector's answers", () => {
       { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" },
       () => new UndiciOtlpTraceExporter("http/protobuf"),
     );
+    const before = await exportMetrics();
     const result = await exportOnce(exporter, spansOf("retried", ["a"]));
     expect(result.code, String(result.error)).toBe(ExportResultCode.SUCCESS);
     expect(collector.seen).toHaveLength(3);
+    // Each attempt counted by its outcome, the two retries as retries (every registry reports them).
+    const after = await exportMetrics();
+    expect(after.get('capstan_trace_export_requests_total{outcome="http_503"}')).toBe(
+      (before.get('capstan_trace_export_requests_total{outcome="http_503"}') ?? 0) + 1,
+    );
+    expect(after.get('capstan_trace_export_requests_total{outcome="http_429"}')).toBe(
+      (before.get('capstan_trace_export_requests_total{outcome="http_429"}') ?? 0) + 1,
+    );
+    expect(after.get('capstan_trace_export_requests_total{outcome="ok"}')).toBe(
+      (before.get('capstan_trace_export_requests_total{outcome="ok"}') ?? 0) + 1,
+    );
+    expect(after.get("capstan_trace_export_retries_total")).toBe(
+      (before.get("capstan_trace_export_retries_total") ?? 0) + 2,
+    );
     for (const { body, headers } of collector.seen) {
       expect(headers["content-encoding"]).toBe("gzip");
       expect(headers["content-type"]).toBe("application/x-protobuf");

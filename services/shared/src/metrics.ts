@@ -8,6 +8,8 @@
 // only bounded labels (route, stage, outcome, ...): never a channel, key or knowledge base.
 import { Counter, collectDefaultMetrics, Gauge, type GaugeConfiguration, Histogram, Registry } from "prom-client";
 
+import { exportAttempts, exportRetries } from "./trace-export-stats.ts";
+
 export { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /**
@@ -16,8 +18,34 @@ export { Counter, Gauge, Histogram, Registry } from "prom-client";
  */
 export function createRegistry(opts: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
-  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (opts.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry });
+    traceExportMetrics(registry);
+  }
   return registry;
+}
+
+/** The process's span exports (trace-export.ts), read at each scrape: 0 without an exporter. */
+function traceExportMetrics(registry: Registry): void {
+  new Counter({
+    name: "capstan_trace_export_requests_total",
+    help: "OTLP span export requests by outcome (ok, http_<status>, timeout, error), per attempt",
+    labelNames: ["outcome"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, n] of exportAttempts) this.inc({ outcome }, n);
+    },
+  });
+  new Counter({
+    name: "capstan_trace_export_retries_total",
+    help: "OTLP span export attempts that retried an earlier one",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(exportRetries.count);
+    },
+  });
 }
 
 /** `capstan_<component>` for a service name: "gateway" → capstan_gateway, "scraper-render" → capstan_scraper_render. */

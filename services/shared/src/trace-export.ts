@@ -14,6 +14,7 @@
 // follows the OTLP/HTTP specification as the stock one does: 2xx succeeds; 429, 502, 503, 504 and
 // network errors are retried up to 5 times with exponential backoff (1 s, x1.5, at most 5 s, 20 %
 // jitter) or the server's Retry-After, within the export's timeout; anything else fails the batch.
+// Each attempt is counted (trace-export-stats.ts: capstan_trace_export_requests_total).
 import { gzip } from "node:zlib";
 import {
   createOtlpNetworkExportDelegate,
@@ -32,6 +33,7 @@ import {
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { Agent, errors, request } from "undici";
 import { parseRetryAfter } from "./resilience/retry-after.ts";
+import { countExportAttempt, exportRetries } from "./trace-export-stats.ts";
 
 const MAX_ATTEMPTS = 6;
 const INITIAL_BACKOFF_MS = 1000;
@@ -120,6 +122,7 @@ export class UndiciTransport implements IExporterTransport {
       const left = deadline - Date.now();
       if (wait >= left) return result;
       await new Promise((resolve) => setTimeout(resolve, Math.max(wait, 0)));
+      exportRetries.count++;
       result = await this.attempt(body, deadline - Date.now());
     }
     return result;
@@ -136,6 +139,7 @@ export class UndiciTransport implements IExporterTransport {
         dispatcher: this.agent,
         signal: AbortSignal.timeout(Math.max(timeoutMillis, 1)),
       });
+      countExportAttempt(res.statusCode >= 200 && res.statusCode <= 299 ? "ok" : `http_${res.statusCode}`);
       const answer = await readAtMost(res.body, MAX_RESPONSE_BYTES);
       if (answer === undefined) {
         return { status: "failure", error: new Error(`OTLP export answer over ${MAX_RESPONSE_BYTES} bytes`) };
@@ -148,6 +152,7 @@ export class UndiciTransport implements IExporterTransport {
     } catch (err) {
       const code = (err as { code?: string }).code;
       const timedOut = (err as Error).name === "TimeoutError" || err instanceof errors.RequestAbortedError;
+      countExportAttempt(timedOut ? "timeout" : "error");
       if (timedOut || (code !== undefined && RETRYABLE_CODES.has(code))) {
         return { status: "retryable", error: err as Error };
       }
