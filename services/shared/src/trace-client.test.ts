@@ -72,6 +72,7 @@ describe("client spans of undici and fetch", () => {
       "server.port": Number(new URL(base).port),
       "http.response.status_code": 200,
     });
+    expect(spans[1]?.attributes["url.full"]).toBe(`${base}/other`);
     for (const [i, span] of spans.entries()) {
       expect(span.parentSpanContext?.spanId).toBe(parent.spanContext().spanId);
       expect(span.spanContext().traceId).toBe(parent.spanContext().traceId);

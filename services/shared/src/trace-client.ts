@@ -53,7 +53,8 @@ export function traceUndiciRequests(tracer: () => Tracer): () => void {
     const parent = context.active();
     if (trace.getSpan(parent)?.isRecording() !== true) return;
     const { request } = message as { request: UndiciRequest };
-    const origin = String(request.origin);
+    // undici gives the origin as a string, or as a URL whose href would add a slash.
+    const origin = typeof request.origin === "string" ? request.origin : request.origin.origin;
     const server = serverOf(origin);
     const span = tracer().startSpan(
       request.method,
