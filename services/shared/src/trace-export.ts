@@ -33,6 +33,7 @@ import {
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { Agent, errors, request } from "undici";
 import { parseRetryAfter } from "./resilience/retry-after.ts";
+import { isRetryableOtlpNetworkCode, isRetryableOtlpStatus } from "./resilience/retryable.ts";
 import { countExportAttempt, exportRetries } from "./trace-export-stats.ts";
 
 const MAX_ATTEMPTS = 6;
@@ -42,21 +43,6 @@ const BACKOFF_MULTIPLIER = 1.5;
 const JITTER = 0.2;
 /** A collector's answer is a few bytes (a partial success at most); more is read as a failure. */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
-const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
-const RETRYABLE_CODES = new Set([
-  "ECONNRESET",
-  "ECONNREFUSED",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EAI_AGAIN",
-  "ENOTFOUND",
-  "ENETUNREACH",
-  "EHOSTUNREACH",
-  "UND_ERR_SOCKET",
-  "UND_ERR_CONNECT_TIMEOUT",
-  "UND_ERR_HEADERS_TIMEOUT",
-  "UND_ERR_BODY_TIMEOUT",
-]);
 
 type Protocol = "http/protobuf" | "http/json";
 
@@ -145,7 +131,7 @@ export class UndiciTransport implements IExporterTransport {
         return { status: "failure", error: new Error(`OTLP export answer over ${MAX_RESPONSE_BYTES} bytes`) };
       }
       if (res.statusCode >= 200 && res.statusCode <= 299) return { status: "success", data: answer };
-      if (RETRYABLE_STATUS.has(res.statusCode)) {
+      if (isRetryableOtlpStatus(res.statusCode)) {
         return { status: "retryable", retryInMillis: parseRetryAfter(firstOf(res.headers["retry-after"])) };
       }
       return { status: "failure", error: new Error(`OTLP export answered HTTP ${res.statusCode}`) };
@@ -153,7 +139,7 @@ export class UndiciTransport implements IExporterTransport {
       const code = (err as { code?: string }).code;
       const timedOut = (err as Error).name === "TimeoutError" || err instanceof errors.RequestAbortedError;
       countExportAttempt(timedOut ? "timeout" : "error");
-      if (timedOut || (code !== undefined && RETRYABLE_CODES.has(code))) {
+      if (timedOut || isRetryableOtlpNetworkCode(code)) {
         return { status: "retryable", error: err as Error };
       }
       return { status: "failure", error: err as Error };

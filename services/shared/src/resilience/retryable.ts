@@ -35,3 +35,34 @@ const RETRYABLE_NETWORK_CODES = new Set([
 export function isRetryableNetworkCode(code: string | undefined): boolean {
   return code !== undefined && RETRYABLE_NETWORK_CODES.has(code);
 }
+
+/**
+ * OTLP/HTTP exports (trace-export.ts): the statuses the OTLP specification names retryable, 429,
+ * 502, 503 and 504; any other answer fails the batch, as OpenTelemetry's own exporters do.
+ */
+export function isRetryableOtlpStatus(status: number): boolean {
+  return status === 429 || status === 502 || status === 503 || status === 504;
+}
+
+/**
+ * OTLP/HTTP exports: the connection failures OpenTelemetry's exporters retry (node:net's codes,
+ * a collector not resolvable or reachable yet included) and undici's own for the same.
+ */
+const RETRYABLE_OTLP_NETWORK_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
+
+export function isRetryableOtlpNetworkCode(code: string | undefined): boolean {
+  return code !== undefined && RETRYABLE_OTLP_NETWORK_CODES.has(code);
+}
